@@ -1,0 +1,54 @@
+// Command tern is the Tern DNS server and its tools: one binary with
+// subcommands (serve, check, zone, perf).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: tern <command> [arguments]
+
+commands:
+  serve   serve zones (with no arguments: an embedded demo zone on 127.0.0.1:5300)
+  check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
+  zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3]
+  perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
+
+Run 'tern <command> -h' for a command's options.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], stdout, stderr)
+	case "zone":
+		return runZone(ctx, args[1:], stdout, stderr)
+	case "perf":
+		return runPerf(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tern: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
