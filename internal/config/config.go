@@ -1,0 +1,280 @@
+// Package config loads and validates Tern's TOML configuration file.
+//
+// Parsing is strict: unknown keys, type mismatches and syntax errors are
+// reported with file:line:col positions, and Validate reports every semantic
+// problem at once so an operator can fix a file in one pass.
+package config
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Default values, exported through Default so that callers and docs agree.
+const (
+	defaultListen            = "127.0.0.1:5300"
+	defaultUDPPayload        = 1232
+	defaultTCPIdleTimeout    = 10 * time.Second
+	defaultTCPMaxConnections = 1024
+	defaultTCPMaxQueries     = 100
+	defaultLogLevel          = "info"
+	defaultVersion           = "Tern"
+	// fallbackID is used for id.server. when the host name cannot be
+	// determined, so the CHAOS identity is never silently empty.
+	fallbackID = "tern"
+)
+
+// Config is the complete server configuration.
+type Config struct {
+	Server   Server   `toml:"server"`
+	Identity Identity `toml:"identity"`
+	// Zones holds the [[zone]] tables in file order.
+	Zones []Zone `toml:"zone"`
+	// Path is the file the configuration was loaded from ("" for defaults
+	// or flags). It prefixes every validation message.
+	Path string `toml:"-"`
+
+	// lines maps dotted key paths ("server.listen", "server.listen[1]") to
+	// the line they appear on, so Validate can point at the offending line.
+	// It is nil for configurations not produced by Parse.
+	lines map[string]int
+}
+
+// Server holds the [server] table: listeners, transport limits and logging.
+type Server struct {
+	// Listen lists the addresses served on UDP and TCP, e.g. "127.0.0.1:53"
+	// or "[::1]:53". A port is required. Default ["127.0.0.1:5300"].
+	Listen []string `toml:"listen"`
+	// Workers is the number of UDP workers per listener; 0 means one per CPU.
+	Workers int `toml:"workers"`
+	// UDPPayload is the EDNS payload size advertised and used (512..65535).
+	// Default 1232, the DNS flag day 2020 value that avoids IP fragmentation.
+	UDPPayload int `toml:"udp-payload"`
+	// TCPIdleTimeout closes TCP connections idle for this long. Default 10s.
+	TCPIdleTimeout Duration `toml:"tcp-idle-timeout"`
+	// TCPMaxConnections bounds concurrent TCP connections. Default 1024.
+	TCPMaxConnections int `toml:"tcp-max-connections"`
+	// TCPMaxQueries bounds queries in flight per TCP connection. Default 100.
+	TCPMaxQueries int `toml:"tcp-max-pipelined"`
+	// LogLevel is one of debug, info, warn, error. Default info.
+	LogLevel string `toml:"log-level"`
+}
+
+// Identity holds the [identity] table: how the server identifies itself via
+// CHAOS-class TXT queries and the EDNS NSID option.
+type Identity struct {
+	// Enabled turns on answers to CHAOS TXT id.server., hostname.bind.,
+	// version.bind. and version.server. Nil means the default, true.
+	Enabled *bool `toml:"chaos"`
+	// ID answers id.server. and hostname.bind. Default: os.Hostname().
+	ID string `toml:"id"`
+	// Version answers version.server. and version.bind. Default "Tern";
+	// "" hides the version (such queries are REFUSED).
+	Version string `toml:"version"`
+	// NSID is the RFC 5001 NSID payload as text; "" disables NSID. A "0x"
+	// prefix means the rest is hex-encoded bytes.
+	NSID string `toml:"nsid"`
+}
+
+// Zone is one [[zone]] table: an origin served from a zone file.
+type Zone struct {
+	// Origin is the zone apex, normalized by Parse to a lowercase FQDN.
+	Origin string `toml:"origin"`
+	// File is the zone file; Parse resolves relative paths against the
+	// directory of the configuration file.
+	File string `toml:"file"`
+	// Line is the line of the [[zone]] table in the configuration file
+	// (0 if unknown), for error messages.
+	Line int `toml:"-"`
+}
+
+// Duration is a time.Duration written in TOML as a string such as "10s".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string ("1m30s").
+func (d *Duration) UnmarshalText(text []byte) error {
+	v, err := time.ParseDuration(string(text))
+	if err != nil {
+		return &durationError{text: string(text), err: err}
+	}
+	d.Duration = v
+	return nil
+}
+
+// durationError marks a bad Duration so that Parse can attach a position
+// when go-toml reports it without one (it does for non-string values).
+type durationError struct {
+	text string
+	err  error
+}
+
+func (e *durationError) Error() string {
+	return fmt.Sprintf("invalid duration %q (want a string such as \"10s\"): %v", e.text, e.err)
+}
+
+func (e *durationError) Unwrap() error { return e.err }
+
+// MarshalText renders the duration in the form UnmarshalText accepts.
+func (d Duration) MarshalText() ([]byte, error) {
+	return []byte(d.Duration.String()), nil
+}
+
+// Default returns the built-in configuration: listening on 127.0.0.1:5300,
+// CHAOS identity on, and no zones.
+func Default() *Config {
+	id, err := os.Hostname()
+	if err != nil || id == "" {
+		id = fallbackID
+	}
+	// A fresh bool per call: the decoder writes through this pointer, so
+	// sharing it between configs would leak settings across them.
+	chaos := true
+	return &Config{
+		Server: Server{
+			Listen:            []string{defaultListen},
+			Workers:           0,
+			UDPPayload:        defaultUDPPayload,
+			TCPIdleTimeout:    Duration{defaultTCPIdleTimeout},
+			TCPMaxConnections: defaultTCPMaxConnections,
+			TCPMaxQueries:     defaultTCPMaxQueries,
+			LogLevel:          defaultLogLevel,
+		},
+		Identity: Identity{
+			Enabled: &chaos,
+			ID:      id,
+			Version: defaultVersion,
+		},
+	}
+}
+
+// Load reads the file at path, parses it strictly, applies defaults for
+// absent keys and validates the result.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on an in-memory document. path is used in error messages
+// and as the base for relative zone file paths; it may be "".
+func Parse(path string, data []byte) (*Config, error) {
+	c := Default()
+	c.Path = path
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	// Decoding on top of Default keeps defaults for absent keys while still
+	// honouring explicit zero values such as version = "".
+	if err := dec.Decode(c); err != nil {
+		return nil, decodeError(displayPath(path), data, err)
+	}
+	c.Path = path
+	c.lines = make(map[string]int)
+	zoneLines := indexLines(data, c.lines)
+	for i := range c.Zones {
+		z := &c.Zones[i]
+		if i < len(zoneLines) {
+			z.Line = zoneLines[i]
+		}
+		if z.Origin != "" {
+			z.Origin = canonicalOrigin(z.Origin)
+		}
+		if z.File != "" && path != "" && !filepath.IsAbs(z.File) {
+			z.File = filepath.Join(filepath.Dir(path), z.File)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeError turns go-toml errors into "path:line:col: message" errors,
+// one per unknown key.
+func decodeError(path string, data []byte, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		errs := make([]error, 0, len(strict.Errors))
+		for i := range strict.Errors {
+			e := &strict.Errors[i]
+			line, col := e.Position()
+			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %s", path, line, col, strings.Join(e.Key(), ".")))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		if k := de.Key(); len(k) > 0 {
+			msg = strings.Join(k, ".") + ": " + msg
+		}
+		return fmt.Errorf("%s:%d:%d: %s", path, line, col, msg)
+	}
+	var dur *durationError
+	if errors.As(err, &dur) {
+		// tcp-idle-timeout is the only Duration key, so a positionless
+		// duration error can only have come from it.
+		const key = "server.tcp-idle-timeout"
+		lines := make(map[string]int)
+		indexLines(data, lines)
+		if line := lineOfKey(lines, key); line > 0 {
+			return fmt.Errorf("%s:%d: %s: %w", path, line, key, err)
+		}
+		return fmt.Errorf("%s: %s: %w", path, key, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// displayPath names the configuration in messages when it has no file.
+func displayPath(path string) string {
+	if path == "" {
+		return "<config>"
+	}
+	return path
+}
+
+// canonicalOrigin lowercases a zone name and makes it fully qualified, so
+// that "Example.COM" and "example.com." compare equal.
+func canonicalOrigin(origin string) string {
+	return dns.Fqdn(strings.ToLower(origin))
+}
+
+// ChaosEnabled reports whether CHAOS TXT identity queries are answered; it
+// applies the default (true) when the key was never set.
+func (c *Config) ChaosEnabled() bool {
+	return c.Identity.Enabled == nil || *c.Identity.Enabled
+}
+
+// NSIDBytes returns the NSID option payload: nil when NSID is off, the hex
+// decoding for "0x"-prefixed values, and the raw text otherwise.
+func (id Identity) NSIDBytes() ([]byte, error) {
+	if id.NSID == "" {
+		return nil, nil
+	}
+	rest, isHex := strings.CutPrefix(id.NSID, "0x")
+	if !isHex {
+		rest, isHex = strings.CutPrefix(id.NSID, "0X")
+	}
+	if !isHex {
+		return []byte(id.NSID), nil
+	}
+	if rest == "" {
+		return nil, errors.New("nsid: empty hex value after 0x")
+	}
+	b, err := hex.DecodeString(rest)
+	if err != nil {
+		return nil, fmt.Errorf("nsid: invalid hex %q: %w", id.NSID, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,500 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	if got := c.Server.Listen; len(got) != 1 || got[0] != "127.0.0.1:5300" {
+		t.Errorf("Listen = %v, want [127.0.0.1:5300]", got)
+	}
+	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
+		c.Server.TCPMaxConnections != 1024 || c.Server.TCPMaxQueries != 100 || c.Server.LogLevel != "info" {
+		t.Errorf("server defaults wrong: %+v", c.Server)
+	}
+	if !c.ChaosEnabled() || c.Identity.Version != "Tern" || c.Identity.ID == "" || c.Identity.NSID != "" {
+		t.Errorf("identity defaults wrong: %+v", c.Identity)
+	}
+	if len(c.Zones) != 0 || c.Path != "" {
+		t.Errorf("zones=%v path=%q, want none", c.Zones, c.Path)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+	// Each call must return independent values: the decoder writes through
+	// Identity.Enabled, so a shared pointer would leak between configs.
+	d := Default()
+	*d.Identity.Enabled = false
+	d.Server.Listen[0] = "x"
+	if !c.ChaosEnabled() || c.Server.Listen[0] != "127.0.0.1:5300" {
+		t.Error("Default() configs share state")
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "abs.zone")
+	tests := []struct {
+		name  string
+		path  string
+		input string
+		check func(t *testing.T, c *Config)
+	}{
+		{
+			name:  "empty file gives defaults",
+			path:  "/etc/tern/tern.toml",
+			input: "",
+			check: func(t *testing.T, c *Config) {
+				if c.Server.UDPPayload != 1232 || c.Server.Listen[0] != "127.0.0.1:5300" || !c.ChaosEnabled() {
+					t.Errorf("defaults not applied: %+v", c)
+				}
+				if c.Path != "/etc/tern/tern.toml" {
+					t.Errorf("Path = %q", c.Path)
+				}
+			},
+		},
+		{
+			name: "all server keys",
+			input: `[server]
+listen = ["0.0.0.0:53", "[::]:53", "[fe80::1%eth0]:5353"]
+workers = 4
+udp-payload = 4096
+tcp-idle-timeout = "1m30s"
+tcp-max-connections = 1
+tcp-max-pipelined = 1
+log-level = "debug"
+`,
+			check: func(t *testing.T, c *Config) {
+				s := c.Server
+				if len(s.Listen) != 3 || s.Listen[1] != "[::]:53" || s.Workers != 4 || s.UDPPayload != 4096 ||
+					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPMaxQueries != 1 || s.LogLevel != "debug" {
+					t.Errorf("server = %+v", s)
+				}
+			},
+		},
+		{
+			name:  "payload bounds inclusive",
+			input: "[server]\nudp-payload = 512\n",
+			check: func(t *testing.T, c *Config) {
+				if c.Server.UDPPayload != 512 {
+					t.Errorf("UDPPayload = %d", c.Server.UDPPayload)
+				}
+			},
+		},
+		{
+			name:  "payload upper bound",
+			input: "[server]\nudp-payload = 65535\n",
+			check: func(t *testing.T, c *Config) {
+				if c.Server.UDPPayload != 65535 {
+					t.Errorf("UDPPayload = %d", c.Server.UDPPayload)
+				}
+			},
+		},
+		{
+			name:  "identity explicit empty version and chaos off",
+			input: "[identity]\nchaos = false\nid = \"ns1\"\nversion = \"\"\nnsid = \"0xCAFE\"\n",
+			check: func(t *testing.T, c *Config) {
+				if c.ChaosEnabled() || c.Identity.ID != "ns1" || c.Identity.Version != "" {
+					t.Errorf("identity = %+v", c.Identity)
+				}
+				b, err := c.Identity.NSIDBytes()
+				if err != nil || !bytes.Equal(b, []byte{0xca, 0xfe}) {
+					t.Errorf("NSIDBytes = %x, %v", b, err)
+				}
+			},
+		},
+		{
+			name: "zones normalized and resolved",
+			path: "/etc/tern/tern.toml",
+			input: `# comment
+[[zone]]
+origin = "Example.COM"
+file = "zones/example.com.zone"
+
+[[zone]]
+origin = "example.org."
+file = "` + abs + `"
+
+[[zone]]
+origin = "."
+file = "root.zone"
+`,
+			check: func(t *testing.T, c *Config) {
+				want := []Zone{
+					{Origin: "example.com.", File: "/etc/tern/zones/example.com.zone", Line: 2},
+					{Origin: "example.org.", File: abs, Line: 6},
+					{Origin: ".", File: "/etc/tern/root.zone", Line: 10},
+				}
+				if len(c.Zones) != len(want) {
+					t.Fatalf("zones = %+v", c.Zones)
+				}
+				for i := range want {
+					if c.Zones[i] != want[i] {
+						t.Errorf("zone %d = %+v, want %+v", i, c.Zones[i], want[i])
+					}
+				}
+			},
+		},
+		{
+			name:  "relative file kept without config path",
+			input: "[[zone]]\norigin = \"a.test\"\nfile = \"a.zone\"\n",
+			check: func(t *testing.T, c *Config) {
+				if c.Zones[0].File != "a.zone" || c.Zones[0].Origin != "a.test." {
+					t.Errorf("zone = %+v", c.Zones[0])
+				}
+			},
+		},
+		{
+			name:  "inline zone array and dotted keys",
+			input: "server.workers = 2\nzone = [\n  {origin = \"a.test\", file = \"a\"},\n  {origin = \"b.test\", file = \"b\"},\n]\n",
+			check: func(t *testing.T, c *Config) {
+				if c.Server.Workers != 2 || len(c.Zones) != 2 || c.Zones[0].Line != 3 || c.Zones[1].Line != 4 {
+					t.Errorf("got workers=%d zones=%+v", c.Server.Workers, c.Zones)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.path, []byte(tt.input))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  []string // substrings that must all appear in the error
+	}{
+		{
+			name:  "syntax error",
+			input: "[server]\nworkers = \n",
+			want:  []string{"t.toml:2:"},
+		},
+		{
+			name:  "unterminated table",
+			input: "[server\n",
+			want:  []string{"t.toml:1:"},
+		},
+		{
+			name:  "unknown keys all reported",
+			input: "[server]\nfoo = 1\nlisten = [\"127.0.0.1:53\"]\nbar = 2\n[[zone]]\norigin = \"a\"\nfile = \"a\"\nqq = 1\n[other]\nx = 1\n",
+			want: []string{
+				"t.toml:2:1: unknown key server.foo",
+				"t.toml:4:1: unknown key server.bar",
+				"t.toml:8:1: unknown key zone.qq",
+				"t.toml:9:2: unknown key other",
+			},
+		},
+		{
+			name:  "unknown top-level key",
+			input: "listen = [\"127.0.0.1:53\"]\n",
+			want:  []string{"t.toml:1:1: unknown key listen"},
+		},
+		{
+			name:  "wrong type",
+			input: "[server]\n\nworkers = \"four\"\n",
+			want:  []string{"t.toml:3:", "server.workers"},
+		},
+		{
+			name:  "bad duration",
+			input: "[server]\ntcp-idle-timeout = \"ten seconds\"\n",
+			want:  []string{"t.toml:2:", "server.tcp-idle-timeout", "invalid duration"},
+		},
+		{
+			name:  "duration as integer",
+			input: "[server]\ntcp-idle-timeout = 10\n",
+			want:  []string{"t.toml:2: server.tcp-idle-timeout: invalid duration \"10\""},
+		},
+		{
+			name:  "duplicate key",
+			input: "[server]\nworkers = 1\nworkers = 2\n",
+			want:  []string{"t.toml:3:", "already defined"},
+		},
+		{
+			name:  "listen without port",
+			input: "[server]\nlisten = [\"127.0.0.1\"]\n",
+			want:  []string{"t.toml:2: server.listen: invalid address \"127.0.0.1\""},
+		},
+		{
+			name:  "listen host name",
+			input: "[server]\nlisten = [\n  \"127.0.0.1:53\",\n  \"localhost:53\",\n]\n",
+			want:  []string{"t.toml:4: server.listen: invalid address \"localhost:53\""},
+		},
+		{
+			name:  "listen bad port",
+			input: "[server]\nlisten = [\"[::1]:99999\"]\n",
+			want:  []string{"t.toml:2: server.listen: invalid address \"[::1]:99999\""},
+		},
+		{
+			name:  "listen empty",
+			input: "[server]\nlisten = []\n",
+			want:  []string{"t.toml:2: server.listen: at least one address is required"},
+		},
+		{
+			name:  "listen duplicate",
+			input: "[server]\nlisten = [\"[::1]:53\",\n \"[0:0::1]:53\"]\n",
+			want:  []string{"t.toml:3: server.listen: duplicate address \"[0:0::1]:53\" (same as \"[::1]:53\")"},
+		},
+		{
+			name:  "negative workers",
+			input: "[server]\nworkers = -1\n",
+			want:  []string{"t.toml:2: server.workers: must be >= 0"},
+		},
+		{
+			name:  "payload too small",
+			input: "[server]\nudp-payload = 511\n",
+			want:  []string{"t.toml:2: server.udp-payload: must be between 512 and 65535, got 511"},
+		},
+		{
+			name:  "payload too large",
+			input: "[server]\nudp-payload = 65536\n",
+			want:  []string{"t.toml:2: server.udp-payload: must be between 512 and 65535, got 65536"},
+		},
+		{
+			name:  "idle timeout zero",
+			input: "[server]\ntcp-idle-timeout = \"0s\"\n",
+			want:  []string{"t.toml:2: server.tcp-idle-timeout: must be positive"},
+		},
+		{
+			name:  "max connections zero",
+			input: "[server]\ntcp-max-connections = 0\n",
+			want:  []string{"t.toml:2: server.tcp-max-connections: must be >= 1, got 0"},
+		},
+		{
+			name:  "max pipelined zero",
+			input: "[server]\ntcp-max-pipelined = 0\n",
+			want:  []string{"t.toml:2: server.tcp-max-pipelined: must be >= 1, got 0"},
+		},
+		{
+			name:  "bad log level",
+			input: "[server]\nlog-level = \"verbose\"\n",
+			want:  []string{"t.toml:2: server.log-level: invalid level \"verbose\""},
+		},
+		{
+			name:  "log level case sensitive",
+			input: "[server]\nlog-level = \"INFO\"\n",
+			want:  []string{"t.toml:2: server.log-level"},
+		},
+		{
+			name:  "bad nsid hex",
+			input: "[identity]\nnsid = \"0xZZ\"\n",
+			want:  []string{"t.toml:2: identity.nsid: invalid hex"},
+		},
+		{
+			name:  "odd nsid hex",
+			input: "[identity]\nnsid = \"0xabc\"\n",
+			want:  []string{"t.toml:2: identity.nsid: invalid hex"},
+		},
+		{
+			name:  "empty nsid hex",
+			input: "[identity]\nnsid = \"0x\"\n",
+			want:  []string{"t.toml:2: identity.nsid: empty hex"},
+		},
+		{
+			name:  "zone without origin",
+			input: "[[zone]]\nfile = \"a.zone\"\n",
+			want:  []string{"t.toml:1: zone #1: missing origin"},
+		},
+		{
+			name:  "zone without file",
+			input: "\n[[zone]]\norigin = \"a.test\"\n",
+			want:  []string{"t.toml:2: zone \"a.test.\": missing file"},
+		},
+		{
+			name:  "empty zone reports both",
+			input: "[[zone]]\n",
+			want:  []string{"t.toml:1: zone #1: missing origin", "t.toml:1: zone #1: missing file"},
+		},
+		{
+			name:  "invalid origin",
+			input: "[[zone]]\norigin = \"a..b\"\nfile = \"x\"\n",
+			want:  []string{"t.toml:1: zone \"a..b.\": invalid origin name"},
+		},
+		{
+			name:  "label too long",
+			input: "[[zone]]\norigin = \"" + strings.Repeat("a", 64) + ".test\"\nfile = \"x\"\n",
+			want:  []string{"t.toml:1: zone", "invalid origin name"},
+		},
+		{
+			name:  "duplicate origin case and dot insensitive",
+			input: "[[zone]]\norigin = \"example.com\"\nfile = \"a\"\n\n[[zone]]\norigin = \"EXAMPLE.com.\"\nfile = \"b\"\n",
+			want:  []string{"t.toml:5: zone \"example.com.\": duplicate origin (first defined at line 1)"},
+		},
+		{
+			name: "every problem reported",
+			input: `[server]
+listen = ["bad", "127.0.0.1:53", "127.0.0.1:53"]
+workers = -3
+udp-payload = 100
+log-level = "loud"
+[identity]
+nsid = "0xg"
+[[zone]]
+origin = "a.test"
+[[zone]]
+origin = "A.test"
+file = "x"
+`,
+			want: []string{
+				"t.toml:2: server.listen: invalid address \"bad\"",
+				"t.toml:2: server.listen: duplicate address",
+				"t.toml:3: server.workers",
+				"t.toml:4: server.udp-payload",
+				"t.toml:5: server.log-level",
+				"t.toml:7: identity.nsid",
+				"t.toml:8: zone \"a.test.\": missing file",
+				"t.toml:10: zone \"a.test.\": duplicate origin (first defined at line 8)",
+			},
+		},
+		{
+			name:  "inline table keys fall back to outer line",
+			input: "\nserver = { workers = -1 }\n",
+			want:  []string{"t.toml:2: server.workers"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("t.toml", []byte(tt.input))
+			if err == nil {
+				t.Fatalf("Parse succeeded: %+v", c)
+			}
+			if c != nil {
+				t.Errorf("Parse returned a config along with error %v", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownKeysAreSeparateErrors(t *testing.T) {
+	_, err := Parse("t.toml", []byte("a = 1\nb = 2\n"))
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
+		t.Fatalf("want 2 joined errors, got %v", err)
+	}
+}
+
+func TestValidateWithoutFile(t *testing.T) {
+	c := Default()
+	c.Server.Workers = -1
+	c.Zones = []Zone{{Origin: "a.test", File: "a"}, {Origin: "A.TEST.", File: "b"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate succeeded")
+	}
+	for _, w := range []string{"<config>: server.workers", "<config>: zone \"A.TEST.\": duplicate origin (first defined as zone #1)"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\ndoes not contain %q", err, w)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tern.toml")
+	data := "[server]\nworkers = 3\n[[zone]]\norigin = \"a.test\"\nfile = \"a.zone\"\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Path != path || c.Server.Workers != 3 || c.Zones[0].File != filepath.Join(dir, "a.zone") || c.Zones[0].Line != 3 {
+		t.Errorf("got %+v", c)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
+		t.Errorf("Load of missing file: %v", err)
+	}
+}
+
+func TestExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "tern.toml")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("examples/tern.toml: %v", err)
+	}
+	// The example documents the defaults, so apart from zones it must
+	// match Default() exactly; this catches the two drifting apart.
+	d := Default()
+	if strings.Join(c.Server.Listen, ",") != strings.Join(d.Server.Listen, ",") {
+		t.Errorf("listen = %v, default %v", c.Server.Listen, d.Server.Listen)
+	}
+	cs, ds := c.Server, d.Server
+	cs.Listen, ds.Listen = nil, nil
+	if cs.Workers != ds.Workers || cs.UDPPayload != ds.UDPPayload || cs.TCPIdleTimeout != ds.TCPIdleTimeout ||
+		cs.TCPMaxConnections != ds.TCPMaxConnections || cs.TCPMaxQueries != ds.TCPMaxQueries || cs.LogLevel != ds.LogLevel {
+		t.Errorf("server = %+v, default %+v", cs, ds)
+	}
+	if c.ChaosEnabled() != d.ChaosEnabled() || c.Identity.ID != d.Identity.ID || c.Identity.Version != d.Identity.Version || c.Identity.NSID != d.Identity.NSID {
+		t.Errorf("identity = %+v, default %+v", c.Identity, d.Identity)
+	}
+	if len(c.Zones) == 0 {
+		t.Error("example has no zones")
+	}
+}
+
+func TestNSIDBytes(t *testing.T) {
+	tests := []struct {
+		nsid    string
+		want    []byte
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"ns1.example", []byte("ns1.example"), false},
+		{"0x6e7331", []byte("ns1"), false},
+		{"0X00ff", []byte{0, 0xff}, false},
+		{"0x", nil, true},
+		{"0xq1", nil, true},
+		{"0x123", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := Identity{NSID: tt.nsid}.NSIDBytes()
+		if (err != nil) != tt.wantErr || !bytes.Equal(got, tt.want) {
+			t.Errorf("NSIDBytes(%q) = %x, %v; want %x, err=%v", tt.nsid, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestChaosEnabled(t *testing.T) {
+	f, tr := false, true
+	for _, tt := range []struct {
+		v    *bool
+		want bool
+	}{{nil, true}, {&tr, true}, {&f, false}} {
+		c := &Config{Identity: Identity{Enabled: tt.v}}
+		if got := c.ChaosEnabled(); got != tt.want {
+			t.Errorf("ChaosEnabled(%v) = %v", tt.v, got)
+		}
+	}
+}
+
+func TestDurationText(t *testing.T) {
+	var d Duration
+	if err := d.UnmarshalText([]byte("2m")); err != nil || d.Duration != 2*time.Minute {
+		t.Fatalf("UnmarshalText = %v, %v", d, err)
+	}
+	b, err := d.MarshalText()
+	if err != nil || string(b) != "2m0s" {
+		t.Errorf("MarshalText = %q, %v", b, err)
+	}
+	if err := d.UnmarshalText([]byte("soon")); err == nil {
+		t.Error("UnmarshalText accepted garbage")
+	}
+}

@@ -1,0 +1,41 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that no input makes Parse panic, and that a successful
+// Parse always yields a configuration that still validates.
+func FuzzParse(f *testing.F) {
+	if ex, err := os.ReadFile(filepath.Join("..", "..", "examples", "tern.toml")); err == nil {
+		f.Add(ex)
+	}
+	for _, s := range []string{
+		"",
+		"[server]\nlisten = [\"127.0.0.1:53\", \"[::1]:53\"]\nworkers = 2\n",
+		"[server]\nudp-payload = 1\ntcp-idle-timeout = \"-1s\"\n",
+		"[identity]\nchaos = false\nversion = \"\"\nnsid = \"0xzz\"\n",
+		"[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n[[zone]]\norigin = \"A.TEST.\"\n",
+		"zone = [{origin = \"a\", file = \"b\"}, {}]\n",
+		"server = { listen = [\"x\"] }\n",
+		"[server\nfoo = \n",
+		"a.b.c = 1\n[x.y]\n[[z.w]]\n",
+		"[[zone]]\norigin = \"\\\\.\\\\000..\"\nfile = 3\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.toml", data)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("Parse accepted a config that fails Validate: %v", err)
+		}
+		if _, err := c.Identity.NSIDBytes(); err != nil {
+			t.Errorf("Parse accepted bad NSID: %v", err)
+		}
+	})
+}

@@ -1,0 +1,171 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Limits enforced by Validate.
+const (
+	// minUDPPayload is the classic DNS message size every resolver accepts.
+	minUDPPayload = 512
+	// maxUDPPayload is the largest value the 16-bit EDNS field can carry.
+	maxUDPPayload = 65535
+)
+
+// logLevelChoices lists the accepted log-level values for messages.
+const logLevelChoices = "debug, info, warn, error"
+
+// Validate checks the configuration and returns every problem found, joined
+// with errors.Join, each formatted "file:line: what" (the line is omitted
+// when unknown, e.g. for values set by flags).
+func (c *Config) Validate() error {
+	v := validator{c: c}
+	s := &c.Server
+
+	if len(s.Listen) == 0 {
+		v.addf("server.listen", "server.listen: at least one address is required")
+	}
+	seen := make(map[netip.AddrPort]int, len(s.Listen))
+	for i, addr := range s.Listen {
+		key := "server.listen[" + strconv.Itoa(i) + "]"
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			v.addf(key, "server.listen: invalid address %q (want ip:port, e.g. 127.0.0.1:53 or [::1]:53): %v", addr, err)
+			continue
+		}
+		if first, dup := seen[ap]; dup {
+			if s.Listen[first] == addr {
+				v.addf(key, "server.listen: duplicate address %q", addr)
+			} else {
+				v.addf(key, "server.listen: duplicate address %q (same as %q)", addr, s.Listen[first])
+			}
+			continue
+		}
+		seen[ap] = i
+	}
+	if s.Workers < 0 {
+		v.addf("server.workers", "server.workers: must be >= 0 (0 = one per CPU), got %d", s.Workers)
+	}
+	if s.UDPPayload < minUDPPayload || s.UDPPayload > maxUDPPayload {
+		v.addf("server.udp-payload", "server.udp-payload: must be between %d and %d, got %d", minUDPPayload, maxUDPPayload, s.UDPPayload)
+	}
+	if s.TCPIdleTimeout.Duration <= 0 {
+		v.addf("server.tcp-idle-timeout", "server.tcp-idle-timeout: must be positive, got %s", s.TCPIdleTimeout.Duration)
+	}
+	if s.TCPMaxConnections < 1 {
+		v.addf("server.tcp-max-connections", "server.tcp-max-connections: must be >= 1, got %d", s.TCPMaxConnections)
+	}
+	if s.TCPMaxQueries < 1 {
+		v.addf("server.tcp-max-pipelined", "server.tcp-max-pipelined: must be >= 1, got %d", s.TCPMaxQueries)
+	}
+	if !validLogLevel(s.LogLevel) {
+		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
+	}
+
+	if _, err := c.Identity.NSIDBytes(); err != nil {
+		v.addf("identity.nsid", "identity.%v", err)
+	}
+
+	origins := make(map[string]int, len(c.Zones))
+	for i, z := range c.Zones {
+		at := zoneAt{line: z.Line, index: i}
+		name := fmt.Sprintf("zone #%d", i+1)
+		if z.Origin != "" {
+			name = fmt.Sprintf("zone %q", z.Origin)
+		}
+		if z.Origin == "" {
+			v.addZone(at, "%s: missing origin", name)
+		} else if _, ok := dns.IsDomainName(z.Origin); !ok {
+			v.addZone(at, "%s: invalid origin name", name)
+		} else {
+			canon := canonicalOrigin(z.Origin)
+			if first, dup := origins[canon]; dup {
+				v.addZone(at, "%s: duplicate origin (first defined %s)", name, c.zoneWhere(first))
+			} else {
+				origins[canon] = i
+			}
+		}
+		if z.File == "" {
+			v.addZone(at, "%s: missing file", name)
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+// validLogLevel reports whether level is one of logLevelChoices.
+func validLogLevel(level string) bool {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// zoneWhere describes where zone i was defined, for duplicate messages.
+func (c *Config) zoneWhere(i int) string {
+	if l := c.Zones[i].Line; l > 0 {
+		return "at line " + strconv.Itoa(l)
+	}
+	return "as zone #" + strconv.Itoa(i+1)
+}
+
+// zoneAt locates a zone entry for messages.
+type zoneAt struct {
+	line  int
+	index int
+}
+
+// validator accumulates problems with their file positions.
+type validator struct {
+	c    *Config
+	errs []error
+}
+
+// addf records a problem at the line of key, or of its closest enclosing
+// key, because inline tables only have positions for their outer key.
+func (v *validator) addf(key, format string, args ...any) {
+	v.add(v.lineOfKey(key), format, args...)
+}
+
+// addZone records a problem about a zone at its [[zone]] line.
+func (v *validator) addZone(at zoneAt, format string, args ...any) {
+	line := at.line
+	if line == 0 {
+		line = v.lineOfKey("zone[" + strconv.Itoa(at.index) + "]")
+	}
+	v.add(line, format, args...)
+}
+
+func (v *validator) add(line int, format string, args ...any) {
+	where := displayPath(v.c.Path)
+	if line > 0 {
+		where += ":" + strconv.Itoa(line)
+	}
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) lineOfKey(key string) int {
+	return lineOfKey(v.c.lines, key)
+}
+
+// lineOfKey looks key up in lines, falling back to ever shorter prefixes
+// ("server.listen[1]" -> "server.listen" -> "server"); 0 means unknown.
+func lineOfKey(lines map[string]int, key string) int {
+	for key != "" {
+		if l, ok := lines[key]; ok {
+			return l
+		}
+		cut := strings.LastIndexAny(key, ".[")
+		if cut < 0 {
+			break
+		}
+		key = key[:cut]
+	}
+	return 0
+}
