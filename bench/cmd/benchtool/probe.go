@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// exchange sends one UDP query and waits up to timeout for its reply.
+func exchange(conn *net.UDPConn, id uint16, name, qtype string, do bool, timeout time.Duration) (reply, error) {
+	q, err := buildQuery(id, name, qtype, do)
+	if err != nil {
+		return reply{}, err
+	}
+	if _, err := conn.Write(q); err != nil {
+		return reply{}, err
+	}
+	buf := make([]byte, 65535)
+	deadline := time.Now().Add(timeout)
+	for {
+		conn.SetReadDeadline(deadline)
+		n, err := conn.Read(buf)
+		if err != nil {
+			return reply{}, err
+		}
+		r, err := parseReply(buf[:n])
+		if err != nil || r.id != id {
+			continue // stale reply to an earlier attempt
+		}
+		return r, nil
+	}
+}
+
+// loopback refuses any address that is not on the loopback network: the
+// harness must never send traffic anywhere else.
+func loopback(addr string) (*net.UDPAddr, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if !ua.IP.IsLoopback() {
+		return nil, fmt.Errorf("%s is not a loopback address", addr)
+	}
+	return ua, nil
+}
+
+// runProbe polls a server (every 10 ms) until it answers name/type with
+// the expected rcode and, unless -echo, the AA bit: i.e. until the zone is
+// loaded. It prints the milliseconds it waited, or fails after -timeout.
+func runProbe(args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
+	name := fs.String("name", ".", "query name")
+	qtype := fs.String("type", "SOA", "query type")
+	echo := fs.Bool("echo", false, "the echo floor: accept any reply with QR set")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	fs.Parse(args)
+	ua, err := loopback(*addr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	id := uint16(start.UnixNano())
+	var last string
+	for time.Since(start) < *timeout {
+		id++
+		conn, err := net.DialUDP("udp", nil, ua)
+		if err != nil {
+			return err
+		}
+		r, err := exchange(conn, id, *name, *qtype, false, 20*time.Millisecond)
+		conn.Close()
+		if err == nil {
+			last = r.String()
+			if r.qr && (*echo || (r.aa && r.rcode == 0)) {
+				fmt.Println(time.Since(start).Milliseconds())
+				return nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: no authoritative answer to %s %s within %v (last reply: %s)", *addr, *name, *qtype, *timeout, last)
+}
+
+// runCheck sends the first -n queries of a query file one by one and checks
+// that every reply is the kind the workload is meant to produce:
+//
+//	answer   NOERROR, AA, an answer section
+//	nxdomain NXDOMAIN, AA, SOA in authority
+//	referral NOERROR, no AA, empty answer, NS in authority
+//
+// With -do the query has the DO bit and the reply must carry RRSIGs (the
+// signed root zone). It prints one line per problem and fails if any.
+func runCheck(args []string) error {
+	fs := flag.NewFlagSet("check", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
+	queries := fs.String("queries", "", "query file (dnsperf format)")
+	expect := fs.String("expect", "answer", "answer, nxdomain or referral")
+	do := fs.Bool("do", false, "set DO and require RRSIGs")
+	n := fs.Int("n", 20, "how many queries to check")
+	fs.Parse(args)
+	ua, err := loopback(*addr)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*queries)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	conn, err := net.DialUDP("udp", nil, ua)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	sc := bufio.NewScanner(f)
+	bad, done := 0, 0
+	for sc.Scan() && done < *n {
+		fld := strings.Fields(sc.Text())
+		if len(fld) < 2 {
+			continue
+		}
+		done++
+		r, err := exchange(conn, uint16(done), fld[0], fld[1], *do, time.Second)
+		if err != nil {
+			fmt.Printf("%s %s: %v\n", fld[0], fld[1], err)
+			bad++
+			continue
+		}
+		var why []string
+		switch *expect {
+		case "answer":
+			if r.rcode != 0 || !r.aa || len(r.sections[0]) == 0 {
+				why = append(why, "want NOERROR+AA with an answer")
+			}
+		case "nxdomain":
+			if r.rcode != 3 || !r.aa || !r.has(1, "SOA") {
+				why = append(why, "want NXDOMAIN+AA with SOA in authority")
+			}
+		case "referral":
+			if r.rcode != 0 || r.aa || len(r.sections[0]) != 0 || !r.has(1, "NS") {
+				why = append(why, "want a referral (NOERROR, no AA, NS in authority)")
+			}
+		default:
+			return fmt.Errorf("unknown -expect %q", *expect)
+		}
+		if *do && !(r.has(0, "RRSIG") || r.has(1, "RRSIG")) {
+			why = append(why, "DO set but no RRSIG")
+		}
+		if r.tc {
+			why = append(why, "truncated")
+		}
+		if len(why) > 0 {
+			fmt.Printf("%s %s: got %s: %s\n", fld[0], fld[1], r, strings.Join(why, "; "))
+			bad++
+		}
+	}
+	if done == 0 {
+		return fmt.Errorf("%s: no queries", *queries)
+	}
+	if bad > 0 {
+		return fmt.Errorf("%s: %d of %d replies are not %s", *addr, bad, done, *expect)
+	}
+	return nil
+}

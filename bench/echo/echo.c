@@ -1,0 +1,104 @@
+/*
+ * echo.c - the "floor" for the Tern benchmark harness.
+ *
+ * A UDP responder that does the least a DNS server could possibly do: it
+ * receives datagrams in batches with a blocking recvmmsg(2), sets the QR
+ * (response) bit of each DNS header, and sends every datagram straight back
+ * to its source with sendmmsg(2). No parsing, no lookup, no allocation.
+ *
+ * Its throughput and CPU cost per query are the bound that the kernel's UDP
+ * path and the load generator impose on any single-threaded server on this
+ * machine; bench/run.sh reports Tern's numbers relative to it.
+ *
+ * Usage: echo ADDR PORT      (e.g. echo 127.0.0.1 25300)
+ * Build: gcc -O2 -Wall -o echo echo.c
+ * Stops on SIGTERM/SIGINT (default action).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define BATCH 64
+#define BUFSZ 4096
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s ADDR PORT\n", argv[0]);
+		return 2;
+	}
+
+	struct sockaddr_in addr;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((unsigned short)atoi(argv[2]));
+	if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
+		fprintf(stderr, "echo: bad IPv4 address %s\n", argv[1]);
+		return 2;
+	}
+
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0) {
+		perror("socket");
+		return 1;
+	}
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		perror("bind");
+		return 1;
+	}
+
+	static char bufs[BATCH][BUFSZ];
+	static struct sockaddr_in peers[BATCH];
+	static struct iovec iov[BATCH];
+	static struct mmsghdr msgs[BATCH];
+
+	for (;;) {
+		for (int i = 0; i < BATCH; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = BUFSZ;
+			memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &peers[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(peers[i]);
+		}
+
+		/* Block for the first datagram, then take whatever else is queued. */
+		int n = recvmmsg(fd, msgs, BATCH, MSG_WAITFORONE, NULL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("recvmmsg");
+			return 1;
+		}
+
+		int m = 0;
+		for (int i = 0; i < n; i++) {
+			unsigned int len = msgs[i].msg_len;
+			if (len < 12)
+				continue; /* not even a DNS header: drop */
+			bufs[i][2] |= (char)0x80; /* QR = 1: this is a response */
+			iov[i].iov_len = len;
+			if (m != i)
+				msgs[m] = msgs[i];
+			m++;
+		}
+
+		for (int off = 0; off < m;) {
+			int s = sendmmsg(fd, msgs + off, (unsigned int)(m - off), 0);
+			if (s < 0) {
+				if (errno == EINTR)
+					continue;
+				perror("sendmmsg");
+				break; /* drop the rest of this batch */
+			}
+			off += s;
+		}
+	}
+}
