@@ -1,0 +1,190 @@
+package difftest
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// nameInfo is what the generator knows about one owner name.
+type nameInfo struct {
+	zone  string
+	types []uint16
+}
+
+// probeTypes are asked at every name whether or not it has them, so that
+// both positive answers and NODATA (RFC 2308 section 2.2) are covered.
+var probeTypes = []uint16{
+	dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeNS,
+	dns.TypeSOA, dns.TypeCNAME, dns.TypeDS, dns.TypeANY,
+}
+
+// outsideNames belong to no served zone; an authoritative-only server
+// answers them REFUSED (RFC 1035 section 4.1.1 allows refusing for policy;
+// Knot and NSD both do).
+var outsideNames = []string{
+	".", "test.", "example.com.", "foo.example.org.", "xexample.test.",
+	"example.testx.", "www.example.net.", "gen.test.example.",
+}
+
+// Generate derives a deterministic list of queries from zones: every
+// owner name with its own types and the probe types, missing names below
+// existing names, wildcards, empty non-terminals, delegations and DNAMEs,
+// names outside every zone, mixed-case QNAMEs, and a spread of transports
+// and EDNS payload sizes. The same zones always give the same list.
+func Generate(zones []*Zone) []Query {
+	names := map[string]*nameInfo{}
+	var order []string
+	add := func(zone, name string, t uint16) {
+		n, ok := names[name]
+		if !ok {
+			n = &nameInfo{zone: zone}
+			names[name] = n
+			order = append(order, name)
+		}
+		if t != 0 && !slices.Contains(n.types, t) {
+			n.types = append(n.types, t)
+		}
+	}
+	for _, z := range zones {
+		for _, rr := range z.Records {
+			h := rr.Header()
+			owner := dns.CanonicalName(h.Name)
+			add(z.Origin, owner, h.Rrtype)
+			// Every ancestor up to the apex exists, as an empty
+			// non-terminal if nothing else (RFC 8499 section 7).
+			for p := parent(owner); dns.IsSubDomain(z.Origin, p) && p != owner; p = parent(p) {
+				add(z.Origin, p, 0)
+				if p == z.Origin {
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(order)
+
+	var base []Query
+	q := func(cat, name string, types ...uint16) {
+		for _, t := range types {
+			base = append(base, Query{Name: name, Type: t, Category: cat})
+		}
+	}
+	isCut := func(name string) bool {
+		n := names[name]
+		return n != nil && n.zone != name && slices.Contains(n.types, dns.TypeNS)
+	}
+	for _, name := range order {
+		n := names[name]
+		cat := category(name, n, isCut)
+		types := slices.Clone(n.types)
+		for _, t := range probeTypes {
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+		q(cat, name, types...)
+		// A missing name directly below each existing one: NXDOMAIN, or a
+		// wildcard, DNAME or referral answer depending on what is above.
+		below := "nx-probe." + name
+		switch {
+		case strings.HasPrefix(name, "*."):
+			// Wildcard owners: names the wildcard synthesizes for, one
+			// and two labels down (RFC 4592 section 3.3.1).
+			rest := strings.TrimPrefix(name, "*.")
+			q("wildcard-synth", "foo."+rest, dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeCNAME, dns.TypeNS, dns.TypeANY, dns.TypeSRV)
+			q("wildcard-synth", "a.b."+rest, dns.TypeA, dns.TypeTXT)
+			q("wildcard-below", "nx."+name, dns.TypeA)
+		case slices.Contains(n.types, dns.TypeDNAME):
+			q("dname-below", "www."+name, dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeCNAME)
+			q("dname-below", "mail."+name, dns.TypeMX, dns.TypeA)
+			q("dname-below", "a.b."+name, dns.TypeA)
+		case isCut(name):
+			q("below-delegation", "www."+name, dns.TypeA, dns.TypeNS, dns.TypeDS)
+			q("below-delegation", "a.b."+name, dns.TypeMX)
+		default:
+			q("nxdomain", below, dns.TypeA, dns.TypeTXT)
+		}
+	}
+	for _, name := range outsideNames {
+		q("outside", name, dns.TypeA, dns.TypeSOA, dns.TypeNS)
+	}
+
+	// Deterministic variation: a local generator with a fixed seed, so the
+	// list is reproducible and no global random state is touched.
+	rng := rand.New(rand.NewPCG(20261202, 0x20))
+	variants := []struct {
+		net  string
+		edns uint16
+	}{{"udp", 0}, {"udp", 4096}, {"tcp", 0}, {"tcp", 1232}}
+	var out []Query
+	for i, b := range base {
+		if rng.IntN(4) == 0 {
+			b.Name = mixCase(b.Name, rng.Uint64())
+		}
+		b.RD = i%3 == 0
+		// Every query once over UDP with the common 1232-octet payload
+		// (the DNS Flag Day 2020 value) ...
+		first := b
+		first.Net, first.EDNS = "udp", 1232
+		out = append(out, first)
+		// ... and once more in a rotating variant; large or ANY answers
+		// get every variant, since truncation is where servers differ.
+		if big(b) {
+			for _, v := range variants {
+				x := b
+				x.Net, x.EDNS = v.net, v.edns
+				out = append(out, x)
+			}
+			continue
+		}
+		v := variants[i%len(variants)]
+		x := b
+		x.Net, x.EDNS = v.net, v.edns
+		out = append(out, x)
+	}
+	return out
+}
+
+// big reports whether q asks for an answer that may not fit 512 octets.
+func big(q Query) bool {
+	n := strings.ToLower(q.Name)
+	return q.Type == dns.TypeANY || strings.HasPrefix(n, "bigtxt.") || strings.HasPrefix(n, "many.")
+}
+
+// category classifies an existing name for the summary.
+func category(name string, n *nameInfo, isCut func(string) bool) string {
+	switch {
+	case name == n.zone:
+		return "apex"
+	case strings.HasPrefix(name, "*."):
+		return "wildcard-owner"
+	case len(n.types) == 0:
+		return "empty-non-terminal"
+	case isCut(name):
+		return "delegation"
+	case slices.Contains(n.types, dns.TypeCNAME):
+		return "cname"
+	case slices.Contains(n.types, dns.TypeDNAME):
+		return "dname"
+	}
+	for p := parent(name); p != n.zone && p != "."; p = parent(p) {
+		if isCut(p) {
+			return "glue"
+		}
+	}
+	return "existing"
+}
+
+// parent returns the name one label up ("." stays ".").
+func parent(name string) string {
+	if name == "." {
+		return "."
+	}
+	i, end := dns.NextLabel(name, 0)
+	if end {
+		return "."
+	}
+	return name[i:]
+}

@@ -1,0 +1,177 @@
+package difftest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Query is one test query: what is asked and how it is sent.
+type Query struct {
+	// Name is the QNAME exactly as sent, case preserved.
+	Name string
+	Type uint16
+	// Net is "udp" or "tcp".
+	Net string
+	// EDNS is the advertised UDP payload size (RFC 6891 section 6.2.3);
+	// 0 sends no OPT record at all, which limits UDP answers to 512 octets
+	// (RFC 1035 section 4.2.1).
+	EDNS uint16
+	// RD asks for recursion; an authoritative server copies it into the
+	// response (RFC 1035 section 4.1.1) but must not recurse.
+	RD bool
+	// Category names the zone feature the query exercises, for the
+	// summary of differences.
+	Category string
+}
+
+// String renders q compactly, e.g. "udp/edns1232 www.EXAMPLE.test. A".
+func (q Query) String() string {
+	e := "noedns"
+	if q.EDNS != 0 {
+		e = fmt.Sprintf("edns%d", q.EDNS)
+	}
+	rd := ""
+	if q.RD {
+		rd = " +rd"
+	}
+	return fmt.Sprintf("%s/%s %s %s%s [%s]", q.Net, e, q.Name, typeString(q.Type), rd, q.Category)
+}
+
+// Msg builds the query message with the given ID.
+func (q Query) Msg(id uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.Id = id
+	m.RecursionDesired = q.RD
+	m.Question = []dns.Question{{Name: q.Name, Qtype: q.Type, Qclass: dns.ClassINET}}
+	if q.EDNS != 0 {
+		m.SetEdns0(q.EDNS, false)
+	}
+	return m
+}
+
+// Result is a server's answer to a Query.
+type Result struct {
+	Msg *dns.Msg
+	// Size is the answer's length in octets on the wire.
+	Size int
+}
+
+// Exchange sends q to addr over q.Net and reads the matching answer. UDP
+// answers are read into a 64 KiB buffer whatever the query advertised, so
+// that an oversized answer is seen (and reported by CheckSize) rather than
+// silently cut. UDP is retried on timeout, since loopback can still drop
+// datagrams when a socket buffer overflows.
+func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, error) {
+	wire, err := q.Msg(id).Pack()
+	if err != nil {
+		return Result{}, fmt.Errorf("pack query %s: %w", q, err)
+	}
+	tries := 1
+	if q.Net == "udp" {
+		tries = 3
+	}
+	var lastErr error
+	for range tries {
+		var raw []byte
+		raw, lastErr = roundTrip(ctx, addr, q.Net, wire)
+		if lastErr != nil {
+			var ne net.Error
+			if errors.As(lastErr, &ne) && ne.Timeout() && ctx.Err() == nil {
+				continue
+			}
+			return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(raw); err != nil {
+			return Result{}, fmt.Errorf("%s to %s: malformed answer of %d octets: %w", q, addr, len(raw), err)
+		}
+		if m.Id != id {
+			return Result{}, fmt.Errorf("%s to %s: answer ID %d, want %d", q, addr, m.Id, id)
+		}
+		return Result{Msg: m, Size: len(raw)}, nil
+	}
+	return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
+}
+
+// roundTrip sends one query and returns the raw answer. TCP messages carry
+// the two-octet length prefix of RFC 1035 section 4.2.2.
+func roundTrip(ctx context.Context, addr, network string, wire []byte) ([]byte, error) {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	defer conn.Close()
+	timeout := 700 * time.Millisecond
+	if network == "tcp" {
+		timeout = 3 * time.Second
+	}
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, fmt.Errorf("set deadline: %w", err)
+	}
+	if network == "udp" {
+		if _, err := conn.Write(wire); err != nil {
+			return nil, fmt.Errorf("write: %w", err)
+		}
+		buf := make([]byte, 65535)
+		n, err := conn.Read(buf)
+		if err != nil {
+			return nil, fmt.Errorf("read: %w", err)
+		}
+		return buf[:n], nil
+	}
+	framed := binary.BigEndian.AppendUint16(nil, uint16(len(wire)))
+	if _, err := conn.Write(append(framed, wire...)); err != nil {
+		return nil, fmt.Errorf("write: %w", err)
+	}
+	var l [2]byte
+	if _, err := io.ReadFull(conn, l[:]); err != nil {
+		return nil, fmt.Errorf("read length: %w", err)
+	}
+	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return nil, fmt.Errorf("read message: %w", err)
+	}
+	return buf, nil
+}
+
+// CheckSize reports whether a UDP answer exceeds what the query allowed:
+// 512 octets without EDNS (RFC 1035 section 4.2.1), else the advertised
+// payload size (RFC 6891 section 6.2.5), never less than 512.
+func CheckSize(q Query, r Result) error {
+	if q.Net != "udp" {
+		return nil
+	}
+	limit := 512
+	if q.EDNS > 512 {
+		limit = int(q.EDNS)
+	}
+	if r.Size > limit {
+		return fmt.Errorf("UDP answer of %d octets exceeds the %d the query allowed", r.Size, limit)
+	}
+	return nil
+}
+
+// mixCase returns name with the letters' case flipped where the bits of
+// pattern say so, as a resolver using 0x20 randomization would send it.
+func mixCase(name string, pattern uint64) string {
+	b := []byte(name)
+	bit := 0
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			if pattern>>(bit%64)&1 == 1 {
+				b[i] ^= 0x20
+			}
+			bit++
+		}
+	}
+	return strings.Clone(string(b))
+}
