@@ -1,0 +1,462 @@
+package dnssec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Policy is the key and signature policy of one automatically signed zone.
+// The interval names follow RFC 7583 §3.
+type Policy struct {
+	// Algorithm of the keys (dns.ECDSAP256SHA256 or dns.ED25519).
+	Algorithm uint8
+	// ZSKLifetime and KSKLifetime are how long a key signs before its
+	// successor takes over (Lzsk, Lksk). Zero means never roll.
+	ZSKLifetime, KSKLifetime time.Duration
+	// SignatureValidity is the lifetime of new RRSIGs; SignatureRefresh is
+	// how long before expiry an RRSIG is replaced.
+	SignatureValidity, SignatureRefresh time.Duration
+	// DNSKEYTTL is the TTL of DNSKEY, CDS and CDNSKEY records (TTLkey).
+	DNSKEYTTL time.Duration
+	// MaxZoneTTL is the largest TTL of signed data in the zone (TTLsig):
+	// how long caches may keep a signature of a retired ZSK.
+	MaxZoneTTL time.Duration
+	// PropagationDelay is the time for a zone change to reach every
+	// secondary (Dprp).
+	PropagationDelay time.Duration
+	// ParentDelay is the time from publishing CDS until the parent serves
+	// the matching DS at all its servers (registration delay Dreg plus
+	// the parent's propagation delay, RFC 7583 §3.3.2).
+	ParentDelay time.Duration
+	// DSTTL is the TTL of the parent's DS RRset (TTLds).
+	DSTTL time.Duration
+}
+
+// DefaultPolicy returns a conservative policy: ECDSA P-256, ZSK rolled
+// every 90 days, KSK every year, 14-day signatures refreshed 5 days before
+// expiry, one-hour TTLs and delays, one day for the parent.
+func DefaultPolicy() Policy {
+	return Policy{
+		Algorithm:         dns.ECDSAP256SHA256,
+		ZSKLifetime:       90 * 24 * time.Hour,
+		KSKLifetime:       365 * 24 * time.Hour,
+		SignatureValidity: 14 * 24 * time.Hour,
+		SignatureRefresh:  5 * 24 * time.Hour,
+		DNSKEYTTL:         time.Hour,
+		MaxZoneTTL:        24 * time.Hour,
+		PropagationDelay:  time.Hour,
+		ParentDelay:       24 * time.Hour,
+		DSTTL:             24 * time.Hour,
+	}
+}
+
+// Validate reports policy settings that cannot work.
+func (p Policy) Validate() error {
+	switch {
+	case p.Algorithm == 0:
+		return errors.New("policy: no algorithm")
+	case p.SignatureValidity <= 0:
+		return errors.New("policy: signature validity must be positive")
+	case p.SignatureRefresh <= 0 || p.SignatureRefresh >= p.SignatureValidity:
+		return errors.New("policy: signature refresh must be positive and below the validity")
+	case p.ZSKLifetime < 0 || p.KSKLifetime < 0:
+		return errors.New("policy: negative key lifetime")
+	case p.ZSKLifetime > 0 && p.ZSKLifetime <= p.zskPublishInterval():
+		return errors.New("policy: ZSK lifetime shorter than its publication interval")
+	case p.KSKLifetime > 0 && p.KSKLifetime <= p.kskPublishInterval():
+		return errors.New("policy: KSK lifetime shorter than its publication interval")
+	}
+	return nil
+}
+
+// zskPublishInterval is Ipub for a ZSK (RFC 7583 §3.2.1): a new DNSKEY
+// must reach all caches before the key signs.
+func (p Policy) zskPublishInterval() time.Duration { return p.PropagationDelay + p.DNSKEYTTL }
+
+// zskRetireInterval is Iret for a ZSK (RFC 7583 §3.2.1): signatures of the
+// retired key stay in caches for up to the largest TTL of signed data.
+func (p Policy) zskRetireInterval() time.Duration { return p.PropagationDelay + p.MaxZoneTTL }
+
+// kskPublishInterval is the time from publishing a new KSK and its CDS
+// until it may sign the DNSKEY RRset: the DNSKEY must be in caches (Ipub)
+// and the parent's new DS must be served and the old DS RRset expired from
+// caches (RFC 7583 §3.3.2, Dreg + DprpP + TTLds).
+func (p Policy) kskPublishInterval() time.Duration {
+	return max(p.PropagationDelay+p.DNSKEYTTL, p.ParentDelay+p.DSTTL)
+}
+
+// kskRetireInterval is how long after a KSK stops signing its DNSKEY and
+// CDS stay: until DNSKEY RRsets signed by it have expired from caches
+// (Dprp + TTLkey). Withdrawing its CDS then lets the parent drop its DS.
+func (p Policy) kskRetireInterval() time.Duration { return p.PropagationDelay + p.DNSKEYTTL }
+
+// KeyState is the persistent record of one managed key. The times are
+// those of RFC 7583 §3.1: Publish (DNSKEY appears; for a KSK also its
+// CDS/CDNSKEY), Ready (safe to sign), Activate (signs), Retire (stops
+// signing), Remove (DNSKEY, CDS and CDNSKEY disappear). A zero Retire or
+// Remove means not yet scheduled.
+type KeyState struct {
+	Tag       uint16    `json:"tag"`
+	KSK       bool      `json:"ksk"`
+	Algorithm uint8     `json:"algorithm"`
+	File      string    `json:"file"`
+	Created   time.Time `json:"created"`
+	Publish   time.Time `json:"publish"`
+	Ready     time.Time `json:"ready"`
+	Activate  time.Time `json:"activate"`
+	Retire    time.Time `json:"retire,omitzero"`
+	Remove    time.Time `json:"remove,omitzero"`
+	// Successor is the tag of the key that replaces this one.
+	Successor uint16 `json:"successor,omitempty"`
+}
+
+// Phase names the key's state at now.
+func (k *KeyState) Phase(now time.Time) string {
+	switch {
+	case now.Before(k.Publish):
+		return "generated"
+	case !k.Remove.IsZero() && !now.Before(k.Remove):
+		return "removed"
+	case !k.Retire.IsZero() && !now.Before(k.Retire):
+		return "retired"
+	case !now.Before(k.Activate):
+		return "active"
+	case !now.Before(k.Ready):
+		return "ready"
+	}
+	return "published"
+}
+
+// published reports whether the DNSKEY (and, for a KSK, CDS) is in the zone.
+func (k *KeyState) published(now time.Time) bool {
+	return !now.Before(k.Publish) && (k.Remove.IsZero() || now.Before(k.Remove))
+}
+
+// active reports whether the key signs at now.
+func (k *KeyState) active(now time.Time) bool {
+	return !now.Before(k.Activate) && (k.Retire.IsZero() || now.Before(k.Retire))
+}
+
+// State is the key manager's persistent state for one zone.
+type State struct {
+	Zone string      `json:"zone"`
+	Keys []*KeyState `json:"keys"`
+}
+
+// Describe returns human-readable lines about rollovers in progress and
+// the next scheduled event.
+func (s *State) Describe(now time.Time) []string {
+	var lines []string
+	for _, k := range s.Keys {
+		if k.Successor == 0 || k.Phase(now) == "removed" {
+			continue
+		}
+		kind := "ZSK rollover (pre-publication)"
+		if k.KSK {
+			kind = "KSK rollover (double-DS, CDS/CDNSKEY)"
+		}
+		lines = append(lines, fmt.Sprintf("%s %d -> %d: new key signs at %s, old key removed at %s",
+			kind, k.Tag, k.Successor, k.Retire.UTC().Format(time.RFC3339), k.Remove.UTC().Format(time.RFC3339)))
+	}
+	return lines
+}
+
+func dsState(k *KeyState, now time.Time) string {
+	if !k.KSK {
+		return "-"
+	}
+	if k.published(now) {
+		if now.Before(k.Ready) {
+			return "CDS published, waiting for parent"
+		}
+		if !k.Retire.IsZero() && !now.Before(k.Retire) {
+			return "CDS published until removal"
+		}
+		return "CDS published, DS assumed at parent"
+	}
+	return "-"
+}
+
+// stateSuffix names state files: <zone>.dnssec-state.json in the key dir.
+const stateSuffix = ".dnssec-state.json"
+
+// StatePath returns the state file path of zone in dir.
+func StatePath(dir, zone string) string {
+	name := strings.TrimSuffix(dns.CanonicalName(dns.Fqdn(zone)), ".")
+	if name == "" {
+		name = "."
+	}
+	return filepath.Join(dir, name+stateSuffix)
+}
+
+// LoadState reads the state file of zone from dir; it returns nil, nil when
+// there is none.
+func LoadState(dir, zone string) (*State, error) {
+	b, err := os.ReadFile(StatePath(dir, zone))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load key state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("load key state %s: %w", StatePath(dir, zone), err)
+	}
+	return &s, nil
+}
+
+// saveState writes the state file atomically (temp file, fsync, rename,
+// directory fsync) so a crash never leaves a half-written state.
+func saveState(dir string, s *State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save key state: %w", err)
+	}
+	return WriteFileAtomic(StatePath(dir, s.Zone), append(b, '\n'), 0o600)
+}
+
+// Manager runs the key rollovers of one zone: it generates keys, keeps
+// their timings in a state file in the key directory and tells the signer
+// which keys to publish and sign with. It holds no clock: every call takes
+// the current time.
+type Manager struct {
+	dir    string
+	zone   string
+	policy Policy
+	state  *State
+	keys   map[uint16]*Key // loaded private keys, by tag
+}
+
+// NewManager opens (or starts) key management for zone with keys in dir.
+// The state file and key files are read now; nothing is written until Step.
+func NewManager(dir, zone string, p Policy) (*Manager, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	zone = dns.CanonicalName(dns.Fqdn(zone))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("key manager %s: %w", zone, err)
+	}
+	st, err := LoadState(dir, zone)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		st = &State{Zone: zone}
+	}
+	if st.Zone != zone {
+		return nil, fmt.Errorf("key manager: state file is for %s, not %s", st.Zone, zone)
+	}
+	m := &Manager{dir: dir, zone: zone, policy: p, state: st, keys: map[uint16]*Key{}}
+	for _, ks := range st.Keys {
+		k, err := ReadKey(filepath.Join(dir, ks.File))
+		if err != nil {
+			if !ks.Remove.IsZero() && errors.Is(err, os.ErrNotExist) {
+				continue // removed key whose files were cleaned up
+			}
+			return nil, fmt.Errorf("key manager %s: key %d: %w", zone, ks.Tag, err)
+		}
+		m.keys[ks.Tag] = k
+	}
+	return m, nil
+}
+
+// State returns a copy of the current key state.
+func (m *Manager) State() State {
+	s := State{Zone: m.state.Zone}
+	for _, k := range m.state.Keys {
+		c := *k
+		s.Keys = append(s.Keys, &c)
+	}
+	return s
+}
+
+// Plan is what the signer needs after a Step.
+type Plan struct {
+	// Keys are the keys to publish, with SignZone/SignKeys/CDS set for
+	// this moment; pass them to SignZone or Resign.
+	Keys []*Key
+	// Next is when the key set changes next (zero: nothing scheduled).
+	// Call Step again then.
+	Next time.Time
+	// Events describes what this Step changed, for logging.
+	Events []string
+}
+
+// Step advances the rollover state machine to now: it creates the first
+// KSK and ZSK, starts a rollover when a key's lifetime is nearly over
+// (early enough that the successor is ready when the lifetime ends),
+// schedules the retirement and removal of old keys and persists any change
+// before returning. It is idempotent for a given now.
+func (m *Manager) Step(now time.Time) (Plan, error) {
+	var plan Plan
+	changed := false
+	for _, ksk := range []bool{true, false} {
+		ev, err := m.stepRole(ksk, now)
+		if err != nil {
+			return plan, err
+		}
+		if len(ev) > 0 {
+			changed = true
+			plan.Events = append(plan.Events, ev...)
+		}
+	}
+	if changed {
+		if err := saveState(m.dir, m.state); err != nil {
+			return plan, err
+		}
+	}
+	for _, ks := range m.state.Keys {
+		if !ks.published(now) {
+			continue
+		}
+		k := m.keys[ks.Tag]
+		if k == nil {
+			return plan, fmt.Errorf("key manager %s: key %d has no key files", m.zone, ks.Tag)
+		}
+		c := *k
+		act := ks.active(now)
+		c.SignZone = !ks.KSK && act
+		c.SignKeys = ks.KSK && act
+		// RFC 7344 §4: CDS/CDNSKEY for every KSK in the DNSKEY RRset, so
+		// the parent's DS RRset follows the KSK set: both DS during a
+		// rollover (double-DS), only the new one afterwards.
+		c.CDS = ks.KSK
+		plan.Keys = append(plan.Keys, &c)
+	}
+	plan.Next = m.nextEvent(now)
+	return plan, nil
+}
+
+// stepRole advances the keys of one role (KSK or ZSK).
+func (m *Manager) stepRole(ksk bool, now time.Time) ([]string, error) {
+	var events []string
+	life, ipub, iret := m.policy.ZSKLifetime, m.policy.zskPublishInterval(), m.policy.zskRetireInterval()
+	if ksk {
+		life, ipub, iret = m.policy.KSKLifetime, m.policy.kskPublishInterval(), m.policy.kskRetireInterval()
+	}
+	var current *KeyState
+	for _, k := range m.state.Keys {
+		if k.KSK == ksk && k.Algorithm == m.policy.Algorithm && k.active(now) {
+			current = k
+			break
+		}
+	}
+	if current == nil {
+		// Is a successor already scheduled to take over (between keys)?
+		for _, k := range m.state.Keys {
+			if k.KSK == ksk && k.published(now) && k.Retire.IsZero() {
+				return nil, nil
+			}
+		}
+		// No key: the zone is being signed for the first time, so the key
+		// signs at once; the parent DS comes later (RFC 7583 §3.3 covers
+		// rollovers, not the initial setup).
+		ks, err := m.newKey(ksk, now, now, now)
+		if err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("created %s %d, active now", role(ksk), ks.Tag)}, nil
+	}
+	if life > 0 && current.Successor == 0 {
+		// RFC 7583 §3.2.1: publish the successor Ipub before the current
+		// key's lifetime ends so it is ready to sign exactly then.
+		end := current.Activate.Add(life)
+		if pubAt := end.Add(-ipub); !now.Before(pubAt) {
+			ready := now.Add(ipub)
+			act := end
+			if act.Before(ready) {
+				act = ready
+			}
+			ks, err := m.newKey(ksk, now, ready, act)
+			if err != nil {
+				return nil, err
+			}
+			current.Successor = ks.Tag
+			current.Retire = act
+			current.Remove = act.Add(iret)
+			events = append(events, fmt.Sprintf("%s rollover %d -> %d started: new key signs at %s", role(ksk),
+				current.Tag, ks.Tag, act.UTC().Format(time.RFC3339)))
+		}
+	}
+	for _, k := range m.state.Keys {
+		if k.KSK == ksk && !k.Remove.IsZero() && !now.Before(k.Remove) {
+			if _, loaded := m.keys[k.Tag]; loaded {
+				delete(m.keys, k.Tag)
+				events = append(events, fmt.Sprintf("%s %d removed from the zone", role(ksk), k.Tag))
+			}
+		}
+	}
+	return events, nil
+}
+
+// newKey generates, stores and records a key with the given timings.
+func (m *Manager) newKey(ksk bool, publish, ready, activate time.Time) (*KeyState, error) {
+	used := map[uint16]bool{}
+	for _, k := range m.state.Keys {
+		used[k.Tag] = true
+	}
+	flags := uint16(FlagsZSK)
+	if ksk {
+		flags = FlagsKSK
+	}
+	k, err := GenerateKey(m.zone, flags, m.policy.Algorithm, uint32(m.policy.DNSKEYTTL/time.Second), used)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteKey(m.dir, k, publish); err != nil {
+		return nil, err
+	}
+	ks := &KeyState{Tag: k.Tag(), KSK: ksk, Algorithm: m.policy.Algorithm, File: k.Base,
+		Created: publish, Publish: publish, Ready: ready, Activate: activate}
+	m.state.Keys = append(m.state.Keys, ks)
+	sort.SliceStable(m.state.Keys, func(i, j int) bool {
+		a, b := m.state.Keys[i], m.state.Keys[j]
+		if a.KSK != b.KSK {
+			return a.KSK
+		}
+		return a.Created.Before(b.Created)
+	})
+	m.keys[ks.Tag] = k
+	return ks, nil
+}
+
+// nextEvent returns the earliest scheduled key event after now.
+func (m *Manager) nextEvent(now time.Time) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, k := range m.state.Keys {
+		consider(k.Publish)
+		consider(k.Ready)
+		consider(k.Activate)
+		consider(k.Retire)
+		consider(k.Remove)
+		if k.active(now) && k.Successor == 0 {
+			life, ipub := m.policy.ZSKLifetime, m.policy.zskPublishInterval()
+			if k.KSK {
+				life, ipub = m.policy.KSKLifetime, m.policy.kskPublishInterval()
+			}
+			if life > 0 {
+				t := k.Activate.Add(life - ipub)
+				if !t.After(now) {
+					t = now.Add(time.Second)
+				}
+				consider(t)
+			}
+		}
+	}
+	return next
+}

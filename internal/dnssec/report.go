@@ -1,0 +1,122 @@
+package dnssec
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// WriteKeyReport prints every key in dir (of zone origin, or of all zones
+// when origin is empty) and, where a key manager state file exists, each
+// key's rollover state and timings relative to now.
+func WriteKeyReport(w io.Writer, dir, origin string, now time.Time) error {
+	zones, err := zonesInDir(dir)
+	if err != nil {
+		return err
+	}
+	if origin != "" {
+		zones = []string{dns.CanonicalName(dns.Fqdn(origin))}
+	}
+	if len(zones) == 0 {
+		fmt.Fprintf(w, "no keys in %s\n", dir)
+		return nil
+	}
+	for _, z := range zones {
+		if err := writeZoneReport(w, dir, z, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zonesInDir lists the zones that have key files or state files in dir.
+func zonesInDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read key dir: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, e := range ents {
+		n := e.Name()
+		var zone string
+		switch {
+		case strings.HasPrefix(n, "K") && strings.HasSuffix(n, ".key"):
+			i := strings.Index(n, "+")
+			if i < 0 {
+				continue
+			}
+			zone = n[1:i]
+		case strings.HasSuffix(n, stateSuffix):
+			zone = strings.TrimSuffix(n, stateSuffix)
+		default:
+			continue
+		}
+		seen[dns.CanonicalName(dns.Fqdn(zone))] = true
+	}
+	var zones []string
+	for z := range seen {
+		zones = append(zones, z)
+	}
+	sort.Strings(zones)
+	return zones, nil
+}
+
+func writeZoneReport(w io.Writer, dir, zone string, now time.Time) error {
+	st, err := LoadState(dir, zone)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "zone %s\n", zone)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if st == nil {
+		keys, err := LoadKeys(dir, zone)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "  TAG\tROLE\tALGORITHM\tFILE\tSTATE")
+		for _, k := range keys {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\tunmanaged (offline signing)\n", k.Tag(), role(k.IsKSK()),
+				dns.AlgorithmToString[k.DNSKEY.Algorithm], filepath.Join(dir, k.Base))
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "  TAG\tROLE\tALGORITHM\tSTATE\tPUBLISH\tACTIVE\tRETIRE\tREMOVE\tDS")
+	for _, k := range st.Keys {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Tag, role(k.KSK),
+			dns.AlgorithmToString[k.Algorithm], k.Phase(now), fmtTime(k.Publish, now),
+			fmtTime(k.Activate, now), fmtTime(k.Retire, now), fmtTime(k.Remove, now), dsState(k, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range st.Describe(now) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	return nil
+}
+
+func role(ksk bool) string {
+	if ksk {
+		return "KSK"
+	}
+	return "ZSK"
+}
+
+func fmtTime(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	rel := "in " + d.String()
+	if d < 0 {
+		rel = (-d).String() + " ago"
+	}
+	return t.UTC().Format("2006-01-02T15:04Z") + " (" + rel + ")"
+}
