@@ -1,0 +1,556 @@
+// Package auth answers queries from compiled zones: the authoritative
+// answer algorithm of RFC 1034 §4.3.2 with wildcards (RFC 4592), DNAME
+// (RFC 6672), negative answers (RFC 2308), EDNS (RFC 6891) and the CHAOS
+// identity names.
+//
+// The answer path touches only byte slices and immutable zone data: it
+// takes no lock and allocates nothing.
+package auth
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/tern-dns/tern/internal/wire"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// MaxChain bounds the CNAME and DNAME links followed for one query, which
+// also makes loops harmless.
+const MaxChain = 12
+
+// DefaultUDPPayload is the EDNS payload size advertised and honoured by
+// default: the DNS flag day 2020 value, which avoids IP fragmentation.
+const DefaultUDPPayload = 1232
+
+// Options configure a Responder.
+type Options struct {
+	// UDPPayload is the largest UDP response sent to EDNS clients and the
+	// size advertised in the OPT record; 0 means DefaultUDPPayload.
+	UDPPayload int
+	// NSID is the RFC 5001 server identifier; nil disables it.
+	NSID []byte
+	// Chaos enables the CHAOS class identity answers.
+	Chaos bool
+	// ID answers id.server. and hostname.bind.; Version answers
+	// version.server. and version.bind. An empty value is REFUSED.
+	ID, Version string
+}
+
+// Responder answers queries from the zones published to it.
+type Responder struct {
+	zones   atomic.Pointer[zone.Set]
+	payload int
+	nsid    []byte
+	chaos   bool
+	id      []byte // TXT RDATA, pre-encoded
+	version []byte
+}
+
+// New returns a Responder serving zones.
+func New(zones *zone.Set, opt Options) *Responder {
+	r := &Responder{payload: opt.UDPPayload, nsid: opt.NSID, chaos: opt.Chaos}
+	if r.payload == 0 {
+		r.payload = DefaultUDPPayload
+	}
+	r.payload = max(512, min(r.payload, 65535))
+	r.id = txtRData(opt.ID)
+	r.version = txtRData(opt.Version)
+	if zones == nil {
+		zones = zone.NewSet()
+	}
+	r.zones.Store(zones)
+	return r
+}
+
+// Publish swaps in a new set of zones. Queries in flight finish with the
+// set they started with; the next ones see the new one, whole.
+func (r *Responder) Publish(zones *zone.Set) { r.zones.Store(zones) }
+
+// Zones returns the set being served.
+func (r *Responder) Zones() *zone.Set { return r.zones.Load() }
+
+// Scratch is the per-worker state of the answer path, reused from query to
+// query so that answering allocates nothing. It is not safe for concurrent
+// use: give each worker its own.
+type Scratch struct {
+	q wire.Query
+	b wire.Builder
+
+	// name holds the current name of a CNAME/DNAME chain, lowercased, and
+	// labels its label offsets.
+	name    [wire.MaxName]byte
+	labels  [wire.MaxLabels]uint8
+	tail    [wire.MaxName + 10]byte
+	addl    [32]*zone.Node
+	naddl   int
+	visited [MaxChain + 1]*zone.Node
+}
+
+// Query returns the query most recently parsed into s.
+func (s *Scratch) Query() *wire.Query { return &s.q }
+
+// BufferSize is the size of the response buffer Answer needs.
+const BufferSize = 65535 + 512
+
+// Answer answers the query in pkt, writing the response into out (which
+// needs capacity BufferSize) and returning it, or nil when the packet gets
+// no answer. tcp selects TCP's size limit instead of UDP's.
+func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte {
+	q := &s.q
+	b := &s.b
+	res, rcode := q.Parse(pkt)
+	if res == wire.Drop {
+		return nil
+	}
+	limit := 512
+	switch {
+	case tcp:
+		limit = 65535
+	case q.EDNS:
+		// RFC 6891 §6.2.5: never less than 512; never more than we chose.
+		limit = max(512, min(int(q.UDPSize), r.payload))
+	}
+	b.Reset(out, limit)
+	// RFC 1035 §4.1.1: the ID, opcode and RD are copied; CD too (RFC
+	// 4035 §3.2.2 asks it of everyone who copies a query into a reply).
+	flags := uint16(wire.FlagQR) | q.Flags&(0x7800|wire.FlagRD|wire.FlagCD)
+	b.Header(q.ID, flags)
+	if res == wire.Error {
+		return r.errorResponse(s, pkt, flags, rcode)
+	}
+	b.Question(pkt[wire.HeaderLen:q.QuestionEnd], q)
+	if q.EDNS {
+		b.SetLimit(limit - r.optLen(q))
+	}
+	switch q.QClass {
+	case wire.ClassINET:
+		flags = r.answerIN(s, flags)
+	case wire.ClassCHAOS:
+		flags = r.answerChaos(s, flags)
+	default:
+		flags |= wire.RcodeRefused
+	}
+	b.SetFlags(flags)
+	return r.finish(s, 0)
+}
+
+func (r *Responder) optLen(q *wire.Query) int {
+	n := 11
+	if q.NSID && r.nsid != nil {
+		n += 4 + len(r.nsid)
+	}
+	return n
+}
+
+// finish appends the OPT record when the query had one and returns the
+// message.
+func (r *Responder) finish(s *Scratch, extRcode uint8) []byte {
+	q := &s.q
+	b := &s.b
+	if q.EDNS {
+		var nsid []byte
+		if q.NSID {
+			nsid = r.nsid
+		}
+		// RFC 3225 §3: the DO bit is copied into the response.
+		b.OPT(uint16(r.payload), extRcode, q.DO, nsid)
+	}
+	return b.Finish()
+}
+
+// errorResponse answers a query that failed to parse or is not supported.
+func (r *Responder) errorResponse(s *Scratch, pkt []byte, flags uint16, rcode int) []byte {
+	q := &s.q
+	b := &s.b
+	// The question is echoed when it parsed whole.
+	if q.QuestionEnd > wire.HeaderLen {
+		b.Question(pkt[wire.HeaderLen:q.QuestionEnd], q)
+	}
+	var ext uint8
+	if rcode > 15 {
+		// RFC 6891 §6.1.3: the upper 8 bits of the 12-bit rcode go in
+		// the OPT record, the lower 4 in the header.
+		ext = uint8(rcode >> 4)
+		rcode &= 0xF
+	}
+	b.SetFlags(flags | uint16(rcode))
+	if q.EDNS || ext != 0 {
+		return r.finish(s, ext)
+	}
+	return b.Finish()
+}
+
+// answerIN answers a class IN query and returns the header flags.
+func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
+	q := &s.q
+	switch q.QType {
+	case wire.TypeAXFR, wire.TypeIXFR:
+		// Zone transfers are refused until a transfer ACL allows them.
+		return flags | wire.RcodeRefused
+	case wire.TypeOPT:
+		return flags | wire.RcodeFormErr
+	}
+	set := r.zones.Load()
+	name := q.Name()
+	labels := s.labels[:q.Labels()]
+	for i := range labels {
+		labels[i] = uint8(q.SuffixOffset(i))
+	}
+	z := set.Find(name, labels, 0)
+	if z == nil {
+		// RFC 1034 §4.3.2 step 2: not authoritative; we do not recurse.
+		return flags | wire.RcodeRefused
+	}
+	if q.QType == wire.TypeDS && len(z.Origin) == len(name) {
+		// RFC 4035 §3.1.4.1: DS lives on the parent side of a cut; when we
+		// also serve the parent, answer from there.
+		if p := set.Find(name, labels, 1); p != nil {
+			z = p
+		}
+	}
+	copy(s.name[:], name)
+	return r.answerZone(s, z, flags, len(name), len(labels))
+}
+
+// answerZone runs the lookup of RFC 1034 §4.3.2 step 3 for the name in
+// s.name, following CNAME and DNAME links inside z.
+func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, nlabels int) uint16 {
+	q := &s.q
+	s.naddl = 0
+	s.visited[0] = nil
+	flags |= wire.FlagAA
+	ownerOff := wire.HeaderLen // the owner of the next answer, as a pointer; -1: write s.name
+	for chain := 0; ; chain++ {
+		name := s.name[:nameLen]
+		res := lookup(z, name, s.labels[:nlabels], q.QType)
+		switch res.kind {
+		case kindReferral:
+			if chain == 0 {
+				flags &^= wire.FlagAA
+			}
+			return r.referral(s, z, res.node, flags)
+		case kindNXDomain:
+			return r.negative(s, z, flags|wire.RcodeNXDomain)
+		case kindDNAME:
+			rc, ok := r.dname(s, res.node, ownerOff, nameLen, nlabels)
+			if rc != 0 {
+				return flags | uint16(rc)
+			}
+			if !ok {
+				return flags | wire.FlagTC
+			}
+		case kindFound, kindWildcard:
+			n := res.node
+			if n.CNAME == nil || q.QType == wire.TypeCNAME {
+				return r.positive(s, z, n, ownerOff, flags)
+			}
+			if !r.writeSet(s, n.CNAME, ownerOff, 1) {
+				return flags | wire.FlagTC
+			}
+			if !s.followCNAME(n.CNAME) {
+				return r.additional(s, flags)
+			}
+		}
+		// The chain continues at s.name (set by followCNAME or dname).
+		nameLen = wireLen(s.name[:])
+		nlabels = labelOffsets(s.name[:nameLen], s.labels[:])
+		ownerOff = -1
+		if chain+1 >= MaxChain || !inZone(s.name[:nameLen], z.Origin) || s.seen(res.node) {
+			// RFC 1034 §4.3.2 step 3a follows chains; out of the zone, a
+			// loop, or too long, we stop and the client continues.
+			return r.additional(s, flags)
+		}
+	}
+}
+
+// seen records n as visited in this chain and reports whether it was.
+func (s *Scratch) seen(n *zone.Node) bool {
+	for i := 0; i < len(s.visited) && s.visited[i] != nil; i++ {
+		if s.visited[i] == n {
+			return true
+		}
+	}
+	for i := range s.visited {
+		if s.visited[i] == nil {
+			s.visited[i] = n
+			if i+1 < len(s.visited) {
+				s.visited[i+1] = nil
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// followCNAME sets s.name to the CNAME's target; false if it is malformed.
+func (s *Scratch) followCNAME(set *zone.RRset) bool {
+	rd := set.Wire[10:]
+	n := wireLen(rd)
+	if n > len(rd) {
+		return false
+	}
+	lower(s.name[:], rd[:n])
+	return true
+}
+
+// positive writes the answer from node n (or its wildcard) for the query
+// type, or a NODATA.
+func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, ownerOff int, flags uint16) uint16 {
+	q := &s.q
+	switch q.QType {
+	case wire.TypeANY:
+		wrote := false
+		for i := range n.RRsets {
+			if !r.writeSet(s, &n.RRsets[i], ownerOff, 1) {
+				return flags | wire.FlagTC
+			}
+			wrote = true
+			if !s.tcp() {
+				// RFC 8482 §4.2: over UDP one RRset is enough.
+				break
+			}
+		}
+		if !wrote {
+			return r.negative(s, z, flags)
+		}
+		return r.additional(s, flags)
+	case wire.TypeRRSIG:
+		wrote := false
+		for i := range n.RRsets {
+			if sig := n.RRsets[i].Sigs; sig != nil {
+				if !r.writeSet(s, sig, ownerOff, 1) {
+					return flags | wire.FlagTC
+				}
+				wrote = true
+			}
+		}
+		if set := n.Get(wire.TypeRRSIG); set != nil {
+			if !r.writeSet(s, set, ownerOff, 1) {
+				return flags | wire.FlagTC
+			}
+			wrote = true
+		}
+		if !wrote {
+			return r.negative(s, z, flags)
+		}
+		return flags
+	}
+	set := n.Get(q.QType)
+	if set == nil {
+		// RFC 2308 §2.2: NODATA, the name exists (an empty non-terminal
+		// too, RFC 4592 §2.2.2) but has no data of this type.
+		return r.negative(s, z, flags)
+	}
+	if !r.writeSet(s, set, ownerOff, 1) {
+		return flags | wire.FlagTC
+	}
+	return r.additional(s, flags)
+}
+
+// negative writes the SOA into the authority section with the negative
+// TTL of RFC 2308 §3.
+func (r *Responder) negative(s *Scratch, z *zone.Zone, flags uint16) uint16 {
+	b := &s.b
+	if z.NegSOA == nil {
+		return flags
+	}
+	m := b.Mark()
+	b.RR(z.Origin, z.NegSOA)
+	b.CountAuthority(1)
+	if b.Overflow() {
+		b.Rollback(m)
+		return flags | wire.FlagTC
+	}
+	return flags
+}
+
+// referral writes the NS set of the cut into the authority section and
+// its glue into the additional section (RFC 1034 §4.3.2 step 3b).
+func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uint16) uint16 {
+	b := &s.b
+	m := b.Mark()
+	cut.NS.Each(func(tail []byte) { b.RR(cut.Name, tail) })
+	b.CountAuthority(cut.NS.Count)
+	if b.Overflow() {
+		b.Rollback(m)
+		return flags | wire.FlagTC
+	}
+	s.queueAdditional(cut.NS)
+	return r.additional(s, flags)
+}
+
+// writeSet writes an RRset into the answer section; the owner is a pointer
+// to ownerOff, or s.name when ownerOff < 0. It returns false, after
+// rolling back, when the set does not fit.
+func (r *Responder) writeSet(s *Scratch, set *zone.RRset, ownerOff int, _ int) bool {
+	b := &s.b
+	m := b.Mark()
+	w := set.Wire
+	first := true
+	for len(w) >= 10 {
+		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
+		switch {
+		case ownerOff >= 0:
+			b.RRAt(ownerOff, w[:n])
+		case first:
+			// Written once in full; later records point at it.
+			ownerOff = b.Len()
+			b.RR(s.name[:wireLen(s.name[:])], w[:n])
+		}
+		first = false
+		w = w[n:]
+	}
+	b.CountAnswer(set.Count)
+	if b.Overflow() {
+		b.Rollback(m)
+		return false
+	}
+	s.queueAdditional(set)
+	return true
+}
+
+// queueAdditional remembers the nodes whose addresses follow set.
+func (s *Scratch) queueAdditional(set *zone.RRset) {
+	for _, n := range set.Additional {
+		if s.naddl < len(s.addl) {
+			s.addl[s.naddl] = n
+			s.naddl++
+		}
+	}
+}
+
+// additional writes the queued A and AAAA RRsets into the additional
+// section, dropping (without TC) those that do not fit: they are a
+// courtesy (RFC 2181 §9).
+func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
+	b := &s.b
+	for i := 0; i < s.naddl; i++ {
+		n := s.addl[i]
+		dup := false
+		for j := 0; j < i; j++ {
+			if s.addl[j] == n {
+				dup = true
+			}
+		}
+		if dup {
+			continue
+		}
+		for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
+			set := n.Get(t)
+			if set == nil {
+				continue
+			}
+			m := b.Mark()
+			set.Each(func(tail []byte) { b.RR(n.Name, tail) })
+			b.CountAdditional(set.Count)
+			if b.Overflow() {
+				b.Rollback(m)
+				return flags
+			}
+		}
+	}
+	return flags
+}
+
+// dname writes the DNAME of node d and the CNAME it synthesizes for the
+// current name (RFC 6672 §3.1), and sets s.name to the CNAME's target.
+// It returns a nonzero rcode when the new name is too long (YXDOMAIN,
+// RFC 6672 §2.2), and ok false when the answer does not fit.
+func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen, nlabels int) (rcode int, ok bool) {
+	b := &s.b
+	set := d.DNAME
+	m := b.Mark()
+	set.Each(func(tail []byte) { b.RR(d.Name, tail) })
+	b.CountAnswer(1)
+	target := set.Wire[10:]
+	target = target[:wireLen(target)]
+	prefix := nameLen - len(d.Name)
+	newLen := prefix + len(target)
+	if newLen > wire.MaxName {
+		return wire.RcodeYXDomain, true
+	}
+	// The synthesized CNAME: owner is the current name, TTL the DNAME's.
+	t := s.tail[:]
+	copy(t, set.Wire[:10])
+	binary.BigEndian.PutUint16(t, wire.TypeCNAME)
+	binary.BigEndian.PutUint16(t[8:], uint16(newLen))
+	copy(t[10:], s.name[:prefix])
+	copy(t[10+prefix:], target)
+	if ownerOff >= 0 {
+		b.RRAt(ownerOff, t[:10+newLen])
+	} else {
+		b.RR(s.name[:nameLen], t[:10+newLen])
+	}
+	b.CountAnswer(1)
+	if b.Overflow() {
+		b.Rollback(m)
+		return 0, false
+	}
+	lower(s.name[:], t[10:10+newLen])
+	return 0, true
+}
+
+// tcp reports whether the current response goes over TCP (its limit is
+// the TCP one).
+func (s *Scratch) tcp() bool { return s.b.Limit() > 65535-512 }
+
+func inZone(name, origin []byte) bool {
+	if len(name) < len(origin) {
+		return false
+	}
+	if string(name[len(name)-len(origin):]) != string(origin) {
+		return false
+	}
+	// The match must start at a label boundary.
+	i := 0
+	for i < len(name)-len(origin) {
+		i += int(name[i]) + 1
+	}
+	return i == len(name)-len(origin)
+}
+
+func wireLen(p []byte) int {
+	n := 0
+	for n < len(p) && p[n] != 0 {
+		n += int(p[n]) + 1
+	}
+	return n + 1
+}
+
+func labelOffsets(name []byte, out []uint8) int {
+	n, i := 0, 0
+	for i < len(name) && n < len(out) {
+		out[n] = uint8(i)
+		n++
+		if name[i] == 0 {
+			break
+		}
+		i += int(name[i]) + 1
+	}
+	return n
+}
+
+func lower(dst, src []byte) {
+	for i, c := range src {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
+}
+
+// txtRData encodes s as the RDATA of a TXT record, nil for "".
+func txtRData(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	var out []byte
+	for len(s) > 255 {
+		out = append(out, 255)
+		out = append(out, s[:255]...)
+		s = s[255:]
+	}
+	out = append(out, byte(len(s)))
+	return append(out, s...)
+}

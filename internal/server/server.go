@@ -1,0 +1,236 @@
+// Package server runs the sockets: per-worker SO_REUSEPORT UDP sockets
+// with batched recvmmsg/sendmmsg, and TCP with RFC 7766 framing,
+// pipelining, idle timeouts and a connection limit. Answers come from an
+// auth.Responder.
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tern-dns/tern/internal/auth"
+)
+
+// Config is what the server needs to know about its sockets.
+type Config struct {
+	// Listen are host:port addresses, IPv4 or [IPv6]. Port 0 picks one
+	// port for all of an address's sockets (see Addrs).
+	Listen []string
+	// Workers is the number of UDP sockets and goroutines per address; 0
+	// means one per CPU.
+	Workers int
+	// TCPIdleTimeout closes TCP connections idle this long (RFC 7766 §6.2.3).
+	TCPIdleTimeout time.Duration
+	// TCPMaxConnections bounds concurrent TCP connections; more are
+	// closed on accept.
+	TCPMaxConnections int
+	Logger            *slog.Logger
+}
+
+// Server serves DNS over UDP and TCP.
+type Server struct {
+	cfg   Config
+	resp  *auth.Responder
+	log   *slog.Logger
+	udp   []*net.UDPConn
+	tcp   []net.Listener
+	addrs []string
+	conns atomic.Int64
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	active map[net.Conn]struct{}
+}
+
+// New returns a server that answers with resp.
+func New(cfg Config, resp *auth.Responder) *Server {
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.NumCPU()
+	}
+	if cfg.TCPIdleTimeout <= 0 {
+		cfg.TCPIdleTimeout = 10 * time.Second
+	}
+	if cfg.TCPMaxConnections <= 0 {
+		cfg.TCPMaxConnections = 1024
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, resp: resp, log: log, active: make(map[net.Conn]struct{})}
+}
+
+func reusePort(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		if serr == nil && (network == "udp4" || network == "udp6" || network == "udp") {
+			// Room for bursts: a full receive queue drops queries.
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Start binds every socket and starts serving; it returns once all are
+// bound, or the first bind error (after closing what it bound).
+func (s *Server) Start(ctx context.Context) error {
+	lc := net.ListenConfig{Control: reusePort}
+	for _, addr := range s.cfg.Listen {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			s.Close()
+			return fmt.Errorf("listen %s: %w", addr, err)
+		}
+		for i := 0; i < s.cfg.Workers; i++ {
+			pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort(host, port))
+			if err != nil {
+				s.Close()
+				return fmt.Errorf("listen udp %s: %w", addr, err)
+			}
+			conn := pc.(*net.UDPConn)
+			if i == 0 {
+				// With port 0 the first socket picks the port; the other
+				// workers join it.
+				port = strconv.Itoa(conn.LocalAddr().(*net.UDPAddr).Port)
+			}
+			w, err := newUDPWorker(conn, s.resp)
+			if err != nil {
+				conn.Close()
+				s.Close()
+				return err
+			}
+			s.udp = append(s.udp, conn)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if err := w.run(); err != nil {
+					s.log.Error("udp worker stopped", "addr", addr, "err", err)
+				}
+			}()
+		}
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, port))
+		if err != nil {
+			s.Close()
+			return fmt.Errorf("listen tcp %s: %w", addr, err)
+		}
+		s.tcp = append(s.tcp, ln)
+		s.addrs = append(s.addrs, net.JoinHostPort(host, port))
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.acceptLoop(ln)
+		}()
+	}
+	return nil
+}
+
+// Addrs returns the bound addresses (with real ports), one per Listen
+// entry.
+func (s *Server) Addrs() []string { return s.addrs }
+
+// Close stops every socket and connection and waits for the goroutines.
+func (s *Server) Close() {
+	for _, c := range s.udp {
+		c.Close()
+	}
+	for _, l := range s.tcp {
+		l.Close()
+	}
+	s.mu.Lock()
+	for c := range s.active {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE and friends: back off instead of spinning.
+			s.log.Warn("tcp accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if s.conns.Add(1) > int64(s.cfg.TCPMaxConnections) {
+			s.conns.Add(-1)
+			c.Close()
+			continue
+		}
+		s.mu.Lock()
+		s.active[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveTCP(c)
+			s.mu.Lock()
+			delete(s.active, c)
+			s.mu.Unlock()
+			c.Close()
+			s.conns.Add(-1)
+		}()
+	}
+}
+
+// serveTCP answers length-prefixed queries (RFC 1035 §4.2.2) until the
+// client closes, sends garbage, or stays idle past the timeout. Pipelined
+// queries (RFC 7766 §6.2.1.1) are answered in turn, and the answers to a
+// burst are flushed together.
+func (s *Server) serveTCP(c net.Conn) {
+	r := bufio.NewReaderSize(c, 4096)
+	wr := bufio.NewWriterSize(c, 16384)
+	var scr auth.Scratch
+	in := make([]byte, 65535)
+	out := make([]byte, 2+auth.BufferSize)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+		var lb [2]byte
+		if _, err := io.ReadFull(r, lb[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(lb[:]))
+		if _, err := io.ReadFull(r, in[:n]); err != nil {
+			return
+		}
+		resp := s.resp.Answer(&scr, in[:n], out[2:2], true)
+		if resp == nil {
+			// RFC 7766 §7: a query we cannot answer ends the connection
+			// rather than leave the client waiting.
+			return
+		}
+		binary.BigEndian.PutUint16(out, uint16(len(resp)))
+		if _, err := wr.Write(out[:2+len(resp)]); err != nil {
+			return
+		}
+		if r.Buffered() == 0 {
+			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+			if err := wr.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tern-dns/tern/internal/auth"
+)
+
+// batch is how many datagrams one recvmmsg may return and one sendmmsg
+// send; NSD reads up to 100. Under light load a wakeup finds one packet,
+// under heavy load batching amortizes the system call.
+const batch = 32
+
+// rxSize is the largest query read; a longer datagram is truncated by the
+// kernel and answered FORMERR.
+const rxSize = 4096
+
+// udpWorker owns one SO_REUSEPORT socket and everything its loop needs,
+// allocated once: message headers, buffers, and the answer scratch space.
+// Source addresses stay in raw sockaddr form and are handed back to
+// sendmmsg as they came, so no address is ever parsed or allocated.
+type udpWorker struct {
+	conn *net.UDPConn
+	raw  syscall.RawConn
+	resp *auth.Responder
+
+	rxHdr  [batch]unix.Mmsghdr
+	rxIov  [batch]unix.Iovec
+	addr   [batch]unix.RawSockaddrAny
+	rxBuf  [batch][]byte
+	txHdr  [batch]unix.Mmsghdr
+	txIov  [batch]unix.Iovec
+	txBuf  [batch][]byte
+	scr    auth.Scratch
+	nrx    int
+	ntx    int
+	sent   int
+	errno  syscall.Errno
+	readF  func(fd uintptr) bool
+	writeF func(fd uintptr) bool
+}
+
+func newUDPWorker(conn *net.UDPConn, resp *auth.Responder) (*udpWorker, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	w := &udpWorker{conn: conn, raw: raw, resp: resp}
+	for i := 0; i < batch; i++ {
+		w.rxBuf[i] = make([]byte, rxSize)
+		w.txBuf[i] = make([]byte, auth.BufferSize)
+		w.rxIov[i].Base = &w.rxBuf[i][0]
+		w.rxIov[i].SetLen(rxSize)
+		h := &w.rxHdr[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&w.addr[i]))
+		h.Iov = &w.rxIov[i]
+		h.SetIovlen(1)
+		t := &w.txHdr[i].Hdr
+		t.Iov = &w.txIov[i]
+		t.SetIovlen(1)
+	}
+	// The closures are made once: RawConn.Read calls them again after
+	// waiting in the netpoller whenever the socket would block.
+	w.readF = w.recv
+	w.writeF = w.send
+	return w, nil
+}
+
+func (w *udpWorker) recv(fd uintptr) bool {
+	for i := 0; i < batch; i++ {
+		w.rxHdr[i].Hdr.Namelen = uint32(unsafe.Sizeof(w.addr[i]))
+	}
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&w.rxHdr[0])), batch, unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return false
+	}
+	w.errno = e
+	w.nrx = int(n)
+	return true
+}
+
+func (w *udpWorker) send(fd uintptr) bool {
+	for w.sent < w.ntx {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.txHdr[w.sent])), uintptr(w.ntx-w.sent), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			w.sent += int(n)
+		case unix.EAGAIN, unix.EINTR:
+			return false
+		default:
+			// One bad destination (say, a port the kernel rejects) must
+			// not stall the rest: skip the datagram at the head.
+			w.sent++
+		}
+	}
+	return true
+}
+
+// run answers datagrams until the socket is closed.
+func (w *udpWorker) run() error {
+	for {
+		w.errno = 0
+		if err := w.raw.Read(w.readF); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if w.errno != 0 {
+			if w.errno == unix.EBADF {
+				return nil
+			}
+			continue
+		}
+		w.ntx = 0
+		for i := 0; i < w.nrx; i++ {
+			h := &w.rxHdr[i]
+			pkt := w.rxBuf[i][:h.Len]
+			if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+				pkt = pkt[:0] // too long to have been read whole: dropped
+			}
+			out := w.resp.Answer(&w.scr, pkt, w.txBuf[w.ntx][:0], false)
+			if out == nil {
+				continue
+			}
+			j := w.ntx
+			w.txIov[j].Base = &w.txBuf[j][0]
+			w.txIov[j].SetLen(len(out))
+			t := &w.txHdr[j].Hdr
+			t.Name = h.Hdr.Name
+			t.Namelen = h.Hdr.Namelen
+			w.ntx++
+		}
+		if w.ntx == 0 {
+			continue
+		}
+		w.sent = 0
+		if err := w.raw.Write(w.writeF); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,161 @@
+// Package zone loads zone files and compiles them into an immutable lookup
+// structure for the answer path: owner names in canonical wire form, RRsets
+// pre-encoded in wire form, delegation, wildcard and additional-section
+// facts computed once at load time (the "adjust" pass of Knot and NSD).
+//
+// A compiled Zone is never modified; a reload compiles a new one and the
+// server publishes it atomically.
+package zone
+
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
+// RRset is the pre-encoded records of one owner and type.
+type RRset struct {
+	Type  uint16
+	Count int    // number of records
+	TTL   uint32 // TTL of the first record
+	// Wire holds each record's TYPE, CLASS, TTL, RDLENGTH and RDATA in
+	// turn, names uncompressed: everything but the owner, which the
+	// writer supplies (usually as a compression pointer).
+	Wire []byte
+	// Sigs are the RRSIGs covering this RRset, nil in unsigned zones.
+	Sigs *RRset
+	// Additional are the nodes whose addresses belong in the additional
+	// section when this RRset is in a response: in-zone NS, MX and SRV
+	// targets (RFC 1034 §4.3.2 step 6, RFC 2782).
+	Additional []*Node
+}
+
+// Each calls fn with the wire tail of every record of the set.
+func (s *RRset) Each(fn func(tail []byte)) {
+	w := s.Wire
+	for len(w) >= 10 {
+		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
+		fn(w[:n])
+		w = w[n:]
+	}
+}
+
+// NodeFlags are facts about a node computed at load time.
+type NodeFlags uint8
+
+const (
+	// Apex marks the zone's origin.
+	Apex NodeFlags = 1 << iota
+	// Delegation marks a zone cut: NS records at a name other than the
+	// apex (RFC 1034 §4.2.1).
+	Delegation
+	// Wildcard marks a node whose first label is "*" (RFC 4592 §2.1.1).
+	Wildcard
+	// NonTerminal marks an empty non-terminal: a name with no records
+	// that exists because names below it do (RFC 4592 §2.2.2).
+	NonTerminal
+)
+
+// Node is one owner name of a zone.
+type Node struct {
+	// Name is the owner in canonical wire form (lowercase).
+	Name   []byte
+	Flags  NodeFlags
+	RRsets []RRset
+	// Parent is the node one label up; nil at the apex.
+	Parent *Node
+	// Cut is the nearest proper ancestor that is a delegation or owns a
+	// DNAME; a node with a Cut is not authoritative data (glue, or
+	// occluded). nil for authoritative nodes.
+	Cut *Node
+	// WildcardChild is the "*" node directly below, if any.
+	WildcardChild *Node
+	// CNAME, DNAME and NS point into RRsets for the checks every query
+	// makes; nil when absent.
+	CNAME, DNAME, NS *RRset
+}
+
+// Get returns the RRset of type t, or nil.
+func (n *Node) Get(t uint16) *RRset {
+	for i := range n.RRsets {
+		if n.RRsets[i].Type == t {
+			return &n.RRsets[i]
+		}
+	}
+	return nil
+}
+
+// Zone is one compiled zone.
+type Zone struct {
+	// Origin is the apex name in canonical wire form; Labels is its label
+	// count, the root label included.
+	Origin []byte
+	Labels int
+	Apex   *Node
+	SOA    *RRset
+	// NegTTL is the TTL of the SOA in negative answers: the minimum of the
+	// SOA's TTL and its MINIMUM field (RFC 2308 §3, §5).
+	NegTTL uint32
+	// NegSOA is the SOA record's wire tail with NegTTL in place of its TTL.
+	NegSOA []byte
+	Serial uint32
+
+	// Records, Names: counts for reports.
+	Records int
+	Names   int
+
+	nodes map[string]*Node
+}
+
+// Lookup returns the node named name (canonical wire form), or nil.
+func (z *Zone) Lookup(name []byte) *Node {
+	return z.nodes[string(name)]
+}
+
+// Set is every zone the server serves, immutable once built. Finding the
+// zone for a name costs one map probe per label of the name, however many
+// zones there are.
+type Set struct {
+	zones map[string]*Zone
+}
+
+// NewSet builds a Set; a later zone with the same origin replaces an
+// earlier one.
+func NewSet(zones ...*Zone) *Set {
+	s := &Set{zones: make(map[string]*Zone, len(zones))}
+	for _, z := range zones {
+		s.zones[string(z.Origin)] = z
+	}
+	return s
+}
+
+// Zones returns the zones in no particular order.
+func (s *Set) Zones() []*Zone {
+	out := make([]*Zone, 0, len(s.zones))
+	for _, z := range s.zones {
+		out = append(out, z)
+	}
+	return out
+}
+
+// Len is the number of zones.
+func (s *Set) Len() int { return len(s.zones) }
+
+// Get returns the zone whose origin is exactly name, or nil.
+func (s *Set) Get(name []byte) *Zone { return s.zones[string(name)] }
+
+// Find returns the most specific zone that contains name, given as its
+// label offsets (labels[i] is where the i-th label starts), or nil.
+// skip is the number of leading labels not to consider: Find(…, 1) finds
+// the parent zone of an apex.
+func (s *Set) Find(name []byte, labels []uint8, skip int) *Zone {
+	for i := skip; i < len(labels); i++ {
+		if z, ok := s.zones[string(name[labels[i]:])]; ok {
+			return z
+		}
+	}
+	return nil
+}
+
+// bytesString views b as a string without copying; b must never change,
+// which holds for compiled zone data.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
