@@ -1,0 +1,122 @@
+package perf
+
+// slot is one entry of the outstanding-query table, indexed by DNS ID.
+// Busy slots form a doubly linked list in send order, so the oldest query
+// (the next to time out) is always at the head and completion is O(1).
+type slot struct {
+	sent       int64 // send time, ns since run start
+	prev, next int32
+	busy       bool
+}
+
+// sentinel is the index of the list head/tail anchor in tracker.slots.
+const sentinel = 1 << 16
+
+// tracker matches responses to outstanding queries on one socket by DNS ID
+// and accounts for completions, rcodes, latency and timeouts. It is owned by
+// a single goroutine: no locking.
+type tracker struct {
+	slots   []slot // 65536 IDs plus the sentinel
+	out     int    // busy slots
+	nextID  uint16
+	timeout int64 // ns
+	c       *Counters
+}
+
+func newTracker(timeoutNs int64, c *Counters, firstID uint16) *tracker {
+	t := &tracker{slots: make([]slot, sentinel+1), timeout: timeoutNs, c: c, nextID: firstID}
+	t.slots[sentinel].prev = sentinel
+	t.slots[sentinel].next = sentinel
+	return t
+}
+
+// alloc returns a free ID. IDs are handed out sequentially so the slot
+// table is walked in order (cache friendly) and a just-freed ID is not
+// reused until the counter wraps, which makes late duplicates unlikely to
+// be mistaken for answers. IDs allocated but never sent simply stay free.
+// The caller keeps out well below 65536.
+func (t *tracker) alloc() uint16 {
+	for {
+		id := t.nextID
+		t.nextID++
+		if !t.slots[id].busy {
+			return id
+		}
+	}
+}
+
+// sent marks id outstanding at time now.
+func (t *tracker) sent(id uint16, now int64, size int) {
+	s := &t.slots[id]
+	s.sent = now
+	s.busy = true
+	tail := t.slots[sentinel].prev
+	s.prev = tail
+	s.next = sentinel
+	t.slots[tail].next = int32(id)
+	t.slots[sentinel].prev = int32(id)
+	t.out++
+	t.c.Sent++
+	t.c.ReqBytes += uint64(size)
+}
+
+func (t *tracker) unlink(id int32) {
+	s := &t.slots[id]
+	t.slots[s.prev].next = s.next
+	t.slots[s.next].prev = s.prev
+	s.busy = false
+	t.out--
+}
+
+// response accounts for one received datagram.
+func (t *tracker) response(msg []byte, now int64) {
+	if len(msg) < 12 || msg[2]&0x80 == 0 {
+		t.c.Malformed++ // too short for a header, or not a response
+		return
+	}
+	id := int32(msg[0])<<8 | int32(msg[1])
+	s := &t.slots[id]
+	if !s.busy {
+		t.c.Unexpected++ // late (already timed out) or duplicate
+		return
+	}
+	lat := now - s.sent
+	t.unlink(id)
+	t.c.Completed++
+	t.c.Rcodes[msg[3]&0x0f]++
+	t.c.RespBytes += uint64(len(msg))
+	t.c.Latency.Record(lat)
+}
+
+// expire counts queries sent at or before now-timeout as lost.
+func (t *tracker) expire(now int64) {
+	for {
+		h := t.slots[sentinel].next
+		if h == sentinel || t.slots[h].sent+t.timeout > now {
+			return
+		}
+		t.unlink(h)
+		t.c.Lost++
+	}
+}
+
+// nextExpiry is when the oldest outstanding query times out.
+func (t *tracker) nextExpiry() (int64, bool) {
+	h := t.slots[sentinel].next
+	if h == sentinel {
+		return 0, false
+	}
+	return t.slots[h].sent + t.timeout, true
+}
+
+// abandon counts everything still outstanding as lost (run interrupted).
+func (t *tracker) abandon() {
+	for {
+		h := t.slots[sentinel].next
+		if h == sentinel {
+			return
+		}
+		t.unlink(h)
+		t.c.Lost++
+	}
+}
