@@ -1,0 +1,266 @@
+package difftest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// outcome is one server's answer (or failure) for one query.
+type outcome struct {
+	res Result
+	err error
+}
+
+// runQueries sends every query to s with a few concurrent workers and
+// returns the outcomes in query order. The worker count and the context's
+// deadline bound the load on the shared machine.
+func runQueries(ctx context.Context, s *server, qs []Query) []outcome {
+	const workers = 4
+	out := make([]outcome, len(qs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				// IDs vary per query so a stale answer cannot match.
+				r, err := Exchange(ctx, s.addr, qs[i], uint16(i*7919+1))
+				out[i] = outcome{r, err}
+			}
+		}()
+	}
+	for i := range qs {
+		if ctx.Err() != nil {
+			out[i] = outcome{err: fmt.Errorf("not sent: %w", ctx.Err())}
+			continue
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// mismatch is one query on which two servers differ.
+type mismatch struct {
+	q     Query
+	diffs []Difference
+	// want and got are the two normalized answers (zero if an error).
+	want, got Response
+	errText   string
+}
+
+// report collects the mismatches of one server pair.
+type report struct {
+	ref, test string
+	items     []mismatch
+	// allowed counts tolerated differences by allow-list entry.
+	allowed map[string]int
+}
+
+// compareOutcomes compares test against ref for every query. Differences
+// an allow-list entry names are counted, not reported; allow may be nil.
+func compareOutcomes(refName, testName string, qs []Query, ref, test []outcome, allow *Allowlist) *report {
+	rep := &report{ref: refName, test: testName, allowed: map[string]int{}}
+	for i, q := range qs {
+		r, g := ref[i], test[i]
+		if r.err != nil || g.err != nil {
+			m := mismatch{q: q}
+			switch {
+			case r.err != nil && g.err != nil:
+				continue // both failed: reported by checkReference
+			case r.err != nil:
+				m.diffs = []Difference{{Field: "error", Want: "error: " + r.err.Error(), Got: "an answer"}}
+			default:
+				m.diffs = []Difference{{Field: "error", Want: "an answer", Got: "error: " + g.err.Error()}}
+			}
+			rep.items = append(rep.items, m)
+			continue
+		}
+		want, got := Normalize(r.res.Msg), Normalize(g.res.Msg)
+		diffs := Compare(want, got)
+		if err := CheckSize(q, g.res); err != nil {
+			diffs = append(diffs, Difference{Field: "size", Want: "within limit", Got: err.Error()})
+		}
+		var kept []Difference
+		for _, d := range diffs {
+			if allow != nil {
+				if e := allow.Allowed(q, d); e != nil {
+					rep.allowed[e.ID]++
+					continue
+				}
+			}
+			kept = append(kept, d)
+		}
+		if len(kept) > 0 {
+			rep.items = append(rep.items, mismatch{q: q, diffs: kept, want: want, got: got})
+		}
+	}
+	return rep
+}
+
+// summary counts mismatches by field and by category/field.
+func (rep *report) summary() string {
+	byField := map[string]int{}
+	byCat := map[string]int{}
+	for _, m := range rep.items {
+		for _, d := range m.diffs {
+			byField[d.Field]++
+			byCat[m.q.Category+"/"+d.Field]++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s vs %s: %d queries differ\n", rep.test, rep.ref, len(rep.items))
+	b.WriteString("  by field:")
+	for _, k := range slices.Sorted(maps.Keys(byField)) {
+		fmt.Fprintf(&b, " %s=%d", k, byField[k])
+	}
+	b.WriteString("\n  by category/field:")
+	for _, k := range slices.Sorted(maps.Keys(byCat)) {
+		fmt.Fprintf(&b, " %s=%d", k, byCat[k])
+	}
+	if len(rep.allowed) > 0 {
+		b.WriteString("\n  allowed by allow-list:")
+		for _, k := range slices.Sorted(maps.Keys(rep.allowed)) {
+			fmt.Fprintf(&b, " %s=%d", k, rep.allowed[k])
+		}
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// details renders up to max mismatches, picking them round-robin across
+// categories and fields so one frequent problem does not hide the others.
+func (rep *report) details(max int) string {
+	groups := map[string][]mismatch{}
+	for _, m := range rep.items {
+		k := m.q.Category + "/" + m.diffs[0].Field
+		groups[k] = append(groups[k], m)
+	}
+	keys := slices.Sorted(maps.Keys(groups))
+	var b strings.Builder
+	shown := 0
+	for round := 0; shown < max; round++ {
+		progressed := false
+		for _, k := range keys {
+			if round >= len(groups[k]) || shown >= max {
+				continue
+			}
+			progressed = true
+			shown++
+			m := groups[k][round]
+			fmt.Fprintf(&b, "\n#%d %s\n", shown, m.q)
+			for _, d := range m.diffs {
+				switch d.Field {
+				case "answer", "authority", "additional":
+					w, g := sectionOf(m.want, d.Field), sectionOf(m.got, d.Field)
+					fmt.Fprintf(&b, "  %s (- %s only, + %s only):\n%s", d.Field, rep.ref, rep.test, SectionDiff(w, g))
+				default:
+					fmt.Fprintf(&b, "  %s: %s %s, %s %s\n", d.Field, rep.ref, d.Want, rep.test, d.Got)
+				}
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	if len(rep.items) > shown {
+		fmt.Fprintf(&b, "\n(%d more not shown)\n", len(rep.items)-shown)
+	}
+	return b.String()
+}
+
+func sectionOf(r Response, name string) []string {
+	switch name {
+	case "answer":
+		return r.Answer
+	case "authority":
+		return r.Authority
+	}
+	return r.Additional
+}
+
+// maxShown is how many mismatches to print: def, or the value of
+// TERN_DIFFTEST_SHOW when set, for digging into one run.
+func maxShown(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("TERN_DIFFTEST_SHOW")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// checkReference fails the test if the reference server could not answer
+// queries, since every comparison then means nothing.
+func checkReference(t *testing.T, name string, qs []Query, outs []outcome) {
+	t.Helper()
+	var errs []string
+	for i, o := range outs {
+		if o.err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", qs[i], o.err))
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("%s failed %d of %d queries; first: %s", name, len(errs), len(qs), strings.Join(errs[:min(5, len(errs))], "\n"))
+	}
+}
+
+// TestDifferential serves the test zones with Knot, NSD and Tern, sends
+// each the generated queries, and requires Tern to answer as Knot does
+// except where allowlist.txt says otherwise. NSD's differences from Knot
+// and from Tern are logged for information.
+func TestDifferential(t *testing.T) {
+	zones, err := TestZones("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := LoadAllowlist("allowlist.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := Generate(zones)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+
+	knot := startKnot(t, zones)
+	nsd := startNSD(t, zones)
+
+	start := time.Now()
+	knotOut := runQueries(ctx, knot, qs)
+	t.Logf("knot: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+	checkReference(t, "knot", qs, knotOut)
+	start = time.Now()
+	nsdOut := runQueries(ctx, nsd, qs)
+	t.Logf("nsd: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+
+	nk := compareOutcomes("knot", "nsd", qs, knotOut, nsdOut, nil)
+	t.Logf("information only (NSD is not the reference):\n%s%s", nk.summary(), nk.details(maxShown(15)))
+
+	t.Run("tern-vs-knot", func(t *testing.T) {
+		tern := startTern(t, zones)
+		start := time.Now()
+		ternOut := runQueries(ctx, tern, qs)
+		t.Logf("tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+		tk := compareOutcomes("knot", "tern", qs, knotOut, ternOut, allow)
+		tn := compareOutcomes("nsd", "tern", qs, nsdOut, ternOut, nil)
+		t.Logf("information only:\n%s", tn.summary())
+		for _, e := range allow.Entries {
+			if tk.allowed[e.ID] == 0 {
+				t.Logf("allow-list entry %q (line %d) matched nothing; remove it if it is obsolete", e.ID, e.Line)
+			}
+		}
+		if len(tk.items) > 0 {
+			t.Errorf("Tern differs from Knot:\n%s%s", tk.summary(), tk.details(maxShown(30)))
+		} else {
+			t.Logf("%s", tk.summary())
+		}
+	})
+}

@@ -1,0 +1,350 @@
+package difftest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// ternBinaryEnv names the environment variable that carries the path of
+// the tern binary from TestMain to the tests (or from the user, to test a
+// prebuilt binary). An environment variable rather than a package variable
+// keeps the package free of mutable globals.
+const ternBinaryEnv = "TERN_DIFFTEST_BINARY"
+
+// requirePeersEnv, when "1", turns a missing knotd, nsd, dig or kdig from
+// a skip into a failure; `make test` sets it.
+const requirePeersEnv = "TERN_REQUIRE_PEERS"
+
+// TestMain builds the tern binary once into a temporary directory.
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if os.Getenv(ternBinaryEnv) == "" {
+		dir, err := os.MkdirTemp("", "tern-difftest-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "difftest: temp dir for the tern binary:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "tern")
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/tern-dns/tern/cmd/tern")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "difftest: go build ./cmd/tern: %v\n%s", err, out)
+			return 1
+		}
+		os.Setenv(ternBinaryEnv, bin)
+	}
+	return m.Run()
+}
+
+// needTool returns the path of a peer binary, skipping the test when it is
+// missing (or failing it when TERN_REQUIRE_PEERS=1).
+func needTool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	if os.Getenv(requirePeersEnv) == "1" {
+		t.Fatalf("%s not found and %s=1", name, requirePeersEnv)
+	}
+	t.Skipf("%s not found; install it (Debian: knot, nsd, knot-dnsutils, bind9-dnsutils) or see %s", name, requirePeersEnv)
+	return ""
+}
+
+// server is a running DNS server under test.
+type server struct {
+	name string
+	// addr is host:port for both UDP and TCP.
+	addr string
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a child's
+// stdout and stderr copiers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// freePort finds a port free for both TCP and UDP on 127.0.0.1. Another
+// process may take it before the server binds, so callers retry.
+func freePort() (int, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		return port, nil
+	}
+	return 0, errors.New("find free port: no port free for both UDP and TCP after 20 tries")
+}
+
+// launch starts a server with args built for a fresh port, waits until it
+// answers an SOA query for probeZone over UDP and TCP, and registers its
+// shutdown. A start that fails (port taken meanwhile, say) is retried.
+func launch(t testing.TB, name, probeZone string, build func(port int) (*exec.Cmd, error)) *server {
+	t.Helper()
+	var lastErr error
+	for attempt := range 3 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, err := build(port)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s := &server{name: name, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: &syncBuffer{}, done: make(chan struct{})}
+		cmd.Stdout, cmd.Stderr = s.log, s.log
+		// Its own process group, so that shutdown reaches the helper
+		// processes NSD forks, and only those.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		go func() {
+			s.err = cmd.Wait()
+			close(s.done)
+		}()
+		stop := func() {
+			pgid := cmd.Process.Pid
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			select {
+			case <-s.done:
+			case <-time.After(5 * time.Second):
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				<-s.done
+			}
+		}
+		if err := waitReady(s, probeZone, 15*time.Second); err != nil {
+			stop()
+			lastErr = fmt.Errorf("%s (attempt %d): %w\n--- %s log ---\n%s", name, attempt+1, err, name, s.log.String())
+			continue
+		}
+		t.Cleanup(func() {
+			stop()
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", name, tail(s.log.String(), 3000))
+			}
+		})
+		return s
+	}
+	t.Fatal(lastErr)
+	return nil
+}
+
+// waitReady polls s with an SOA query for zone over UDP and TCP until both
+// answer authoritatively, the process exits, or the timeout passes.
+func waitReady(s *server, zone string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return fmt.Errorf("exited before answering: %v", s.err)
+		default:
+		}
+		ok := true
+		for _, network := range []string{"udp", "tcp"} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			r, err := Exchange(ctx, s.addr, Query{Name: zone, Type: dns.TypeSOA, Net: network, EDNS: 1232}, 4242)
+			cancel()
+			if err == nil && (r.Msg.Rcode != dns.RcodeSuccess || !r.Msg.Authoritative || len(r.Msg.Answer) == 0) {
+				err = fmt.Errorf("SOA %s over %s: rcode %s aa=%v answers=%d", zone, network,
+					dns.RcodeToString[r.Msg.Rcode], r.Msg.Authoritative, len(r.Msg.Answer))
+			}
+			if err != nil {
+				ok, lastErr = false, err
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %v: %v", timeout, lastErr)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// peerZone is a zone as a peer server loads it.
+type peerZone struct {
+	origin string
+	// file is the flattened copy (Knot and NSD) or the original (Tern).
+	file string
+}
+
+// flatZones writes the flattened copies of zones into dir.
+func flatZones(t testing.TB, zones []*Zone, dir string) []peerZone {
+	t.Helper()
+	var out []peerZone
+	for _, z := range zones {
+		path, err := z.WriteFlat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, peerZone{z.Origin, path})
+	}
+	return out
+}
+
+// startKnot runs knotd with a generated configuration in a temporary
+// directory. Settings that differ from Knot's defaults are none on
+// purpose: the defaults already answer as the RFCs describe, and
+// answer-rotation (off by default) is stated to keep answer order stable.
+// Knot answers QTYPE=ANY with a single RRset over UDP and TCP alike
+// (RFC 8482 section 4.2; Knot DNS 3.0 changelog: "Queries with QTYPE ANY or
+// RRSIG are always responded with at most one random RRSet").
+func startKnot(t testing.TB, zones []*Zone) *server {
+	t.Helper()
+	knotd := needTool(t, "knotd")
+	dir := t.TempDir()
+	pz := flatZones(t, zones, dir)
+	return launch(t, "knot", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+		var b strings.Builder
+		fmt.Fprintf(&b, `server:
+    rundir: %q
+    listen: 127.0.0.1@%d
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+    answer-rotation: off
+    tcp-idle-timeout: 10
+database:
+    storage: %q
+log:
+  - target: stderr
+    any: notice
+template:
+  - id: default
+    storage: %q
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+    semantic-checks: off
+zone:
+`, dir, port, filepath.Join(dir, "db"), dir)
+		for _, z := range pz {
+			fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", z.origin, z.file)
+		}
+		conf := filepath.Join(dir, "knot.conf")
+		if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+			return nil, fmt.Errorf("write knot.conf: %w", err)
+		}
+		return exec.Command(knotd, "-c", conf), nil
+	})
+}
+
+// startNSD runs nsd in the foreground with a generated configuration.
+// minimal-responses is on so that NSD, like Knot, adds no NS RRset to the
+// authority section of positive answers (RFC 2181 section 6.1 makes it
+// optional); rate limiting is off because the test sends thousands of
+// queries from one address.
+func startNSD(t testing.TB, zones []*Zone) *server {
+	t.Helper()
+	nsd := needTool(t, "nsd")
+	dir := t.TempDir()
+	pz := flatZones(t, zones, dir)
+	return launch(t, "nsd", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+		var b strings.Builder
+		fmt.Fprintf(&b, `server:
+    ip-address: 127.0.0.1@%d
+    server-count: 1
+    username: ""
+    chroot: ""
+    zonesdir: %q
+    pidfile: %q
+    database: ""
+    xfrdfile: %q
+    xfrdir: %q
+    zonelistfile: %q
+    verbosity: 1
+    hide-version: yes
+    minimal-responses: yes
+    refuse-any: no
+    round-robin: no
+    rrl-ratelimit: 0
+    rrl-whitelist-ratelimit: 0
+    tcp-count: 200
+remote-control:
+    control-enable: no
+`, port, dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"))
+		for _, z := range pz {
+			fmt.Fprintf(&b, "zone:\n    name: %s\n    zonefile: %q\n", z.origin, z.file)
+		}
+		conf := filepath.Join(dir, "nsd.conf")
+		if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+			return nil, fmt.Errorf("write nsd.conf: %w", err)
+		}
+		return exec.Command(nsd, "-d", "-c", conf), nil
+	})
+}
+
+// startTern runs the tern binary on the original zone files, with their
+// $INCLUDE and $GENERATE directives.
+func startTern(t testing.TB, zones []*Zone) *server {
+	t.Helper()
+	bin := os.Getenv(ternBinaryEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set; TestMain should have built tern", ternBinaryEnv)
+	}
+	return launch(t, "tern", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+		args := []string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
+		for _, z := range zones {
+			args = append(args, "--zone", z.Origin+"="+z.File)
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = filepath.Dir(zones[0].File)
+		return cmd, nil
+	})
+}
