@@ -233,6 +233,9 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		case kindNXDomain:
 			return r.negative(s, z, flags|wire.RcodeNXDomain)
 		case kindDNAME:
+			if s.seen(res.node) {
+				return r.additional(s, flags)
+			}
 			rc, ok := r.dname(s, res.node, ownerOff, nameLen, nlabels)
 			if rc != 0 {
 				return flags | uint16(rc)
@@ -245,6 +248,10 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			if n.CNAME == nil || q.QType == wire.TypeCNAME {
 				return r.positive(s, z, n, ownerOff, flags)
 			}
+			if s.seen(n) {
+				// A loop: every link is in the answer already.
+				return r.additional(s, flags)
+			}
 			if !r.writeSet(s, n.CNAME, ownerOff, 1) {
 				return flags | wire.FlagTC
 			}
@@ -256,7 +263,7 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		nameLen = wireLen(s.name[:])
 		nlabels = labelOffsets(s.name[:nameLen], s.labels[:])
 		ownerOff = -1
-		if chain+1 >= MaxChain || !inZone(s.name[:nameLen], z.Origin) || s.seen(res.node) {
+		if chain+1 >= MaxChain || !inZone(s.name[:nameLen], z.Origin) {
 			// RFC 1034 §4.3.2 step 3a follows chains; out of the zone, a
 			// loop, or too long, we stop and the client continues.
 			return r.additional(s, flags)
