@@ -175,11 +175,7 @@ func (s *mmsgSock) recv(env *loopEnv) (int, int64, error) {
 // of its run time (ns since start).
 func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 	cfg := env.cfg
-	respSize := max(int(cfg.Encode.UDPSize), 512)
-	if !(cfg.Encode.EDNS || cfg.Encode.DO || len(cfg.Encode.Options) > 0) {
-		respSize = 512
-	}
-	respSize = min(respSize+1, 65536) // one spare octet reveals oversize answers
+	respSize := respBufSize(cfg.Encode)
 	socks := make([]*mmsgSock, 0, sh.clients)
 	defer func() {
 		for _, s := range socks {
@@ -199,7 +195,7 @@ func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 	for i, s := range socks {
 		pfds[i].Fd = int32(s.fd)
 	}
-	pace := newPacer(sh.qps, cfg.Batch)
+	pace := newPacer(sh.qps)
 	cursor := sh.cursor
 	sending := true
 	var last, lastPub, stoppedAt int64

@@ -161,20 +161,18 @@ func perSocketWindow(window, sockets, i int) int {
 	return w
 }
 
-// pacer enforces a maximum send rate. It allows a small burst so that
-// batches stay useful at high rates while the long-run rate stays exact.
+// pacer enforces a maximum send rate against absolute time: a loop that
+// wakes late catches up (at most a batch per socket per round), so the
+// long-run rate stays exact even on a loaded machine.
 type pacer struct {
 	perNs float64 // queries per nanosecond; 0: unlimited
-	burst int64
 }
 
-func newPacer(qps float64, batch int) pacer {
+func newPacer(qps float64) pacer {
 	if qps <= 0 {
 		return pacer{}
 	}
-	// Burst: about 1 ms worth of queries, at least 1, at most one batch.
-	b := min(max(int64(qps/1000), 1), int64(batch))
-	return pacer{perNs: qps / 1e9, burst: b}
+	return pacer{perNs: qps / 1e9}
 }
 
 // budget is how many queries may be sent at now given sent so far.
@@ -183,13 +181,10 @@ func (p pacer) budget(now int64, sent uint64) int {
 		return 1 << 30
 	}
 	allowed := int64(float64(now)*p.perNs) + 1 - int64(sent)
-	if allowed > p.burst {
-		allowed = p.burst
-	}
 	if allowed < 0 {
 		return 0
 	}
-	return int(allowed)
+	return int(min(allowed, 1<<30))
 }
 
 // nextAt is when the next query may be sent, in ns since start.

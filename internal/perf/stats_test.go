@@ -103,7 +103,7 @@ func TestLatencyStats(t *testing.T) {
 }
 
 func TestPacerBudget(t *testing.T) {
-	p := newPacer(1000, 64) // 1 per ms, burst 1
+	p := newPacer(1000) // 1 per ms
 	if got := p.budget(0, 0); got != 1 {
 		t.Errorf("budget at 0: %d", got)
 	}
@@ -112,6 +112,9 @@ func TestPacerBudget(t *testing.T) {
 	}
 	if got := p.budget(int64(time.Millisecond), 1); got != 1 {
 		t.Errorf("budget at 1ms after 1 sent: %d", got)
+	}
+	if got := p.budget(int64(10*time.Millisecond), 1); got != 10 {
+		t.Errorf("catch-up budget at 10ms after 1 sent: %d", got)
 	}
 	if at := p.nextAt(5); at != int64(5*time.Millisecond) {
 		t.Errorf("nextAt(5) = %d", at)

@@ -1,0 +1,218 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// responder is an in-process UDP DNS answerer on loopback: it echoes each
+// query back as a response, NXDOMAIN for names starting with "nx", and
+// drops names starting with "drop" so that loss accounting is exercised.
+type responder struct {
+	conn *net.UDPConn
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	seen int
+}
+
+func startResponder(t *testing.T, network, addr string) *responder {
+	t.Helper()
+	c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	_ = c.SetReadBuffer(4 << 20)
+	r := &responder{conn: c}
+	r.wg.Go(func() {
+		buf := make([]byte, 4096)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return // closed
+			}
+			r.mu.Lock()
+			r.seen++
+			r.mu.Unlock()
+			if n < 13 {
+				continue
+			}
+			q := buf[:n]
+			label := string(q[13 : 13+min(int(q[12]), n-13)])
+			if strings.HasPrefix(label, "drop") {
+				continue
+			}
+			q[2] |= 0x80 // QR
+			if strings.HasPrefix(label, "nx") {
+				q[3] = q[3]&0xf0 | dns.RcodeNameError
+			}
+			_, _ = c.WriteToUDPAddrPort(q, from)
+		}
+	})
+	t.Cleanup(func() {
+		c.Close()
+		r.wg.Wait()
+	})
+	return r
+}
+
+func (r *responder) addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func testQueries() []Query {
+	return []Query{
+		{"www.example.", dns.TypeA},
+		{"nx.example.", dns.TypeA},
+		{"mail.example.", dns.TypeMX},
+		{"drop.example.", dns.TypeA},
+	}
+}
+
+func TestRunCountsExactly(t *testing.T) {
+	for _, engine := range []string{EngineMmsg, EngineXnet} {
+		t.Run(engine, func(t *testing.T) {
+			r := startResponder(t, "udp4", "127.0.0.1:0")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := Run(ctx, Config{
+				Server:         r.addr(),
+				Queries:        testQueries(),
+				Encode:         EncodeOptions{EDNS: true, UDPSize: 4096},
+				Runs:           250, // 1000 queries
+				MaxOutstanding: 1000, // all in flight at once: run time stays short
+				Clients:        8,
+				Timeout:        200 * time.Millisecond,
+				Engine:         engine,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Sent != 1000 {
+				t.Errorf("sent %d, want 1000", res.Sent)
+			}
+			if res.Sent != res.Completed+res.Lost {
+				t.Errorf("sent %d != completed %d + lost %d", res.Sent, res.Completed, res.Lost)
+			}
+			// A quarter are dropped by the responder; loopback loses nothing else.
+			if res.Lost != 250 || res.Completed != 750 {
+				t.Errorf("completed %d lost %d, want 750 and 250", res.Completed, res.Lost)
+			}
+			if res.Rcodes[dns.RcodeSuccess] != 500 || res.Rcodes[dns.RcodeNameError] != 250 {
+				t.Errorf("rcodes NOERROR %d NXDOMAIN %d, want 500 and 250", res.Rcodes[0], res.Rcodes[3])
+			}
+			if res.Latency.N != res.Completed || res.Latency.Min <= 0 || res.Latency.Max < res.Latency.Min {
+				t.Errorf("latency n %d min %d max %d", res.Latency.N, res.Latency.Min, res.Latency.Max)
+			}
+			// Run time excludes waiting out the timeouts at the end.
+			if res.RunTime <= 0 || res.RunTime > 150*time.Millisecond {
+				t.Errorf("run time %v", res.RunTime)
+			}
+			if avg(res.ReqBytes, res.Sent) < 30 || avg(res.RespBytes, res.Completed) < 30 {
+				t.Errorf("sizes: request %d response %d", res.ReqBytes, res.RespBytes)
+			}
+		})
+	}
+}
+
+func TestRunTimeLimitAndReports(t *testing.T) {
+	r := startResponder(t, "udp4", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, Config{
+		Server:   r.addr(),
+		Queries:  testQueries(),
+		Duration: 700 * time.Millisecond,
+		Timeout:  100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if el := time.Since(start); el < 700*time.Millisecond || el > 3*time.Second {
+		t.Errorf("run took %v", el)
+	}
+	if res.Sent == 0 || res.Sent != res.Completed+res.Lost {
+		t.Errorf("sent %d != completed %d + lost %d", res.Sent, res.Completed, res.Lost)
+	}
+	if res.Completed == 0 || res.Rcodes[0] == 0 || res.Rcodes[3] == 0 {
+		t.Errorf("completed %d rcodes %v", res.Completed, res.Rcodes)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Statistics:", "Queries sent:", "Queries completed:", "Queries lost:",
+		"Response codes:       NOERROR", "NXDOMAIN", "Average packet size:  request", "Run time (s):",
+		"Queries per second:", "Average Latency (s):", "Latency StdDev (s):", "p99.9"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var s Summary
+	if err := json.Unmarshal(js.Bytes(), &s); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, js.String())
+	}
+	if s.Sent != res.Sent || s.Rcodes["NXDOMAIN"] != res.Rcodes[3] || s.QPS <= 0 || s.Percentiles["p50"] <= 0 {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+func TestRunRateLimit(t *testing.T) {
+	r := startResponder(t, "udp4", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{
+		Server:   r.addr(),
+		Queries:  testQueries()[:3],
+		Duration: 500 * time.Millisecond,
+		MaxQPS:   2000,
+		Timeout:  time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Sent < 900 || res.Sent > 1010 {
+		t.Errorf("sent %d in 0.5 s at 2000 qps, want about 1000", res.Sent)
+	}
+}
+
+func TestRunIPv6(t *testing.T) {
+	r := startResponder(t, "udp6", "[::1]:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Server: r.addr(), Queries: testQueries()[:3], Runs: 10, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Sent != 30 || res.Completed != 30 {
+		t.Errorf("sent %d completed %d, want 30 and 30", res.Sent, res.Completed)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	r := startResponder(t, "udp4", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, Config{Server: r.addr(), Queries: testQueries(), Duration: time.Minute, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("cancelled run took %v", el)
+	}
+	if !res.Interrupted || res.Sent != res.Completed+res.Lost {
+		t.Errorf("interrupted %v sent %d completed %d lost %d", res.Interrupted, res.Sent, res.Completed, res.Lost)
+	}
+}
