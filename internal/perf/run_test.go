@@ -85,7 +85,7 @@ func TestRunCountsExactly(t *testing.T) {
 				Server:         r.addr(),
 				Queries:        testQueries(),
 				Encode:         EncodeOptions{EDNS: true, UDPSize: 4096},
-				Runs:           250, // 1000 queries
+				Runs:           250,  // 1000 queries
 				MaxOutstanding: 1000, // all in flight at once: run time stays short
 				Clients:        8,
 				Timeout:        200 * time.Millisecond,
