@@ -250,6 +250,9 @@ func startKnot(t testing.TB, zones []*Zone) *server {
 	knotd := needTool(t, "knotd")
 	dir := t.TempDir()
 	pz := flatZones(t, zones, dir)
+	if err := os.MkdirAll(filepath.Join(dir, "db"), 0o755); err != nil {
+		t.Fatalf("knot storage dir: %v", err)
+	}
 	return launch(t, "knot", zones[0].Origin, func(port int) (*exec.Cmd, error) {
 		var b strings.Builder
 		fmt.Fprintf(&b, `server:
