@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -496,5 +497,37 @@ func TestDurationText(t *testing.T) {
 	}
 	if err := d.UnmarshalText([]byte("soon")); err == nil {
 		t.Error("UnmarshalText accepted garbage")
+	}
+}
+
+func TestManyZonesLines(t *testing.T) {
+	const n = 5000
+	var b strings.Builder
+	b.WriteString("[server]\nworkers = 1\n")
+	for i := range n {
+		// Each zone table is 4 lines, starting at line 3.
+		b.WriteString("[[zone]]\norigin = \"z" + strconv.Itoa(i) + ".test\"\nfile = \"z.zone\"\n\n")
+	}
+	c, err := Parse("many.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(c.Zones) != n {
+		t.Fatalf("got %d zones", len(c.Zones))
+	}
+	for i, z := range c.Zones {
+		if want := 3 + 4*i; z.Line != want {
+			t.Fatalf("zone %d line = %d, want %d", i, z.Line, want)
+		}
+	}
+}
+
+func TestLineOf(t *testing.T) {
+	data := []byte("a\nbb\n\nc")
+	nl := newlines(data)
+	for off, want := range []int{1, 1, 2, 2, 2, 3, 4} {
+		if got := lineOf(nl, off); got != want {
+			t.Errorf("lineOf(%d) = %d, want %d", off, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,8 @@ func indexLines(data []byte, lines map[string]int) []int {
 		prefix  string
 		counts  = make(map[string]int)
 		zones   []int
-		lineAt  = func(r unstable.Range) int { return lineOf(data, int(r.Offset)) }
+		nl      = newlines(data)
+		lineAt  = func(r unstable.Range) int { return lineOf(nl, int(r.Offset)) }
 		keyPath = func(n *unstable.Node) (string, int) {
 			var parts []string
 			line := 0
@@ -83,8 +85,24 @@ func setLine(lines map[string]int, key string, line int) {
 	}
 }
 
-// lineOf returns the 1-based line containing byte offset off of data.
-func lineOf(data []byte, off int) int {
-	off = min(max(off, 0), len(data))
-	return 1 + bytes.Count(data[:off], []byte{'\n'})
+// newlines returns the offsets of every '\n' in data, so that lineOf is a
+// binary search instead of a rescan: configs with thousands of zones have
+// tens of thousands of keys.
+func newlines(data []byte) []int {
+	var nl []int
+	for off := 0; ; {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return nl
+		}
+		nl = append(nl, off+i)
+		off += i + 1
+	}
+}
+
+// lineOf returns the 1-based line containing byte offset off, given the
+// newline offsets nl of the document.
+func lineOf(nl []int, off int) int {
+	n, _ := slices.BinarySearch(nl, off)
+	return n + 1
 }
