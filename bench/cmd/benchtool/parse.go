@@ -18,6 +18,7 @@ type genResult struct {
 	completed float64
 	lost      float64
 	latMeanUs float64
+	runtimeS  float64 // the generator's own measured run time, 0 if unknown
 	rcodes    map[string]float64
 }
 
@@ -28,6 +29,7 @@ var (
 	reQPS    = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
 	reLat    = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
 	reRcodes = regexp.MustCompile(`Response codes:\s+(.*)`)
+	reRun    = regexp.MustCompile(`Run time \(s\):\s+([0-9.]+)`)
 	reRcode  = regexp.MustCompile(`([A-Z0-9]+) (\d+) \(`)
 )
 
@@ -51,6 +53,7 @@ func parseDnsperf(text string) (genResult, error) {
 	r.qps, _ = get(reQPS)
 	lat, _ := get(reLat)
 	r.latMeanUs = lat * 1e6
+	r.runtimeS, _ = get(reRun)
 	if m := reRcodes.FindStringSubmatch(text); m != nil {
 		for _, c := range reRcode.FindAllStringSubmatch(m[1], -1) {
 			v, _ := strconv.ParseFloat(c[2], 64)
@@ -113,6 +116,9 @@ func parseTernPerf(text string) (genResult, error) {
 	if v, ok := lookup(m, "lost", "queries_lost"); ok {
 		r.lost = number(v)
 	}
+	if v, ok := lookup(m, "runtime", "run_time", "runtime_s", "duration_s", "elapsed", "elapsed_s", "duration"); ok {
+		r.runtimeS = number(v)
+	}
 	if v, ok := lookup(m, "rcodes", "response_codes"); ok {
 		if rc, ok := v.(map[string]any); ok {
 			for k, c := range rc {
@@ -120,7 +126,9 @@ func parseTernPerf(text string) (genResult, error) {
 			}
 		}
 	}
-	if v, ok := lookup(m, "latencies", "latency"); ok {
+	if v, ok := lookup(m, "latency_avg_s", "latency_mean_s", "avg_latency_s", "mean_latency_s"); ok {
+		r.latMeanUs = number(v) * 1e6
+	} else if v, ok := lookup(m, "latencies", "latency"); ok {
 		if lm, ok := v.(map[string]any); ok {
 			switch {
 			case has(lm, "mean_us"):
@@ -143,8 +151,11 @@ func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
 
 // runParse reads one generator report (file argument) and prints a TSV row:
 //
-//	STATUS QPS SENT COMPLETED LOST_PCT LAT_MEAN_US RCODES REASON
+//	CPU_US WALL_US STATUS QPS SENT COMPLETED LOST_PCT LAT_MEAN_US RCODES REASON
 //
+// CPU_US is -cpu-us passed through (the server's CPU time over the run);
+// WALL_US is the generator's own run time when it reports one (dnsperf's
+// "Run time"), else -wall-us, the interval the harness measured around it.
 // STATUS is "ok" or "ERROR". A run is an error when nothing was answered or
 // when less than -min (default 99%) of the answers carry the -expect rcode:
 // e.g. a server answering REFUSED because it did not load the zone, or a
@@ -154,6 +165,8 @@ func runParse(args []string) error {
 	gen := fs.String("gen", "dnsperf", "dnsperf or ternperf")
 	expect := fs.String("expect", "NOERROR", "the rcode every answer should carry")
 	min := fs.Float64("min", 99, "minimum share (%) of answers with the expected rcode")
+	cpuUs := fs.Float64("cpu-us", 0, "server CPU microseconds used during the run")
+	wallUs := fs.Float64("wall-us", 0, "wall-clock microseconds measured around the run")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return fmt.Errorf("need one report file")
@@ -200,6 +213,10 @@ func runParse(args []string) error {
 		}
 	}
 	reason = strings.ReplaceAll(reason, "\t", " ")
-	fmt.Printf("%s\t%.1f\t%.0f\t%.0f\t%.3f\t%.1f\t%s\t%s\n", status, r.qps, r.sent, r.completed, lostPct, r.latMeanUs, rc, reason)
+	wall := *wallUs
+	if r.runtimeS > 0 {
+		wall = r.runtimeS * 1e6
+	}
+	fmt.Printf("%.0f\t%.0f\t%s\t%.1f\t%.0f\t%.0f\t%.3f\t%.1f\t%s\t%s\n", *cpuUs, wall, status, r.qps, r.sent, r.completed, lostPct, r.latMeanUs, rc, reason)
 	return nil
 }

@@ -19,6 +19,7 @@ const clockTick = 100
 type procStat struct {
 	pid, ppid int
 	cpuTicks  uint64 // utime + stime + cutime + cstime
+	zombie    bool   // exited, not yet reaped
 }
 
 func readStat(pid int) (procStat, error) {
@@ -41,6 +42,7 @@ func readStat(pid int) (procStat, error) {
 		pid:      pid,
 		ppid:     int(num(4)),
 		cpuTicks: num(14) + num(15) + num(16) + num(17),
+		zombie:   f[0] == "Z" || f[0] == "X",
 	}, nil
 }
 

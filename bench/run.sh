@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# bench/run.sh - the benchmark harness behind `make bench`.
+#
+# What: measures Tern against NSD, Knot, BIND and PowerDNS (and against an
+# "echo floor" that answers by flipping the QR bit) on the same machine, each
+# server on loopback, pinned to CPU 0 with one worker, and the load generator
+# (dnsperf, plus `tern perf` when it works) pinned to CPU 1. For every
+# workload x client count x generator x server, interleaving the servers run
+# by run and repeating, it records QPS, lost %, mean latency, server CPU per
+# answered query and CPU utilisation; per server and zone set the zone load
+# time and the memory (PSS of the whole process tree). Runs whose answers
+# carry the wrong response codes are errors, not results.
+#
+# Why: so that "fast" is a number with peers and a floor next to it, and
+# regressions show up as a changed ratio rather than an impression.
+#
+# Usage:  bash bench/run.sh [QUICK=1]         (make bench / make bench QUICK=1)
+#         QUICK=1 bash bench/run.sh
+# Output: bench/out/results.md, bench/out/results.png, raw data beside them.
+#
+# Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
+# SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
+# GENS ("dnsperf ternperf"), BIG (records in the big zone), BENCH_PORT_BASE,
+# BENCH_OUT, ROOT_ZONE. Only loopback addresses are ever used.
+
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$HERE")
+for a in "$@"; do
+	case $a in
+	QUICK=* | DURATION=* | REPS=* | CLIENTS=* | SERVERS=* | WORKLOADS=* | GENS=* | BIG=*) export "${a?}" ;;
+	quick | --quick) export QUICK=1 ;;
+	*) echo "usage: $0 [QUICK=1] [DURATION=s] [REPS=n] [CLIENTS='1 2'] ..." >&2; exit 2 ;;
+	esac
+done
+QUICK=${QUICK:-0}
+[[ $QUICK == 0 || $QUICK == no || $QUICK == false ]] && QUICK=0 || QUICK=1
+
+if ((QUICK)); then
+	: "${DURATION:=1}" "${REPS:=1}" "${CLIENTS:=8}" "${BIG:=100000}"
+else
+	: "${DURATION:=3}" "${REPS:=3}" "${CLIENTS:=1 2 4 8 10}" "${BIG:=1000000}"
+fi
+: "${SERVERS:=tern nsd knot bind pdns echo}"
+: "${GENS:=dnsperf ternperf}"
+OUT=${BENCH_OUT:-$HERE/out}
+PORT_BASE=${BENCH_PORT_BASE:-25300}
+ROOT_ZONE=${ROOT_ZONE:-$REPO/../shared/data/root.zone}
+SERVER_CPU=0
+GEN_CPU=1
+OUTSTANDING=100 # dnsperf -q: queries in flight
+
+# Workloads: name | zone set | query file | generator flags | expected rcode | check
+#   check: what `benchtool check` verifies on a sample before the load runs.
+WORKLOAD_TABLE="
+small-success    |main|small-success.txt |       |NOERROR |answer
+small-nxdomain   |main|small-nxdomain.txt|       |NXDOMAIN|nxdomain
+small-soa        |main|small-soa.txt     |       |NOERROR |answer
+small-tcp        |main|small-success.txt|-m tcp |NOERROR |answer
+root-referral    |main|root-referral.txt |       |NOERROR |referral
+root-referral-do |main|root-referral.txt |-D     |NOERROR |referral
+root-nxdomain    |main|root-nxdomain.txt |       |NXDOMAIN|nxdomain
+root-nxdomain-do |main|root-nxdomain.txt |-D     |NXDOMAIN|nxdomain
+big-success      |big |big-success.txt   |       |NOERROR |answer
+"
+declare -A W_PHASE=() W_QF=() W_FLAGS=() W_RC=() W_CHECK=()
+ALL_WORKLOADS=()
+trim() { local x=$1; x=${x#"${x%%[![:space:]]*}"}; printf '%s' "${x%"${x##*[![:space:]]}"}"; }
+while IFS='|' read -r name phase qf flags rc check; do
+	name=$(trim "$name")
+	[[ -n $name ]] || continue
+	ALL_WORKLOADS+=("$name")
+	W_PHASE[$name]=$(trim "$phase") W_QF[$name]=$(trim "$qf") W_FLAGS[$name]=$(trim "$flags")
+	W_RC[$name]=$(trim "$rc") W_CHECK[$name]=$(trim "$check")
+done <<<"$WORKLOAD_TABLE"
+: "${WORKLOADS:=${ALL_WORKLOADS[*]}}"
+for w in $WORKLOADS; do
+	[[ -n ${W_PHASE[$w]:-} ]] || { echo "unknown workload $w (known: ${ALL_WORKLOADS[*]})" >&2; exit 2; }
+done
+
+# Zone sets: which zones a server carries in each phase.
+DATA=$OUT/data
+declare -A ZONESET=(
+	[main]=".=$DATA/root.zone bench.test.=$DATA/small.zone"
+	[big]="big.test.=$DATA/big.zone"
+)
+declare -A PROBE_NAME=([main]=bench.test. [big]=big.test.)
+
+BIN=$OUT/bin
+RUN=$OUT/run
+RAW=$OUT/raw.tsv
+SRV=$OUT/servers.tsv
+ERRLOG=$OUT/errors.log
+
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+loud() {
+	printf '\n!!! ERROR: %s\n\n' "$*" >&2
+	printf '%s\n' "$*" >>"$ERRLOG"
+}
+
+# --- cleanup: stop every server this script started, by PID -------------
+declare -A PID=()  # server name -> pid (current phase)
+declare -A LIVE=() # pids started and not yet stopped
+stop_pid() {
+	local p=$1 i
+	[[ -n ${LIVE[$p]:-} ]] || return 0 # never signal a pid we did not start
+	unset "LIVE[$p]"
+	kill -TERM "$p" 2>/dev/null || return 0
+	for i in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || break
+		# reap it if it is our child and has exited
+		[[ $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) == Z ]] && break
+		sleep 0.1
+	done
+	kill -KILL "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+}
+cleanup() {
+	local p
+	for p in "${!LIVE[@]}"; do
+		stop_pid "$p"
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- prerequisites --------------------------------------------------------
+need_apt() { # need_apt CMD PACKAGE...: install PACKAGEs if CMD is missing
+	local cmd=$1; shift
+	command -v "$cmd" >/dev/null && return 0
+	log "installing $* (for $cmd)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >"$OUT/apt.log" 2>&1; then
+		apt-get update -q >>"$OUT/apt.log" 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1 || true
+	fi
+	command -v "$cmd" >/dev/null
+}
+
+mkdir -p "$OUT" "$BIN" "$RUN"
+rm -rf "${RUN:?}"/* "$ERRLOG"
+: >"$ERRLOG"
+START_TS=$(date +%s)
+
+need_apt dnsperf dnsperf || { echo "dnsperf is required" >&2; exit 1; }
+need_apt gnuplot gnuplot-nox || log "gnuplot missing: no chart"
+need_apt gcc gcc || { echo "gcc is required (echo floor)" >&2; exit 1; }
+wanted=()
+for s in $SERVERS; do
+	case $s in
+	nsd) need_apt nsd nsd || { loud "nsd not installable: skipped"; continue; } ;;
+	knot) need_apt knotd knot || { loud "knot not installable: skipped"; continue; } ;;
+	bind) need_apt named bind9 || { loud "bind9 not installable: skipped"; continue; } ;;
+	pdns) need_apt pdns_server pdns-server pdns-backend-bind || { loud "pdns not installable: skipped"; continue; } ;;
+	esac
+	wanted+=("$s")
+done
+SERVERS="${wanted[*]}"
+
+log "building benchtool, echo floor and tern"
+(cd "$REPO" && go build -o "$BIN/benchtool" ./bench/cmd/benchtool)
+BT=$BIN/benchtool
+gcc -O2 -Wall -o "$BIN/echo" "$HERE/echo/echo.c"
+if [[ " $SERVERS " == *" tern "* || " $GENS " == *" ternperf "* ]]; then
+	if ! (cd "$REPO" && go build -o "$BIN/tern" ./cmd/tern) >"$OUT/tern-build.log" 2>&1; then
+		loud "tern does not build (see $OUT/tern-build.log): tern server and tern perf skipped"
+		SERVERS=$(tr ' ' '\n' <<<"$SERVERS" | grep -vx tern | xargs)
+		GENS=$(tr ' ' '\n' <<<"$GENS" | grep -vx ternperf | xargs)
+	fi
+fi
+
+log "generating data (big zone: $BIG records)"
+"$BT" gen -out "$DATA" -root "$ROOT_ZONE" -big "$BIG"
+
+# Ports: one per server, fixed offsets from PORT_BASE.
+declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5)
+for s in "${!PORT[@]}"; do
+	PORT[$s]=$((PORT_BASE + PORT[$s]))
+	if ss -Hlnu "sport = :${PORT[$s]}" | grep -q . || ss -Hlnt "sport = :${PORT[$s]}" | grep -q .; then
+		echo "port ${PORT[$s]} (for $s) is in use; set BENCH_PORT_BASE" >&2
+		exit 1
+	fi
+done
+
+source "$HERE/lib/servers.sh"
+
+# tern perf is used only if it answers a smoke test with parseable JSON.
+ternperf_ok() {
+	local port=$1 f=$RUN/ternperf-smoke.txt
+	timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "$port" -d "$DATA/small-soa.txt" \
+		-l 1 -c 1 -q 10 --json >"$f" 2>&1 || true
+	"$BT" parse -gen ternperf -expect NOERROR "$f" | awk -F'\t' '{exit !($3=="ok")}'
+}
+
+# --- one server's life in a phase ----------------------------------------
+tree_cpu() { "$BT" tree -pid "$1" 2>/dev/null | awk '{print $1}' || true; }
+
+# start_server NAME PHASE: start, wait until it answers, record load time
+# and memory. Sets PID[NAME] on success.
+start_server() {
+	local s=$1 phase=$2 dir=$RUN/$phase-$1 t0 ms mem
+	mkdir -p "$dir"
+	unset "PID[$s]"
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086 # the zone set is a word list
+	"start_$s" "$dir" "${PORT[$s]}" ${ZONESET[$phase]}
+	LIVE[$STARTED_PID]=1
+	local probe=(-name "${PROBE_NAME[$phase]}" -type SOA)
+	[[ $s == echo ]] && probe=(-echo -name . -type SOA)
+	if ! "$BT" probe -addr "127.0.0.1:${PORT[$s]}" "${probe[@]}" -pid "$STARTED_PID" -timeout 600s >/dev/null 2>"$dir/probe.err"; then
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		loud "$s did not come up with zone set '$phase' after ${ms} ms: $(cat "$dir/probe.err"); last log lines: $(tail -3 "$dir/log" | tr '\n' ' ')"
+		printf '%s\t%s\tfailed\t%s\t0\t0\t0\n' "$phase" "$s" "$ms" >>"$SRV"
+		stop_pid "$STARTED_PID"
+		return 1
+	fi
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	PID[$s]=$STARTED_PID
+	mem=$("$BT" tree -pid "$STARTED_PID")
+	read -r _ pss rss np <<<"$mem"
+	printf '%s\t%s\tloaded\t%s\t%s\t%s\t%s\n' "$phase" "$s" "$ms" "$pss" "$rss" "$np" >>"$SRV"
+	log "  $s up on port ${PORT[$s]} in ${ms} ms, PSS $((pss / 1024)) MB ($np processes)"
+}
+
+# verify SERVER WORKLOAD: check a sample of answers before measuring.
+declare -A BROKEN=() # "server/workload" -> 1 when the check failed
+verify() {
+	local s=$1 w=$2 doflag=() out
+	[[ $s == echo ]] && return 0 # the floor echoes queries: nothing to check
+	[[ ${W_FLAGS[$w]} == *-D* ]] && doflag=(-do)
+	if ! out=$("$BT" check -addr "127.0.0.1:${PORT[$s]}" -queries "$DATA/${W_QF[$w]}" -expect "${W_CHECK[$w]}" "${doflag[@]}" -n 20 2>&1); then
+		loud "$s fails the answer check for $w: $(head -3 <<<"$out" | tr '\n' ' ')"
+		BROKEN[$s/$w]=1
+	fi
+}
+
+# one_run WORKLOAD GEN SERVER CLIENTS REP: one bounded load run, one raw.tsv row.
+one_run() {
+	local w=$1 g=$2 s=$3 c=$4 rep=$5 f cpu0 cpu1 t0 t1 row
+	local qf=$DATA/${W_QF[$w]} flags=${W_FLAGS[$w]} expect=${W_RC[$w]}
+	[[ $s == echo ]] && expect=NOERROR # echoed queries carry rcode 0
+	f=$RUN/$w.$g.$s.c$c.r$rep.txt
+	local cmd=(dnsperf)
+	if [[ $g == ternperf ]]; then
+		# tern perf spells TCP -T and sends EDNS0 by default; dnsperf sends
+		# plain queries unless -D, so turn EDNS off to ask the same thing.
+		cmd=("$BIN/tern" perf --json)
+		[[ $flags == *-D* ]] || flags+=" -e=false"
+		flags=${flags/-m tcp/-T}
+	fi
+	# shellcheck disable=SC2206 # flags are words
+	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$DURATION" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
+	cpu0=$(tree_cpu "${PID[$s]}")
+	t0=$(date +%s%N)
+	timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1 || true
+	t1=$(date +%s%N)
+	cpu1=$(tree_cpu "${PID[$s]}")
+	if [[ -z $cpu0 || -z $cpu1 ]]; then
+		loud "$s died during $w ($g, c=$c)"
+		unset "PID[$s]"
+		cpu0=0 cpu1=0
+	fi
+	row=$("$BT" parse -gen "$g" -expect "$expect" -cpu-us $((cpu1 - cpu0)) -wall-us $(((t1 - t0) / 1000)) "$f") ||
+		row=$(printf '0\t0\tERROR\t0\t0\t0\t0\t0\t-\tcannot parse generator output')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" >>"$RAW"
+	if [[ $(cut -f3 <<<"$row") != ok ]]; then
+		loud "run $w/$g/$s c=$c rep=$rep: $(cut -f10 <<<"$row") [rcodes $(cut -f9 <<<"$row")] - see $f"
+	else
+		log "    $w $g $s c=$c: $(printf '%.0f' "$(cut -f4 <<<"$row")") qps, lost $(cut -f7 <<<"$row")%"
+	fi
+}
+
+# supports SERVER GEN WORKLOAD: combinations that make no sense are skipped.
+supports() {
+	local s=$1 g=$2 w=$3 flags=${W_FLAGS[$3]}
+	[[ $flags == *tcp* && $s == echo ]] && return 1 # the floor is UDP only
+	[[ $flags == *tcp* && $g == ternperf && $TERNPERF_TCP == 0 ]] && return 1
+	[[ -n ${PID[$s]:-} && -z ${BROKEN[$s/$w]:-} ]]
+}
+
+# --- main -------------------------------------------------------------------
+printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason" >"$RAW"
+printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
+for phase in main big; do
+	ws=()
+	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
+	((${#ws[@]})) || continue
+	log "phase '$phase': zones ${ZONESET[$phase]//$DATA\//}; workloads ${ws[*]}"
+	PID=()
+	BROKEN=()
+	for s in $SERVERS; do
+		start_server "$s" "$phase" || true
+	done
+	phase_gens=$GENS
+	TERNPERF_TCP=0
+	if [[ " $GENS " == *" ternperf "* ]]; then
+		if [[ -n ${PID[echo]:-} ]] && ternperf_ok "${PORT[echo]}"; then
+			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
+		elif [[ -n ${PID[nsd]:-} ]] && ternperf_ok "${PORT[nsd]}"; then
+			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
+		else
+			loud "tern perf does not work yet ($(head -c 200 "$RUN/ternperf-smoke.txt" | tr '\n' ' ')): generator ternperf skipped"
+			phase_gens=$(tr ' ' '\n' <<<"$GENS" | grep -vx ternperf | xargs)
+			GENS=$phase_gens
+		fi
+	fi
+	for s in "${!PID[@]}"; do
+		for w in "${ws[@]}"; do verify "$s" "$w"; done
+	done
+
+	up=()
+	for s in $SERVERS; do [[ -n ${PID[$s]:-} ]] && up+=("$s"); done
+	for rep in $(seq "$REPS"); do
+		for w in "${ws[@]}"; do
+			for c in $CLIENTS; do
+				for g in $phase_gens; do
+					# rotate the server order each repeat so no server always goes first
+					n=${#up[@]}
+					for i in $(seq 0 $((n - 1))); do
+						s=${up[$(((i + rep - 1) % n))]}
+						supports "$s" "$g" "$w" || continue
+						one_run "$w" "$g" "$s" "$c" "$rep"
+					done
+				done
+			done
+		done
+	done
+
+	for s in "${up[@]}"; do
+		[[ -n ${PID[$s]:-} ]] || continue
+		read -r _ pss rss np <<<"$("$BT" tree -pid "${PID[$s]}")"
+		printf '%s\t%s\tend\t-\t%s\t%s\t%s\n' "$phase" "$s" "$pss" "$rss" "$np" >>"$SRV"
+		stop_pid "${PID[$s]}"
+	done
+done
+
+# --- report ---------------------------------------------------------------------
+elapsed=$(($(date +%s) - START_TS))
+{
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $( ((QUICK)) && echo 'QUICK mode' || echo 'full mode'), took ${elapsed} s"
+	echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); servers on CPU $SERVER_CPU, generator on CPU $GEN_CPU (shared machine: other load adds noise)"
+	echo "runs: ${DURATION} s each, ${REPS} repeat(s), clients (-c): ${CLIENTS}, ${OUTSTANDING} queries outstanding, generators: ${GENS}"
+	echo "big zone: ${BIG} A records; tern commit $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo "versions: NSD $(nsd -v 2>&1 | head -1 | awk '{print $3}'), Knot $(knotd -V 2>&1 | awk '{print $NF}'), BIND $(named -v 2>/dev/null | awk '{print $2}'), PowerDNS $(pdns_server --version 2>&1 | grep -o 'Server [0-9.]*' | head -1 | cut -d' ' -f2), $(dnsperf -h 2>&1 | grep Version)"
+} >"$OUT/meta.txt"
+nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -out "$OUT")
+if command -v gnuplot >/dev/null && [[ -n $nser ]]; then
+	gnuplot -e "datadir='$OUT'; outfile='$OUT/results.png'; ncol=$nser" "$HERE/plot.gp" 2>"$OUT/gnuplot.log" ||
+		loud "gnuplot failed: $(head -3 "$OUT/gnuplot.log")"
+fi
+
+cat "$OUT/results.md"
+echo
+echo "results: $OUT/results.md  chart: $OUT/results.png  raw: $RAW"
+if [[ -s $ERRLOG ]]; then
+	echo "!!! $(wc -l <"$ERRLOG") ERROR(S) - see the Errors section above and $ERRLOG" >&2
+	exit 1
+fi
