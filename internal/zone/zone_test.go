@@ -1,0 +1,100 @@
+package zone
+
+import (
+	"strings"
+	"testing"
+)
+
+func compileText(t *testing.T, origin, text string) (*Zone, error) {
+	t.Helper()
+	recs, err := Parse(strings.NewReader(text), "t.zone", origin)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(origin, recs)
+}
+
+const head = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 host 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n"
+
+// TestChecks asserts each load-time rule names file:line and the problem.
+func TestChecks(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string // substrings of the error, each must appear
+	}{
+		{"no SOA", "$ORIGIN example.test.\n@ 300 NS ns1\n", []string{"no SOA record at the apex"}},
+		{"two SOAs", head + "@ SOA ns2 host 2 2 3 4 60\n", []string{"t.zone:6: second SOA record (first at t.zone:3)"}},
+		{"SOA off the apex", head + "x SOA ns1 host 1 2 3 4 60\n", []string{"t.zone:6: SOA record at x.example.test."}},
+		{"no apex NS", "$ORIGIN example.test.\n@ 300 SOA ns1 host 1 2 3 4 60\n", []string{"no NS records at the apex"}},
+		{"CNAME and other data", head + "w CNAME ns1\nw A 192.0.2.2\n", []string{"t.zone:7: A record beside a CNAME at w.example.test."}},
+		{"two CNAMEs", head + "w CNAME ns1\nw CNAME www\n", []string{"t.zone:6: more than one CNAME"}},
+		{"data below a delegation", head + "sub NS ns.sub\nns.sub A 192.0.2.3\nx.sub TXT hi\n", []string{"t.zone:8: TXT record at x.sub.example.test. below the delegation sub.example.test."}},
+		{"non-glue at a delegation", head + "sub NS ns1\nsub MX 1 ns1\n", []string{"t.zone:7: MX record at the delegation sub.example.test."}},
+		{"outside the zone", head + "www.other.test. A 192.0.2.9\n", []string{"t.zone:6: www.other.test. is outside the zone example.test."}},
+		{"syntax error", head + "x A not-an-address\n", []string{"t.zone:6:"}},
+		{"every error reported", head + "www.other.test. A 192.0.2.9\nw CNAME ns1\nw TXT x\n", []string{"t.zone:6:", "t.zone:8:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := compileText(t, "example.test", tc.text)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestIncludeAndGenerate(t *testing.T) {
+	_, err := Load("testdata/inc.zone", "example.test")
+	if err == nil || !strings.Contains(err.Error(), "included.zone:3: A record beside a CNAME") {
+		t.Fatalf("want the included file's line in %v", err)
+	}
+}
+
+func TestCompiledFacts(t *testing.T) {
+	z, err := compileText(t, "example.test.", head+
+		"sub NS ns.sub\nns.sub A 192.0.2.3\n*.wild A 192.0.2.4\na.b.ent A 192.0.2.5\nmx MX 10 ns1\n"+
+		"dup A 192.0.2.6\ndup A 192.0.2.6\nunk TYPE65280 \\# 2 0102\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.Serial != 1 || z.NegTTL != 60 {
+		t.Errorf("serial %d negTTL %d", z.Serial, z.NegTTL)
+	}
+	get := func(name string) *Node {
+		w, _ := nameWire(name)
+		return z.Lookup(w)
+	}
+	if n := get("sub.example.test."); n == nil || n.Flags&Delegation == 0 {
+		t.Error("sub is not a delegation")
+	}
+	if n := get("ns.sub.example.test."); n == nil || n.Cut == nil || NameString(n.Cut.Name) != "sub.example.test." {
+		t.Error("glue has no cut")
+	}
+	if n := get("wild.example.test."); n == nil || n.WildcardChild == nil || n.Flags&NonTerminal == 0 {
+		t.Error("wild: want an empty non-terminal with a wildcard child")
+	}
+	if n := get("b.ent.example.test."); n == nil || n.Flags&NonTerminal == 0 {
+		t.Error("b.ent is not an empty non-terminal")
+	}
+	if n := get("mx.example.test."); n == nil || len(n.Get(15).Additional) != 1 {
+		t.Error("MX target not linked for the additional section")
+	}
+	if n := get("dup.example.test."); n == nil || n.Get(1).Count != 1 {
+		t.Error("duplicate records not merged (RFC 2181 §5)")
+	}
+	if n := get("UNK.example.test."); n != nil {
+		t.Error("lookup must be on canonical (lowercase) names")
+	}
+	if n := get("unk.example.test."); n == nil || n.Get(65280) == nil {
+		t.Error("RFC 3597 type not loaded")
+	}
+	if z.Records != 10 { // 3 in head, 7 below (the duplicate counted once)
+		t.Errorf("records %d, want 10", z.Records)
+	}
+}
