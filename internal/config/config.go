@@ -178,7 +178,6 @@ func Parse(path string, data []byte) (*Config, error) {
 	if err := dec.Decode(c); err != nil {
 		return nil, decodeError(displayPath(path), data, err)
 	}
-	c.Path = path
 	c.lines = make(map[string]int)
 	zoneLines := indexLines(data, c.lines)
 	for i := range c.Zones {
@@ -251,9 +250,9 @@ func canonicalOrigin(origin string) string {
 }
 
 // ChaosEnabled reports whether CHAOS TXT identity queries are answered; it
-// applies the default (true) when the key was never set.
+// applies the default (true) when the key was never set or c is nil.
 func (c *Config) ChaosEnabled() bool {
-	return c.Identity.Enabled == nil || *c.Identity.Enabled
+	return c == nil || c.Identity.Enabled == nil || *c.Identity.Enabled
 }
 
 // NSIDBytes returns the NSID option payload: nil when NSID is off, the hex

@@ -531,3 +531,13 @@ func TestLineOf(t *testing.T) {
 		}
 	}
 }
+
+func TestNilConfig(t *testing.T) {
+	var c *Config
+	if err := c.Validate(); err == nil {
+		t.Error("nil Validate succeeded")
+	}
+	if !c.ChaosEnabled() {
+		t.Error("nil ChaosEnabled = false, want default true")
+	}
+}

@@ -25,6 +25,9 @@ const logLevelChoices = "debug, info, warn, error"
 // with errors.Join, each formatted "file:line: what" (the line is omitted
 // when unknown, e.g. for values set by flags).
 func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("config: nil configuration")
+	}
 	v := validator{c: c}
 	s := &c.Server
 
