@@ -24,6 +24,15 @@ type AllowEntry struct {
 	Fields  []string
 	Differs string
 	RFC     string
+	// Superset, set by "require: superset", tolerates a section
+	// difference only if the tested server's section holds every RRset
+	// of the reference's: it may add, never drop or change.
+	Superset bool
+	// SameOwner, set by "require: same-owner", tolerates an answer
+	// section difference only if every RRset the tested server put there
+	// is owned by the QNAME, so that records reached by following a
+	// CNAME or DNAME are never excused.
+	SameOwner bool
 	// Line is where the entry starts in the file, for messages.
 	Line int
 }
@@ -125,6 +134,17 @@ func LoadAllowlist(p string) (*Allowlist, error) {
 			cur.Differs = val
 		case "rfc":
 			cur.RFC = val
+		case "require":
+			for _, r := range strings.Fields(val) {
+				switch r {
+				case "superset":
+					cur.Superset = true
+				case "same-owner":
+					cur.SameOwner = true
+				default:
+					return nil, fmt.Errorf("%s:%d: unknown requirement %q (want superset or same-owner)", p, n, r)
+				}
+			}
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown key %q", p, n, key)
 		}
@@ -139,14 +159,43 @@ func LoadAllowlist(p string) (*Allowlist, error) {
 }
 
 // Allowed returns the entry that tolerates difference d for query q, if
-// any.
-func (a *Allowlist) Allowed(q Query, d Difference) *AllowEntry {
+// any. want and got are the two sections when d is a section difference
+// (nil otherwise), for entries that require a superset.
+func (a *Allowlist) Allowed(q Query, d Difference, want, got []string) *AllowEntry {
 	for _, e := range a.Entries {
-		if e.matches(q) && contains(e.Fields, d.Field) {
-			return e
+		if !e.matches(q) || !contains(e.Fields, d.Field) {
+			continue
 		}
+		if e.Superset && !isSuperset(got, want) {
+			continue
+		}
+		if e.SameOwner && d.Field == "answer" && !allOwnedBy(got, q.Name) {
+			continue
+		}
+		return e
 	}
 	return nil
+}
+
+// allOwnedBy reports whether every rendered RRset is owned by name.
+func allOwnedBy(rrsets []string, name string) bool {
+	prefix := strings.ToLower(name) + " "
+	for _, s := range rrsets {
+		if !strings.HasPrefix(s, prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// isSuperset reports whether every element of sub is in super.
+func isSuperset(super, sub []string) bool {
+	for _, s := range sub {
+		if !contains(super, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *AllowEntry) matches(q Query) bool {

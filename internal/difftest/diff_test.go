@@ -94,7 +94,7 @@ func compareOutcomes(refName, testName string, qs []Query, ref, test []outcome, 
 		var kept []Difference
 		for _, d := range diffs {
 			if allow != nil {
-				if e := allow.Allowed(q, d); e != nil {
+				if e := allow.Allowed(q, d, sectionOf(want, d.Field), sectionOf(got, d.Field)); e != nil {
 					rep.allowed[e.ID]++
 					continue
 				}
@@ -179,14 +179,18 @@ func (rep *report) details(max int) string {
 	return b.String()
 }
 
+// sectionOf returns the named section of r, or nil for a field that is
+// not a section.
 func sectionOf(r Response, name string) []string {
 	switch name {
 	case "answer":
 		return r.Answer
 	case "authority":
 		return r.Authority
+	case "additional":
+		return r.Additional
 	}
-	return r.Additional
+	return nil
 }
 
 // maxShown is how many mismatches to print: def, or the value of

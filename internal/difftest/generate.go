@@ -111,6 +111,49 @@ func Generate(zones []*Zone) []Query {
 		q("outside", name, dns.TypeA, dns.TypeSOA, dns.TypeNS)
 	}
 
+	out := vary(base)
+	return append(out, protocolQueries()...)
+}
+
+// protocolQueries exercise header and EDNS handling rather than zone
+// lookups: DO echo, EDNS versions, opcodes, classes and unknown types.
+func protocolQueries() []Query {
+	var out []Query
+	for _, net := range []string{"udp", "tcp"} {
+		p := func(q Query) {
+			q.Net, q.Category = net, "protocol"
+			if q.Type == 0 {
+				q.Type = dns.TypeA
+			}
+			out = append(out, q)
+		}
+		p(Query{Name: "www.example.test.", EDNS: 1232, DO: true})
+		p(Query{Name: "nothere.example.test.", EDNS: 1232, DO: true})
+		p(Query{Name: "sub.example.test.", Type: dns.TypeNS, EDNS: 4096, DO: true})
+		p(Query{Name: "www.example.test.", EDNS: 1232, EDNSVersion: 1})
+		p(Query{Name: "example.com.", EDNS: 1232, EDNSVersion: 1})
+		p(Query{Name: "www.example.test.", EDNS: 256})
+		p(Query{Name: "bigtxt.example.test.", Type: dns.TypeTXT, EDNS: 256})
+		p(Query{Name: "bigtxt.example.test.", Type: dns.TypeTXT, EDNS: 512})
+		p(Query{Name: "www.example.test.", Type: 65280, EDNS: 1232})
+		p(Query{Name: "www.example.test.", Type: dns.TypeNULL, EDNS: 1232})
+		p(Query{Name: "www.example.test.", Opcode: dns.OpcodeStatus, EDNS: 1232})
+		p(Query{Name: "www.example.test.", Opcode: dns.OpcodeIQuery})
+		p(Query{Name: "www.example.test.", Class: dns.ClassCHAOS, Type: dns.TypeTXT})
+		p(Query{Name: "www.example.test.", Class: dns.ClassANY, EDNS: 1232})
+		p(Query{Name: "www.example.test.", Class: dns.ClassHESIOD})
+		p(Query{Name: "www.example.test.", Type: dns.TypeRRSIG, EDNS: 1232})
+		p(Query{Name: "www.example.test.", Type: dns.TypeNSEC, EDNS: 1232})
+		p(Query{Name: "example.test.", Type: dns.TypeDNSKEY, EDNS: 1232, DO: true})
+		p(Query{Name: "www.example.test.", Type: dns.TypeOPT, EDNS: 1232})
+	}
+	return out
+}
+
+// vary sends every base query once over UDP with a 1232-octet payload and
+// once more in a rotating transport and EDNS variant, mixes the case of a
+// quarter of the QNAMEs and sets RD on a third.
+func vary(base []Query) []Query {
 	// Deterministic variation: a local generator with a fixed seed, so the
 	// list is reproducible and no global random state is touched.
 	rng := rand.New(rand.NewPCG(20261202, 0x20))

@@ -152,15 +152,36 @@ func TestAllowlist(t *testing.T) {
 		t.Errorf("continuation line lost: %q", a.Entries[0].RFC)
 	}
 	q := Query{Name: "WWW.example.test.", Type: dns.TypeANY, Net: "udp"}
-	if a.Allowed(q, Difference{Field: "answer"}) == nil {
+	if a.Allowed(q, Difference{Field: "answer"}, nil, nil) == nil {
 		t.Error("matching difference not allowed")
 	}
-	if a.Allowed(q, Difference{Field: "rcode"}) != nil {
+	if a.Allowed(q, Difference{Field: "rcode"}, nil, nil) != nil {
 		t.Error("field not listed but allowed")
 	}
 	q.Net = "tcp"
-	if a.Allowed(q, Difference{Field: "answer"}) != nil {
+	if a.Allowed(q, Difference{Field: "answer"}, nil, nil) != nil {
 		t.Error("net condition ignored")
+	}
+	write("id: x\nmatch: type=ANY\nfields: answer\nrequire: superset\ndiffers: d\nrfc: r\n")
+	if a, err = LoadAllowlist(bad); err != nil {
+		t.Fatal(err)
+	}
+	want, more, other := []string{"a"}, []string{"a", "b"}, []string{"b"}
+	if a.Allowed(q, Difference{Field: "answer"}, want, more) == nil {
+		t.Error("superset not allowed")
+	}
+	if a.Allowed(q, Difference{Field: "answer"}, want, other) != nil {
+		t.Error("non-superset allowed despite require: superset")
+	}
+	write("id: x\nmatch: type=ANY\nfields: answer\nrequire: same-owner\ndiffers: d\nrfc: r\n")
+	if a, err = LoadAllowlist(bad); err != nil {
+		t.Fatal(err)
+	}
+	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"www.example.test. 60 IN A 192.0.2.1"}) == nil {
+		t.Error("answer owned by the QNAME not allowed")
+	}
+	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"other.example.test. 60 IN A 192.0.2.1"}) != nil {
+		t.Error("answer owned by another name allowed despite require: same-owner")
 	}
 }
 

@@ -27,6 +27,17 @@ type Query struct {
 	// RD asks for recursion; an authoritative server copies it into the
 	// response (RFC 1035 section 4.1.1) but must not recurse.
 	RD bool
+	// DO sets the DNSSEC OK bit (RFC 3225 section 3), which a server
+	// copies into its response's OPT record even for unsigned zones.
+	DO bool
+	// EDNSVersion is the OPT version; above 0 the answer must be BADVERS
+	// (RFC 6891 section 6.1.3).
+	EDNSVersion uint8
+	// Class is the QCLASS; 0 means IN.
+	Class uint16
+	// Opcode is the header opcode; 0 is QUERY. Others test the NOTIMP
+	// path (RFC 1035 section 4.1.1).
+	Opcode int
 	// Category names the zone feature the query exercises, for the
 	// summary of differences.
 	Category string
@@ -38,11 +49,23 @@ func (q Query) String() string {
 	if q.EDNS != 0 {
 		e = fmt.Sprintf("edns%d", q.EDNS)
 	}
-	rd := ""
-	if q.RD {
-		rd = " +rd"
+	if q.EDNSVersion != 0 {
+		e += fmt.Sprintf("v%d", q.EDNSVersion)
 	}
-	return fmt.Sprintf("%s/%s %s %s%s [%s]", q.Net, e, q.Name, typeString(q.Type), rd, q.Category)
+	extra := ""
+	if q.RD {
+		extra += " +rd"
+	}
+	if q.DO {
+		extra += " +do"
+	}
+	if q.Class != 0 && q.Class != dns.ClassINET {
+		extra += " class=" + dns.Class(q.Class).String()
+	}
+	if q.Opcode != 0 {
+		extra += " opcode=" + dns.OpcodeToString[q.Opcode]
+	}
+	return fmt.Sprintf("%s/%s %s %s%s [%s]", q.Net, e, q.Name, typeString(q.Type), extra, q.Category)
 }
 
 // Msg builds the query message with the given ID.
@@ -50,9 +73,15 @@ func (q Query) Msg(id uint16) *dns.Msg {
 	m := new(dns.Msg)
 	m.Id = id
 	m.RecursionDesired = q.RD
-	m.Question = []dns.Question{{Name: q.Name, Qtype: q.Type, Qclass: dns.ClassINET}}
+	m.Opcode = q.Opcode
+	class := q.Class
+	if class == 0 {
+		class = dns.ClassINET
+	}
+	m.Question = []dns.Question{{Name: q.Name, Qtype: q.Type, Qclass: class}}
 	if q.EDNS != 0 {
-		m.SetEdns0(q.EDNS, false)
+		m.SetEdns0(q.EDNS, q.DO)
+		m.IsEdns0().SetVersion(q.EDNSVersion)
 	}
 	return m
 }
