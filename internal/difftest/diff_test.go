@@ -63,7 +63,8 @@ type mismatch struct {
 type report struct {
 	ref, test string
 	items     []mismatch
-	// allowed counts tolerated differences by allow-list entry.
+	// allowed counts, by allow-list entry, the queries whose differences
+	// the entries excused.
 	allowed map[string]int
 }
 
@@ -91,19 +92,29 @@ func compareOutcomes(refName, testName string, qs []Query, ref, test []outcome, 
 		if err := CheckSize(q, g.res); err != nil {
 			diffs = append(diffs, Difference{Field: "size", Want: "within limit", Got: err.Error()})
 		}
-		var kept []Difference
+		// A query passes only if an entry excuses every one of its
+		// differences; otherwise all of them are shown, so an excused
+		// section cannot hide context for the one that is not.
+		used := map[string]bool{}
+		excused := true
 		for _, d := range diffs {
+			e := (*AllowEntry)(nil)
 			if allow != nil {
-				if e := allow.Allowed(q, d, sectionOf(want, d.Field), sectionOf(got, d.Field)); e != nil {
-					rep.allowed[e.ID]++
-					continue
-				}
+				e = allow.Allowed(q, d, sectionOf(want, d.Field), sectionOf(got, d.Field))
 			}
-			kept = append(kept, d)
+			if e == nil {
+				excused = false
+				break
+			}
+			used[e.ID] = true
 		}
-		if len(kept) > 0 {
-			rep.items = append(rep.items, mismatch{q: q, diffs: kept, want: want, got: got})
+		if excused {
+			for id := range used {
+				rep.allowed[id]++
+			}
+			continue
 		}
+		rep.items = append(rep.items, mismatch{q: q, diffs: diffs, want: want, got: got})
 	}
 	return rep
 }
