@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+const testZone = `$ORIGIN example.test.
+$TTL 300
+@ SOA ns1 host 1 2 3 4 60
+@ NS ns1
+ns1 A 192.0.2.1
+www A 192.0.2.80
+`
+
+func start(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	recs, err := zone.Parse(strings.NewReader(testZone), "t.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := zone.Compile("example.test.", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg, auth.New(zone.NewSet(z), auth.Options{}))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestUDPAndTCP(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0", "[::1]:0"}, Workers: 2})
+	for _, addr := range s.Addrs() {
+		for _, netw := range []string{"udp", "tcp"} {
+			c := &dns.Client{Net: netw, Timeout: 2 * time.Second}
+			m := new(dns.Msg)
+			m.SetQuestion("www.example.test.", dns.TypeA)
+			r, _, err := c.Exchange(m, addr)
+			if err != nil {
+				if strings.Contains(addr, "::1") && strings.Contains(err.Error(), "cannot assign") {
+					t.Skip("no IPv6 loopback")
+				}
+				t.Fatalf("%s %s: %v", netw, addr, err)
+			}
+			if r.Rcode != 0 || len(r.Answer) != 1 || !r.Authoritative {
+				t.Errorf("%s %s: %v", netw, addr, r)
+			}
+		}
+	}
+}
+
+// RFC 7766 §6.2.1.1: several queries on one connection, all answered.
+func TestTCPPipelining(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var burst []byte
+	const n = 20
+	for i := 0; i < n; i++ {
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		m.Id = uint16(1000 + i)
+		p, _ := m.Pack()
+		burst = binary.BigEndian.AppendUint16(burst, uint16(len(p)))
+		burst = append(burst, p...)
+	}
+	if _, err := c.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for i := 0; i < n; i++ {
+		var lb [2]byte
+		if _, err := io.ReadFull(c, lb[:]); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		buf := make([]byte, binary.BigEndian.Uint16(lb[:]))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		var m dns.Msg
+		if err := m.Unpack(buf); err != nil || m.Id != uint16(1000+i) || len(m.Answer) != 1 {
+			t.Fatalf("answer %d: id %d err %v", i, m.Id, err)
+		}
+	}
+}
+
+func TestTCPIdleTimeout(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPIdleTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read: %v, want EOF from the server closing an idle connection", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("closed after %v", d)
+	}
+}
+
+func TestTCPConnectionLimit(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: 2})
+	var conns []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", s.Addrs()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		defer c.Close()
+	}
+	// Make sure both were accepted before the third arrives.
+	for _, c := range conns {
+		cl := &dns.Conn{Conn: c}
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		if err := cl.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := cl.ReadMsg(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("third connection served, want it closed at the limit")
+	}
+}
+
+// Garbage must not stop the server answering others.
+func TestGarbageDoesNotStopService(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	u, err := net.Dial("udp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for _, p := range [][]byte{{}, {1}, make([]byte, 12), {0, 1, 0x80, 0, 0, 1}, make([]byte, 5000)} {
+		_, _ = u.Write(p)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	r, err := dns.Exchange(m, s.Addrs()[0])
+	if err != nil || len(r.Answer) != 1 {
+		t.Fatalf("after garbage: %v %v", r, err)
+	}
+}
