@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -214,5 +215,65 @@ func TestRunCancel(t *testing.T) {
 	}
 	if !res.Interrupted || res.Sent != res.Completed+res.Lost {
 		t.Errorf("interrupted %v sent %d completed %d lost %d", res.Interrupted, res.Sent, res.Completed, res.Lost)
+	}
+}
+
+// startTCPResponder answers DNS over TCP on loopback like the UDP responder
+// (no drops: a TCP server either answers or closes).
+func startTCPResponder(t *testing.T) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("cannot listen: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				buf := make([]byte, 65537)
+				for {
+					if _, err := io.ReadFull(c, buf[:2]); err != nil {
+						return
+					}
+					n := int(buf[0])<<8 | int(buf[1])
+					if _, err := io.ReadFull(c, buf[2:2+n]); err != nil || n < 13 {
+						return
+					}
+					buf[4] |= 0x80
+					if strings.HasPrefix(string(buf[15:15+min(int(buf[14]), n-13)]), "nx") {
+						buf[5] = buf[5]&0xf0 | dns.RcodeNameError
+					}
+					if _, err := c.Write(buf[:2+n]); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+	})
+	return l.Addr().(*net.TCPAddr).AddrPort()
+}
+
+func TestRunTCP(t *testing.T) {
+	addr := startTCPResponder(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Server: addr, Queries: testQueries()[:3], Runs: 100, TCP: true, Clients: 2, MaxOutstanding: 16, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Sent != 300 || res.Completed != 300 || res.Lost != 0 {
+		t.Errorf("sent %d completed %d lost %d, want 300/300/0", res.Sent, res.Completed, res.Lost)
+	}
+	if res.Rcodes[dns.RcodeNameError] != 100 {
+		t.Errorf("NXDOMAIN %d, want 100", res.Rcodes[3])
 	}
 }

@@ -68,17 +68,18 @@ func (t *tracker) unlink(id int32) {
 	t.out--
 }
 
-// response accounts for one received datagram.
-func (t *tracker) response(msg []byte, now int64) {
+// response accounts for one received message; it reports whether the
+// message completed an outstanding query.
+func (t *tracker) response(msg []byte, now int64) bool {
 	if len(msg) < 12 || msg[2]&0x80 == 0 {
 		t.c.Malformed++ // too short for a header, or not a response
-		return
+		return false
 	}
 	id := int32(msg[0])<<8 | int32(msg[1])
 	s := &t.slots[id]
 	if !s.busy {
 		t.c.Unexpected++ // late (already timed out) or duplicate
-		return
+		return false
 	}
 	lat := now - s.sent
 	t.unlink(id)
@@ -86,17 +87,21 @@ func (t *tracker) response(msg []byte, now int64) {
 	t.c.Rcodes[msg[3]&0x0f]++
 	t.c.RespBytes += uint64(len(msg))
 	t.c.Latency.Record(lat)
+	return true
 }
 
-// expire counts queries sent at or before now-timeout as lost.
-func (t *tracker) expire(now int64) {
+// expire counts queries sent at or before now-timeout as lost and returns
+// how many it expired.
+func (t *tracker) expire(now int64) int {
+	n := 0
 	for {
 		h := t.slots[sentinel].next
 		if h == sentinel || t.slots[h].sent+t.timeout > now {
-			return
+			return n
 		}
 		t.unlink(h)
 		t.c.Lost++
+		n++
 	}
 }
 
