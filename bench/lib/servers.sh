@@ -39,6 +39,10 @@ start_nsd() {
 		  logfile: "$dir/nsd.log"
 		  verbosity: 1
 		  zonefiles-check: no
+		  # Response rate limiting is on by default (200 qps per /24): a
+		  # benchmark from one address would measure the limiter.
+		  rrl-ratelimit: 0
+		  rrl-whitelist-ratelimit: 0
 		remote-control:
 		  control-enable: no
 		EOF

@@ -34,9 +34,10 @@ func typeName(t uint16) string {
 	return fmt.Sprintf("TYPE%d", t)
 }
 
-// buildQuery returns a query for name/qtype with RD clear; with do it
-// carries an EDNS0 OPT record (4096-byte payload) with the DO bit set.
-func buildQuery(id uint16, name, qtype string, do bool) ([]byte, error) {
+// buildQuery returns a query for name/qtype with RD clear; with edns it
+// carries an EDNS0 OPT record (4096-byte payload), with do also the DO bit.
+func buildQuery(id uint16, name, qtype string, edns, do bool) ([]byte, error) {
+	edns = edns || do
 	t, ok := typeCodes[strings.ToUpper(qtype)]
 	if !ok {
 		return nil, fmt.Errorf("unknown type %q", qtype)
@@ -44,7 +45,7 @@ func buildQuery(id uint16, name, qtype string, do bool) ([]byte, error) {
 	b := make([]byte, 12, 512)
 	binary.BigEndian.PutUint16(b[0:], id)
 	binary.BigEndian.PutUint16(b[4:], 1) // QDCOUNT
-	if do {
+	if edns {
 		binary.BigEndian.PutUint16(b[10:], 1) // ARCOUNT
 	}
 	name = strings.TrimSuffix(name, ".")
@@ -58,9 +59,13 @@ func buildQuery(id uint16, name, qtype string, do bool) ([]byte, error) {
 		}
 	}
 	b = append(b, 0, byte(t>>8), byte(t), 0, 1)
-	if do {
+	if edns {
 		// root name, TYPE OPT, class = payload size, TTL = ext-rcode/version/DO, RDLEN 0
-		b = append(b, 0, 0, 41, 0x10, 0x00, 0, 0, 0x80, 0, 0, 0)
+		var doBit byte
+		if do {
+			doBit = 0x80
+		}
+		b = append(b, 0, 0, 41, 0x10, 0x00, 0, 0, doBit, 0, 0, 0)
 	}
 	return b, nil
 }

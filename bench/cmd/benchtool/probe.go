@@ -11,8 +11,8 @@ import (
 )
 
 // exchange sends one UDP query and waits up to timeout for its reply.
-func exchange(conn *net.UDPConn, id uint16, name, qtype string, do bool, timeout time.Duration) (reply, error) {
-	q, err := buildQuery(id, name, qtype, do)
+func exchange(conn *net.UDPConn, id uint16, name, qtype string, edns, do bool, timeout time.Duration) (reply, error) {
+	q, err := buildQuery(id, name, qtype, edns, do)
 	if err != nil {
 		return reply{}, err
 	}
@@ -81,7 +81,7 @@ func runProbe(args []string) error {
 		if err != nil {
 			return err
 		}
-		r, err := exchange(conn, id, *name, *qtype, false, 20*time.Millisecond)
+		r, err := exchange(conn, id, *name, *qtype, false, false, 20*time.Millisecond)
 		conn.Close()
 		if err == nil {
 			last = r.String()
@@ -103,13 +103,15 @@ func runProbe(args []string) error {
 //	referral NOERROR, no AA, empty answer, NS in authority
 //
 // With -do the query has the DO bit and the reply must carry RRSIGs (the
-// signed root zone). It prints one line per problem and fails if any.
+// signed root zone). Truncated (TC) replies are counted, not judged. It
+// prints one line per problem and fails if any.
 func runCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
 	queries := fs.String("queries", "", "query file (dnsperf format)")
 	expect := fs.String("expect", "answer", "answer, nxdomain or referral")
-	do := fs.Bool("do", false, "set DO and require RRSIGs")
+	do := fs.Bool("do", false, "set DO (implies -edns) and require RRSIGs")
+	edns := fs.Bool("edns", false, "send EDNS0 (4096-byte payload)")
 	n := fs.Int("n", 20, "how many queries to check")
 	fs.Parse(args)
 	ua, err := loopback(*addr)
@@ -134,10 +136,16 @@ func runCheck(args []string) error {
 			continue
 		}
 		done++
-		r, err := exchange(conn, uint16(done), fld[0], fld[1], *do, time.Second)
+		r, err := exchange(conn, uint16(done), fld[0], fld[1], *edns, *do, time.Second)
 		if err != nil {
 			fmt.Printf("%s %s: %v\n", fld[0], fld[1], err)
 			bad++
+			continue
+		}
+		if r.tc {
+			// A truncated reply says "ask again over TCP"; for a 512-byte
+			// query that is legitimate and has nothing more to judge.
+			tc++
 			continue
 		}
 		var why []string
@@ -160,9 +168,6 @@ func runCheck(args []string) error {
 		if *do && !(r.has(0, "RRSIG") || r.has(1, "RRSIG")) {
 			why = append(why, "DO set but no RRSIG")
 		}
-		if r.tc {
-			tc++ // not an error: a 512-byte answer may legitimately be truncated
-		}
 		if len(why) > 0 {
 			fmt.Printf("%s %s: got %s: %s\n", fld[0], fld[1], r, strings.Join(why, "; "))
 			bad++
@@ -173,6 +178,9 @@ func runCheck(args []string) error {
 	}
 	if done == 0 {
 		return fmt.Errorf("%s: no queries", *queries)
+	}
+	if tc == done {
+		return fmt.Errorf("%s: all %d replies were truncated", *addr, done)
 	}
 	if bad > 0 {
 		return fmt.Errorf("%s: %d of %d replies are not %s", *addr, bad, done, *expect)
