@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func runT(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckZone(t *testing.T) {
+	code, out, errs := runT("check", "zone", "../../examples/example.com.zone", "--origin", "example.com")
+	if code != 0 || !strings.Contains(out, "zone example.com. OK:") || !strings.Contains(out, "serial 2026120201") {
+		t.Fatalf("code %d out %q err %q", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.zone")
+	os.WriteFile(bad, []byte("$ORIGIN x.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nw CNAME ns\nw A 192.0.2.1\nq A 999.1.1.1\n"), 0o644)
+	code, _, errs = runT("check", "zone", "--origin", "x.test", bad)
+	if code == 0 || !strings.Contains(errs, "bad.zone:7:") {
+		t.Fatalf("code %d err %q: want the syntax error's line", code, errs)
+	}
+	os.WriteFile(bad, []byte("$ORIGIN x.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nw CNAME ns\nw A 192.0.2.1\n"), 0o644)
+	code, _, errs = runT("check", "zone", "--origin", "x.test", bad)
+	if code == 0 || !strings.Contains(errs, "bad.zone:6: A record beside a CNAME") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	code, out, errs := runT("check", "config", "../../examples/tern.toml")
+	if code != 0 || !strings.Contains(out, "OK: 1 zones") {
+		t.Fatalf("code %d out %q err %q", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	os.WriteFile(bad, []byte("[server]\nlisten = [\"127.0.0.1:53\"]\nbogus = 1\n"), 0o644)
+	code, _, errs = runT("check", "config", bad)
+	if code == 0 || !strings.Contains(errs, "bad.toml:3") || !strings.Contains(errs, "bogus") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
+}
+
+// syncBuffer lets the test read what serve prints while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func serve(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), &out, &errb) }()
+	t.Cleanup(func() { cancel(); <-done })
+	re := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
+	for i := 0; i < 200; i++ {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("serve printed %q, stderr %q", out.String(), errb.String())
+	return ""
+}
+
+func TestServeDemo(t *testing.T) {
+	addr := serve(t, "--listen", "127.0.0.1:0")
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	r, err := dns.Exchange(m, addr)
+	if err != nil || len(r.Answer) != 1 || !r.Authoritative {
+		t.Fatalf("%v %v", r, err)
+	}
+}
+
+func TestServeZoneFlag(t *testing.T) {
+	addr := serve(t, "--listen", "127.0.0.1:0", "--zone", "example.com=../../examples/example.com.zone", "--workers", "1")
+	m := new(dns.Msg)
+	m.SetQuestion("mail.example.com.", dns.TypeAAAA)
+	r, err := dns.Exchange(m, addr)
+	if err != nil || len(r.Answer) != 1 {
+		t.Fatalf("%v %v", r, err)
+	}
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	if r, err := dns.Exchange(m, addr); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Fatalf("demo zone served beside --zone: %v %v", r, err)
+	}
+}
+
+func TestServeBadZoneFails(t *testing.T) {
+	code, _, errs := runT("serve", "--listen", "127.0.0.1:0", "--zone", "x.test=/nonexistent.zone")
+	if code == 0 || !strings.Contains(errs, "nonexistent.zone") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
+}
