@@ -218,3 +218,28 @@ func TestToolsEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestToolsIPv6 serves on 127.0.0.1 and [::1] at once and queries the
+// IPv6 address with dig and kdig over UDP and TCP.
+func TestToolsIPv6(t *testing.T) {
+	zones, err := TestZones("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]string{"dig": needTool(t, "dig"), "kdig": needTool(t, "kdig")}
+	port, err := freePortOn("::1")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	addr6 := net.JoinHostPort("::1", fmt.Sprint(port))
+	startTernExtra(t, zones, "--listen", addr6)
+	c := e2eCase{name: "www.example.test.", qtype: "AAAA", status: "NOERROR", aa: true, answer: []string{"www.example.test. AAAA 2001:db8::80"}}
+	for _, tool := range []string{"dig", "kdig"} {
+		for _, opts := range [][]string{nil, {"+tcp"}} {
+			a := runTool(t, tool, tools[tool], addr6, c.name, c.qtype, opts)
+			if err := c.check(a); err != nil {
+				t.Errorf("%s %v @%s: %v\n%s", tool, opts, addr6, err, a.raw)
+			}
+		}
+	}
+}

@@ -105,14 +105,17 @@ func (s *syncBuffer) String() string {
 
 // freePort finds a port free for both TCP and UDP on 127.0.0.1. Another
 // process may take it before the server binds, so callers retry.
-func freePort() (int, error) {
+func freePort() (int, error) { return freePortOn("127.0.0.1") }
+
+// freePortOn is freePort for a given loopback address (127.0.0.1 or ::1).
+func freePortOn(host string) (int, error) {
 	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, fmt.Errorf("find free port: %w", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		u, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
 		l.Close()
 		if err != nil {
 			continue
@@ -337,12 +340,19 @@ remote-control:
 // $INCLUDE and $GENERATE directives.
 func startTern(t testing.TB, zones []*Zone) *server {
 	t.Helper()
+	return startTernExtra(t, zones)
+}
+
+// startTernExtra is startTern with extra arguments for tern serve, such as
+// a second --listen.
+func startTernExtra(t testing.TB, zones []*Zone, extra ...string) *server {
+	t.Helper()
 	bin := os.Getenv(ternBinaryEnv)
 	if bin == "" {
 		t.Fatalf("%s is not set; TestMain should have built tern", ternBinaryEnv)
 	}
 	return launch(t, "tern", zones[0].Origin, func(port int) (*exec.Cmd, error) {
-		args := []string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
+		args := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
 		for _, z := range zones {
 			args = append(args, "--zone", z.Origin+"="+z.File)
 		}
