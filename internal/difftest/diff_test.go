@@ -246,18 +246,24 @@ func TestDifferential(t *testing.T) {
 	defer cancel()
 
 	knot := startKnot(t, zones)
-	nsd := startNSD(t, zones)
-
 	start := time.Now()
 	knotOut := runQueries(ctx, knot, qs)
 	t.Logf("knot: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 	checkReference(t, "knot", qs, knotOut)
-	start = time.Now()
-	nsdOut := runQueries(ctx, nsd, qs)
-	t.Logf("nsd: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 
-	nk := compareOutcomes("knot", "nsd", qs, knotOut, nsdOut, nil)
-	t.Logf("information only (NSD is not the reference):\n%s%s", nk.summary(), nk.details(maxShown(15)))
+	// NSD is informational, so a missing nsd only drops its comparisons
+	// (unless TERN_REQUIRE_PEERS=1, where needTool fails the test).
+	var nsdOut []outcome
+	if _, ok := findTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
+		nsd := startNSD(t, zones)
+		start = time.Now()
+		nsdOut = runQueries(ctx, nsd, qs)
+		t.Logf("nsd: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+		nk := compareOutcomes("knot", "nsd", qs, knotOut, nsdOut, nil)
+		t.Logf("information only (NSD is not the reference):\n%s%s", nk.summary(), nk.details(maxShown(15)))
+	} else {
+		t.Log("nsd not found: comparing Tern with Knot only")
+	}
 
 	t.Run("tern-vs-knot", func(t *testing.T) {
 		tern := startTern(t, zones)
@@ -265,8 +271,10 @@ func TestDifferential(t *testing.T) {
 		ternOut := runQueries(ctx, tern, qs)
 		t.Logf("tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 		tk := compareOutcomes("knot", "tern", qs, knotOut, ternOut, allow)
-		tn := compareOutcomes("nsd", "tern", qs, nsdOut, ternOut, nil)
-		t.Logf("information only:\n%s", tn.summary())
+		if nsdOut != nil {
+			tn := compareOutcomes("nsd", "tern", qs, nsdOut, ternOut, nil)
+			t.Logf("information only:\n%s", tn.summary())
+		}
 		for _, e := range allow.Entries {
 			if tk.allowed[e.ID] == 0 {
 				t.Logf("allow-list entry %q (line %d) matched nothing; remove it if it is obsolete", e.ID, e.Line)

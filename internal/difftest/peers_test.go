@@ -57,21 +57,29 @@ func runMain(m *testing.M) int {
 // missing (or failing it when TERN_REQUIRE_PEERS=1).
 func needTool(t testing.TB, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
+	if path, ok := findTool(name); ok {
 		return path
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
-		}
 	}
 	if os.Getenv(requirePeersEnv) == "1" {
 		t.Fatalf("%s not found and %s=1", name, requirePeersEnv)
 	}
 	t.Skipf("%s not found; install it (Debian: knot, nsd, knot-dnsutils, bind9-dnsutils) or see %s", name, requirePeersEnv)
 	return ""
+}
+
+// findTool looks for a binary on PATH and in the sbin directories, which
+// a non-root PATH often lacks although knotd and nsd live there.
+func findTool(name string) (string, bool) {
+	if path, err := exec.LookPath(name); err == nil {
+		return path, true
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // server is a running DNS server under test.
