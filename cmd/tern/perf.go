@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,19 +21,11 @@ type ednsOptFlag []perf.EDNSOption
 func (e *ednsOptFlag) String() string { return fmt.Sprint(len(*e), " options") }
 
 func (e *ednsOptFlag) Set(s string) error {
-	code, val, ok := strings.Cut(s, ":")
-	if !ok {
-		return fmt.Errorf("want code:hexvalue, got %q", s)
-	}
-	c, err := strconv.ParseUint(code, 10, 16)
+	o, err := perf.ParseEDNSOption(s)
 	if err != nil {
-		return fmt.Errorf("EDNS option code %q: %w", code, err)
+		return err
 	}
-	data, err := hex.DecodeString(val)
-	if err != nil {
-		return fmt.Errorf("EDNS option value %q: %w", val, err)
-	}
-	*e = append(*e, perf.EDNSOption{Code: uint16(c), Data: data})
+	*e = append(*e, o)
 	return nil
 }
 

@@ -2,8 +2,10 @@ package perf
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -11,6 +13,24 @@ import (
 type EDNSOption struct {
 	Code uint16
 	Data []byte
+}
+
+// ParseEDNSOption parses dnsperf's -E argument, "code:hexvalue" (decimal
+// option code, value in hex, possibly empty).
+func ParseEDNSOption(s string) (EDNSOption, error) {
+	code, val, ok := strings.Cut(s, ":")
+	if !ok {
+		return EDNSOption{}, fmt.Errorf("EDNS option %q: want code:hexvalue", s)
+	}
+	c, err := strconv.ParseUint(code, 10, 16)
+	if err != nil {
+		return EDNSOption{}, fmt.Errorf("EDNS option code %q: %w", code, err)
+	}
+	data, err := hex.DecodeString(val)
+	if err != nil {
+		return EDNSOption{}, fmt.Errorf("EDNS option value %q: %w", val, err)
+	}
+	return EDNSOption{Code: uint16(c), Data: data}, nil
 }
 
 // EncodeOptions controls how queries are encoded.

@@ -75,3 +75,19 @@ func TestAppendQueryTooLarge(t *testing.T) {
 		t.Fatal("no error for a query over MaxMsgSize")
 	}
 }
+
+func TestParseEDNSOption(t *testing.T) {
+	o, err := ParseEDNSOption("10:0102ab")
+	if err != nil || o.Code != 10 || !bytes.Equal(o.Data, []byte{1, 2, 0xab}) {
+		t.Fatalf("got %+v, %v", o, err)
+	}
+	o, err = ParseEDNSOption("12:")
+	if err != nil || o.Code != 12 || len(o.Data) != 0 {
+		t.Fatalf("empty value: got %+v, %v", o, err)
+	}
+	for _, bad := range []string{"10", "x:01", "70000:01", "10:0g", "10:123"} {
+		if _, err := ParseEDNSOption(bad); err == nil {
+			t.Errorf("no error for %q", bad)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 					break
 				}
 				s := socks[(rr+j)%len(socks)]
-				n := min(s.window-s.tr.out, len(s.shdr), budget)
+				n := min(s.tr.window(s.window)-s.tr.out, len(s.shdr), budget)
 				if sh.limit > 0 {
 					n = min(n, int(sh.limit-c.Sent))
 				}
@@ -294,7 +294,9 @@ func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 // the deadline passes. The 50 ms cap bounds the reaction to cancellation.
 func waitMmsg(env *loopEnv, socks []*mmsgSock, pfds []unix.PollFd, now int64, sending bool, pace pacer, sent uint64, sh share) error {
 	wake := now + 50e6
+	room := false // a rate-limit wake-up only helps if a window has room
 	for i, s := range socks {
+		room = room || s.tr.out < s.tr.window(s.window)
 		pfds[i].Events = unix.POLLIN
 		if sending && s.wantW {
 			pfds[i].Events |= unix.POLLOUT
@@ -308,7 +310,7 @@ func waitMmsg(env *loopEnv, socks []*mmsgSock, pfds []unix.PollFd, now int64, se
 		if env.deadline > 0 {
 			wake = min(wake, env.deadline)
 		}
-		if pace.perNs > 0 {
+		if pace.perNs > 0 && room {
 			wake = min(wake, pace.nextAt(sent))
 		}
 	}

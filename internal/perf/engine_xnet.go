@@ -94,7 +94,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 		}
 		room := 0
 		if sending {
-			room = min(sh.window-tr.out, batch, pace.budget(now, c.Sent))
+			room = min(tr.window(sh.window)-tr.out, batch, pace.budget(now, c.Sent))
 			if sh.limit > 0 {
 				room = min(room, int(sh.limit-c.Sent))
 			}
@@ -124,7 +124,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 				tr.sent(sids[i], now, len(sbufs[i]))
 			}
 			cursor = (cursor + max(k, 0)) % w.n()
-			if k > 0 && tr.out < sh.window && pace.budget(now, c.Sent) > 0 {
+			if k > 0 && tr.out < tr.window(sh.window) && pace.budget(now, c.Sent) > 0 {
 				continue // more room: keep sending before blocking in read
 			}
 		}
@@ -151,7 +151,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 			if env.deadline > 0 {
 				want = min(want, env.deadline)
 			}
-			if pace.perNs > 0 && tr.out < sh.window {
+			if pace.perNs > 0 && tr.out < tr.window(sh.window) {
 				want = min(want, pace.nextAt(c.Sent))
 			}
 		}
