@@ -65,7 +65,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  Latency StdDev (s):   %.6f\n", l.StdDev())
 	parts = parts[:0]
 	for _, q := range reportQuantiles {
-		parts = append(parts, fmt.Sprintf("%s %.6f", q.label, l.Hist.Quantile(q.q).Seconds()))
+		parts = append(parts, fmt.Sprintf("%s %.6f", q.label, l.Quantile(q.q).Seconds()))
 	}
 	parts = append(parts, fmt.Sprintf("max %.6f", secs(l.Max)))
 	fmt.Fprintf(&b, "  Latency percentiles (s): %s\n\n", strings.Join(parts, ", "))
@@ -148,7 +148,7 @@ func (r *Result) Summary() Summary {
 		}
 	}
 	for _, q := range reportQuantiles {
-		s.Percentiles[q.key] = l.Hist.Quantile(q.q).Seconds()
+		s.Percentiles[q.key] = l.Quantile(q.q).Seconds()
 	}
 	s.Percentiles["max"] = secs(l.Max)
 	return s

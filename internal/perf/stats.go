@@ -132,6 +132,15 @@ func (l *LatencyStats) Merge(o *LatencyStats) {
 	l.Hist.Merge(&o.Hist)
 }
 
+// Quantile is the histogram quantile clamped to the exact extremes, so a
+// bucket midpoint never reports more than the true maximum.
+func (l *LatencyStats) Quantile(q float64) time.Duration {
+	if l.N == 0 {
+		return 0
+	}
+	return min(max(l.Hist.Quantile(q), time.Duration(l.Min)), time.Duration(l.Max))
+}
+
 // Mean is the average latency in seconds.
 func (l *LatencyStats) Mean() float64 {
 	if l.N == 0 {

@@ -124,3 +124,13 @@ func TestPacerBudget(t *testing.T) {
 		t.Error("unlimited pacer limited")
 	}
 }
+
+func TestLatencyQuantileClamped(t *testing.T) {
+	var l LatencyStats
+	l.Record(931_000) // one sample: every quantile is that sample exactly
+	for _, q := range []float64{0, 0.5, 0.999, 1} {
+		if got := l.Quantile(q); got != 931*time.Microsecond {
+			t.Errorf("q%v = %v, want 931us", q, got)
+		}
+	}
+}
