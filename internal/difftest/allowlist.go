@@ -18,7 +18,7 @@ type AllowEntry struct {
 	ID string
 	// Match holds conditions all of which a query must meet: name (a
 	// path.Match glob on the lowercased QNAME), type, net, edns ("none" or
-	// a payload size) and category.
+	// a payload size), category and mutate (the malformation's name).
 	Match map[string]string
 	// Fields are the Difference fields the entry tolerates.
 	Fields  []string
@@ -43,7 +43,7 @@ type Allowlist struct {
 }
 
 // matchKeys are the condition keys an entry's match line may use.
-var matchKeys = map[string]bool{"name": true, "type": true, "net": true, "edns": true, "category": true}
+var matchKeys = map[string]bool{"name": true, "type": true, "net": true, "edns": true, "category": true, "mutate": true}
 
 // LoadAllowlist parses the allow-list file at p. The format is blocks of
 // "key: value" lines separated by blank lines; '#' starts a comment line.
@@ -219,6 +219,8 @@ func (e *AllowEntry) matches(q Query) bool {
 			}
 		case "category":
 			got = q.Category
+		case "mutate":
+			got = q.Mutate
 		}
 		if got != v {
 			return false

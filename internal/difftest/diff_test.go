@@ -2,7 +2,13 @@ package difftest
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
 	"fmt"
+	"github.com/miekg/dns"
 	"maps"
 	"os"
 	"slices"
@@ -17,6 +23,10 @@ import (
 type outcome struct {
 	res Result
 	err error
+	// dropped is set instead of err when a malformed (mutated) query got
+	// no answer: silence is a legitimate reply to a message a server
+	// cannot parse, and is compared like any other answer.
+	dropped bool
 }
 
 // runQueries sends every query to s with a few concurrent workers and
@@ -34,7 +44,10 @@ func runQueries(ctx context.Context, s *server, qs []Query) []outcome {
 			for i := range next {
 				// IDs vary per query so a stale answer cannot match.
 				r, err := Exchange(ctx, s.addr, qs[i], uint16(i*7919+1))
-				out[i] = outcome{r, err}
+				out[i] = outcome{res: r, err: err}
+				if err != nil && qs[i].Mutate != "" && ctx.Err() == nil && isSilence(err) {
+					out[i] = outcome{dropped: true}
+				}
 			}
 		}()
 	}
@@ -74,6 +87,19 @@ func compareOutcomes(refName, testName string, qs []Query, ref, test []outcome, 
 	rep := &report{ref: refName, test: testName, allowed: map[string]int{}}
 	for i, q := range qs {
 		r, g := ref[i], test[i]
+		if r.dropped || g.dropped {
+			if r.dropped != g.dropped && r.err == nil && g.err == nil {
+				d := Difference{Field: "dropped", Want: describeOutcome(r), Got: describeOutcome(g)}
+				if allow != nil {
+					if e := allow.Allowed(q, d, nil, nil); e != nil {
+						rep.allowed[e.ID]++
+						continue
+					}
+				}
+				rep.items = append(rep.items, mismatch{q: q, diffs: []Difference{d}})
+			}
+			continue
+		}
 		if r.err != nil || g.err != nil {
 			m := mismatch{q: q}
 			switch {
@@ -117,6 +143,28 @@ func compareOutcomes(refName, testName string, qs []Query, ref, test []outcome, 
 		rep.items = append(rep.items, mismatch{q: q, diffs: diffs, want: want, got: got})
 	}
 	return rep
+}
+
+// isSilence reports whether err means the server sent nothing back: a
+// timeout, or a TCP connection closed or reset without an answer.
+func isSilence(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// describeOutcome renders an outcome in a few words for a diff.
+func describeOutcome(o outcome) string {
+	if o.dropped {
+		return "no answer (dropped)"
+	}
+	if o.err != nil {
+		return "error: " + o.err.Error()
+	}
+	m := o.res.Msg
+	return fmt.Sprintf("an answer (%s, flags %q)", dns.RcodeToString[m.Rcode], flagString(m))
 }
 
 // summary counts mismatches by field and by category/field.

@@ -146,6 +146,11 @@ func protocolQueries() []Query {
 		p(Query{Name: "www.example.test.", Type: dns.TypeNSEC, EDNS: 1232})
 		p(Query{Name: "example.test.", Type: dns.TypeDNSKEY, EDNS: 1232, DO: true})
 		p(Query{Name: "www.example.test.", Type: dns.TypeOPT, EDNS: 1232})
+		for _, m := range []string{"two-opt", "opt-owner", "unknown-option", "no-question",
+			"two-questions", "answer-in-query", "qr-set", "trailing", "short"} {
+			p(Query{Name: "www.example.test.", EDNS: 1232, Mutate: m})
+		}
+		p(Query{Name: "www.example.test.", Mutate: "no-question"})
 	}
 	return out
 }
