@@ -85,6 +85,18 @@ type Scratch struct {
 	addl    [32]*zone.Node
 	naddl   int
 	visited [MaxChain + 1]*zone.Node
+
+	// DNSSEC state of the current answer: whether to add RRSIGs and
+	// proofs, the NSEC/NSEC3 nodes already in the authority section, and
+	// the wildcard answers whose proofs are still to be written.
+	dnssec  bool
+	proved  [8]*zone.Node
+	nproved int
+	wild    [4]wildProof
+	nwild   int
+	key     [wire.MaxName + 1]byte
+	hashBuf [2*wire.MaxName + 20]byte
+	wname   [wire.MaxName + 2]byte
 }
 
 // Query returns the query most recently parsed into s.
@@ -213,12 +225,23 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 	return r.answerZone(s, z, flags, len(name), len(labels))
 }
 
+// section is where put writes an RRset.
+type section uint8
+
+const (
+	answerSec section = iota
+	authoritySec
+	additionalSec
+)
+
 // answerZone runs the lookup of RFC 1034 §4.3.2 step 3 for the name in
 // s.name, following CNAME and DNAME links inside z.
 func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, nlabels int) uint16 {
 	q := &s.q
-	s.naddl = 0
+	s.naddl, s.nproved, s.nwild = 0, 0, 0
 	s.visited[0] = nil
+	// RFC 4035 §3.1: DNSSEC records go only to clients that set DO.
+	s.dnssec = q.DO && z.Signed
 	flags |= wire.FlagAA
 	ownerOff := wire.HeaderLen // the owner of the next answer, as a pointer; -1: write s.name
 	for chain := 0; ; chain++ {
@@ -231,12 +254,12 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			}
 			return r.referral(s, z, res.node, flags)
 		case kindNXDomain:
-			return r.negative(s, z, flags|wire.RcodeNXDomain)
+			return r.negative(s, z, res.node, kindNXDomain, flags|wire.RcodeNXDomain)
 		case kindDNAME:
 			if s.seen(res.node) {
-				return r.additional(s, flags)
+				return r.done(s, z, flags)
 			}
-			rc, ok := r.dname(s, res.node, ownerOff, nameLen, nlabels)
+			rc, ok := r.dname(s, res.node, ownerOff, nameLen)
 			if rc != 0 {
 				return flags | uint16(rc)
 			}
@@ -246,17 +269,20 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		case kindFound, kindWildcard:
 			n := res.node
 			if n.CNAME == nil || q.QType == wire.TypeCNAME {
-				return r.positive(s, z, n, ownerOff, flags)
+				return r.positive(s, z, n, res.kind, ownerOff, flags)
 			}
 			if s.seen(n) {
 				// A loop: every link is in the answer already.
-				return r.additional(s, flags)
+				return r.done(s, z, flags)
 			}
-			if !r.writeSet(s, n.CNAME, ownerOff, 1) {
+			if !r.put(s, answerSec, n.CNAME, nil, ownerOff) {
 				return flags | wire.FlagTC
 			}
+			if res.kind == kindWildcard {
+				s.queueWildcard(n)
+			}
 			if !s.followCNAME(n.CNAME) {
-				return r.additional(s, flags)
+				return r.done(s, z, flags)
 			}
 		}
 		// The chain continues at s.name (set by followCNAME or dname).
@@ -264,9 +290,9 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		nlabels = labelOffsets(s.name[:nameLen], s.labels[:])
 		ownerOff = -1
 		if chain+1 >= MaxChain || !inZone(s.name[:nameLen], z.Origin) {
-			// RFC 1034 §4.3.2 step 3a follows chains; out of the zone, a
-			// loop, or too long, we stop and the client continues.
-			return r.additional(s, flags)
+			// RFC 1034 §4.3.2 step 3a follows chains; out of the zone or
+			// too long, we stop and the client continues.
+			return r.done(s, z, flags)
 		}
 	}
 }
@@ -301,15 +327,20 @@ func (s *Scratch) followCNAME(set *zone.RRset) bool {
 	return true
 }
 
-// positive writes the answer from node n (or its wildcard) for the query
-// type, or a NODATA.
-func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, ownerOff int, flags uint16) uint16 {
+// positive writes the answer from node n (found, or the wildcard that
+// synthesizes s.name) for the query type, or a NODATA.
+func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, k kind, ownerOff int, flags uint16) uint16 {
 	q := &s.q
+	if k == kindWildcard {
+		// RFC 4035 §3.1.3.3: a wildcard answer proves the name itself
+		// does not exist.
+		s.queueWildcard(n)
+	}
+	wrote := false
 	switch q.QType {
 	case wire.TypeANY:
-		wrote := false
 		for i := range n.RRsets {
-			if !r.writeSet(s, &n.RRsets[i], ownerOff, 1) {
+			if !r.put(s, answerSec, &n.RRsets[i], nil, ownerOff) {
 				return flags | wire.FlagTC
 			}
 			wrote = true
@@ -318,68 +349,97 @@ func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, ownerOff in
 				break
 			}
 		}
-		if !wrote {
-			return r.negative(s, z, flags)
-		}
-		return r.additional(s, flags)
 	case wire.TypeRRSIG:
-		wrote := false
 		for i := range n.RRsets {
 			if sig := n.RRsets[i].Sigs; sig != nil {
-				if !r.writeSet(s, sig, ownerOff, 1) {
+				if !r.putPlain(s, answerSec, sig, nil, ownerOff) {
 					return flags | wire.FlagTC
 				}
 				wrote = true
 			}
 		}
 		if set := n.Get(wire.TypeRRSIG); set != nil {
-			if !r.writeSet(s, set, ownerOff, 1) {
+			if !r.putPlain(s, answerSec, set, nil, ownerOff) {
 				return flags | wire.FlagTC
 			}
 			wrote = true
 		}
-		if !wrote {
-			return r.negative(s, z, flags)
+	default:
+		if set := n.Get(q.QType); set != nil {
+			if !r.put(s, answerSec, set, nil, ownerOff) {
+				return flags | wire.FlagTC
+			}
+			wrote = true
 		}
-		return flags
 	}
-	set := n.Get(q.QType)
-	if set == nil {
+	if !wrote {
 		// RFC 2308 §2.2: NODATA, the name exists (an empty non-terminal
 		// too, RFC 4592 §2.2.2) but has no data of this type.
-		return r.negative(s, z, flags)
+		return r.negative(s, z, n, k, flags)
 	}
-	if !r.writeSet(s, set, ownerOff, 1) {
+	return r.done(s, z, flags)
+}
+
+// done ends an answer: the queued wildcard proofs, then the additional
+// section.
+func (r *Responder) done(s *Scratch, z *zone.Zone, flags uint16) uint16 {
+	if !r.wildcardProofs(s, z) {
 		return flags | wire.FlagTC
 	}
 	return r.additional(s, flags)
 }
 
 // negative writes the SOA into the authority section with the negative
-// TTL of RFC 2308 §3.
-func (r *Responder) negative(s *Scratch, z *zone.Zone, flags uint16) uint16 {
+// TTL of RFC 2308 §3 and, for DO queries in signed zones, the proof of
+// RFC 4035 §3.1.3 or RFC 5155 §7.2. n is the closest encloser for
+// NXDOMAIN, the node itself for NODATA, the wildcard for wildcard NODATA.
+func (r *Responder) negative(s *Scratch, z *zone.Zone, n *zone.Node, k kind, flags uint16) uint16 {
 	b := &s.b
+	if !r.wildcardProofs(s, z) {
+		return flags | wire.FlagTC
+	}
 	if z.NegSOA == nil {
 		return flags
 	}
 	m := b.Mark()
 	b.RR(z.Origin, z.NegSOA)
 	b.CountAuthority(1)
-	if b.Overflow() {
+	ok := !b.Overflow()
+	if ok && s.dnssec {
+		if sig := z.SOA.Sigs; sig != nil {
+			ok = r.putPlain(s, authoritySec, sig, z.Origin, -1)
+		}
+		if ok {
+			ok = r.denial(s, z, n, k)
+		}
+	}
+	if !ok {
+		// RFC 4035 §3.1.1: no room for the proof means TC, not an
+		// answer without it.
 		b.Rollback(m)
 		return flags | wire.FlagTC
 	}
 	return flags
 }
 
-// referral writes the NS set of the cut into the authority section and
-// its glue into the additional section (RFC 1034 §4.3.2 step 3b).
+// referral writes the NS set of the cut into the authority section, with
+// DO its DS or the proof that there is none (RFC 4035 §3.1.4), and its
+// glue into the additional section (RFC 1034 §4.3.2 step 3b).
 func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uint16) uint16 {
+	if !r.wildcardProofs(s, z) {
+		return flags | wire.FlagTC
+	}
 	b := &s.b
 	m := b.Mark()
-	cut.NS.Each(func(tail []byte) { b.RR(cut.Name, tail) })
-	b.CountAuthority(cut.NS.Count)
-	if b.Overflow() {
+	ok := r.putPlain(s, authoritySec, cut.NS, cut.Name, -1)
+	if ok && s.dnssec {
+		if ds := cut.Get(wire.TypeDS); ds != nil {
+			ok = r.put(s, authoritySec, ds, cut.Name, -1)
+		} else {
+			ok = r.noDS(s, z, cut)
+		}
+	}
+	if !ok {
 		b.Rollback(m)
 		return flags | wire.FlagTC
 	}
@@ -387,34 +447,69 @@ func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uin
 	return r.additional(s, flags)
 }
 
-// writeSet writes an RRset into the answer section; the owner is a pointer
-// to ownerOff, or s.name when ownerOff < 0. It returns false, after
-// rolling back, when the set does not fit.
-func (r *Responder) writeSet(s *Scratch, set *zone.RRset, ownerOff int, _ int) bool {
+// put writes an RRset, and with DO its RRSIGs, into sec; the owner is a
+// pointer to ownerOff, or owner, or s.name when owner is nil. It returns
+// false, after rolling back, when the records do not fit.
+func (r *Responder) put(s *Scratch, sec section, set *zone.RRset, owner []byte, ownerOff int) bool {
 	b := &s.b
 	m := b.Mark()
-	w := set.Wire
-	first := true
-	for len(w) >= 10 {
-		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
-		switch {
-		case ownerOff >= 0:
-			b.RRAt(ownerOff, w[:n])
-		case first:
-			// Written once in full; later records point at it.
-			ownerOff = b.Len()
-			b.RR(s.name[:wireLen(s.name[:])], w[:n])
-		}
-		first = false
-		w = w[n:]
+	if owner == nil && ownerOff < 0 {
+		owner = s.name[:wireLen(s.name[:])]
 	}
-	b.CountAnswer(set.Count)
+	off := r.writeRecords(s, sec, set, owner, ownerOff)
+	if s.dnssec && set.Sigs != nil {
+		r.writeRecords(s, sec, set.Sigs, nil, off)
+	}
 	if b.Overflow() {
 		b.Rollback(m)
 		return false
 	}
-	s.queueAdditional(set)
+	if sec != additionalSec {
+		s.queueAdditional(set)
+	}
 	return true
+}
+
+// putPlain is put without the RRSIGs.
+func (r *Responder) putPlain(s *Scratch, sec section, set *zone.RRset, owner []byte, ownerOff int) bool {
+	b := &s.b
+	m := b.Mark()
+	if owner == nil && ownerOff < 0 {
+		owner = s.name[:wireLen(s.name[:])]
+	}
+	r.writeRecords(s, sec, set, owner, ownerOff)
+	if b.Overflow() {
+		b.Rollback(m)
+		return false
+	}
+	return true
+}
+
+// writeRecords writes the records of set into sec and returns the offset
+// of the owner name, for the records that follow to point at.
+func (r *Responder) writeRecords(s *Scratch, sec section, set *zone.RRset, owner []byte, ownerOff int) int {
+	b := &s.b
+	w := set.Wire
+	for len(w) >= 10 {
+		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
+		if ownerOff >= 0 {
+			b.RRAt(ownerOff, w[:n])
+		} else {
+			// Written once in full; later records point at it.
+			ownerOff = b.Len()
+			b.RR(owner, w[:n])
+		}
+		w = w[n:]
+	}
+	switch sec {
+	case answerSec:
+		b.CountAnswer(set.Count)
+	case authoritySec:
+		b.CountAuthority(set.Count)
+	default:
+		b.CountAdditional(set.Count)
+	}
+	return ownerOff
 }
 
 // queueAdditional remembers the nodes whose addresses follow set.
@@ -431,7 +526,6 @@ func (s *Scratch) queueAdditional(set *zone.RRset) {
 // section, dropping (without TC) those that do not fit: they are a
 // courtesy (RFC 2181 §9).
 func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
-	b := &s.b
 	for i := 0; i < s.naddl; i++ {
 		n := s.addl[i]
 		dup := false
@@ -444,15 +538,7 @@ func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
 			continue
 		}
 		for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
-			set := n.Get(t)
-			if set == nil {
-				continue
-			}
-			m := b.Mark()
-			set.Each(func(tail []byte) { b.RR(n.Name, tail) })
-			b.CountAdditional(set.Count)
-			if b.Overflow() {
-				b.Rollback(m)
+			if set := n.Get(t); set != nil && !r.put(s, additionalSec, set, n.Name, -1) {
 				return flags
 			}
 		}
@@ -464,12 +550,13 @@ func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
 // current name (RFC 6672 §3.1), and sets s.name to the CNAME's target.
 // It returns a nonzero rcode when the new name is too long (YXDOMAIN,
 // RFC 6672 §2.2), and ok false when the answer does not fit.
-func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen, nlabels int) (rcode int, ok bool) {
+func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen int) (rcode int, ok bool) {
 	b := &s.b
 	set := d.DNAME
 	m := b.Mark()
-	set.Each(func(tail []byte) { b.RR(d.Name, tail) })
-	b.CountAnswer(1)
+	if !r.put(s, answerSec, set, d.Name, -1) {
+		return 0, false
+	}
 	target := set.Wire[10:]
 	target = target[:wireLen(target)]
 	prefix := nameLen - len(d.Name)
@@ -477,7 +564,8 @@ func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen, nlabels i
 	if newLen > wire.MaxName {
 		return wire.RcodeYXDomain, true
 	}
-	// The synthesized CNAME: owner is the current name, TTL the DNAME's.
+	// The synthesized CNAME: owner is the current name, TTL the DNAME's;
+	// it is not signed (RFC 6672 §5.3.1).
 	t := s.tail[:]
 	copy(t, set.Wire[:10])
 	binary.BigEndian.PutUint16(t, wire.TypeCNAME)

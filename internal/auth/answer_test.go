@@ -48,7 +48,7 @@ func ask(t testing.TB, r *Responder, m *dns.Msg, tcp bool) *dns.Msg {
 }
 
 // section renders records one per line, sorted, TTL kept, owner lowercased.
-func section(rrs []dns.RR) string {
+func render(rrs []dns.RR) string {
 	var lines []string
 	for _, rr := range rrs {
 		if rr.Header().Rrtype == dns.TypeOPT {
@@ -103,7 +103,7 @@ func check(t *testing.T, resp *dns.Msg, want expect) {
 	} {
 		w := append([]string(nil), sec.want...)
 		sort.Strings(w)
-		if g := section(sec.got); g != strings.Join(w, "\n") {
+		if g := render(sec.got); g != strings.Join(w, "\n") {
 			t.Errorf("%s section:\n%s\nwant:\n%s", sec.name, g, strings.Join(w, "\n"))
 		}
 	}
@@ -124,7 +124,7 @@ func TestAnswer(t *testing.T) {
 		{"exact", "www.example.test.", dns.TypeA, false, expect{aa: true,
 			answer: []string{"www.example.test. 3600 IN A 192.0.2.80"}}},
 		{"apex NS with in-zone glue", "example.test.", dns.TypeNS, false, expect{aa: true,
-			answer: []string{"example.test. 3600 IN NS ns1.example.test.", "example.test. 3600 IN NS ns2.other.test."},
+			answer:     []string{"example.test. 3600 IN NS ns1.example.test.", "example.test. 3600 IN NS ns2.other.test."},
 			additional: []string{"ns1.example.test. 3600 IN A 192.0.2.53"}}},
 		{"MX with exchange addresses", "example.test.", dns.TypeMX, false, expect{aa: true,
 			answer:     []string{"example.test. 3600 IN MX 10 mail.example.test."},

@@ -70,14 +70,16 @@ type pending struct {
 }
 
 type compiler struct {
-	z      *Zone
-	origin string
-	nodes  map[string]*Node
-	sets   map[setKey]*pending
-	order  []*pending
-	soa    []*Record
-	errs   []error
-	buf    []byte
+	nsec3    []*Node
+	nsec3map map[string]*Node
+	z        *Zone
+	origin   string
+	nodes    map[string]*Node
+	sets     map[setKey]*pending
+	order    []*pending
+	soa      []*Record
+	errs     []error
+	buf      []byte
 }
 
 func (c *compiler) errorf(r *Record, format string, args ...any) {
@@ -115,6 +117,20 @@ func (c *compiler) node(wire []byte) *Node {
 	return n
 }
 
+// nsec3Node returns the node of an NSEC3 owner, kept out of the name tree.
+func (c *compiler) nsec3Node(wire []byte) *Node {
+	if n, ok := c.nsec3map[bytesString(wire)]; ok {
+		return n
+	}
+	if c.nsec3map == nil {
+		c.nsec3map = make(map[string]*Node)
+	}
+	n := &Node{Name: wire}
+	c.nsec3map[bytesString(wire)] = n
+	c.nsec3 = append(c.nsec3, n)
+	return n
+}
+
 func (c *compiler) add(r *Record) {
 	h := r.RR.Header()
 	owner := dns.CanonicalName(h.Name)
@@ -136,7 +152,13 @@ func (c *compiler) add(r *Record) {
 		c.errorf(r, "owner %s: %v", h.Name, err)
 		return
 	}
-	n := c.node(wire)
+	var n *Node
+	if sig, ok := r.RR.(*dns.RRSIG); h.Rrtype == dns.TypeNSEC3 || ok && sig.TypeCovered == dns.TypeNSEC3 {
+		// RFC 5155 §7.2.8: NSEC3 owners are not part of the name space.
+		n = c.nsec3Node(wire)
+	} else {
+		n = c.node(wire)
+	}
 	key := setKey{owner: bytesString(n.Name), typ: h.Rrtype}
 	if sig, ok := r.RR.(*dns.RRSIG); ok {
 		// RRSIGs are kept beside the RRset they cover (RFC 4035 §3.1.1
@@ -310,6 +332,7 @@ func (c *compiler) finish() {
 			c.additional(n, &n.RRsets[i])
 		}
 	}
+	c.buildDNSSEC(nodes)
 	z.nodes = c.nodes
 	z.Names = len(c.nodes)
 }

@@ -72,6 +72,9 @@ type Node struct {
 	// CNAME, DNAME and NS point into RRsets for the checks every query
 	// makes; nil when absent.
 	CNAME, DNAME, NS *RRset
+	// NSEC3 is the NSEC3 node whose hash matches this name, in zones
+	// signed with NSEC3; nil if none (opt-out, or unsigned).
+	NSEC3 *Node
 }
 
 // Get returns the RRset of type t, or nil.
@@ -103,7 +106,15 @@ type Zone struct {
 	Records int
 	Names   int
 
-	nodes map[string]*Node
+	// Signed is set when the apex has a DNSKEY RRset: answers to DO
+	// queries then carry RRSIGs and proofs (RFC 4035 §3.1).
+	Signed bool
+	// NSEC3 is the zone's NSEC3 chain, nil for NSEC or unsigned zones.
+	NSEC3 *NSEC3Chain
+
+	nodes    map[string]*Node
+	nsec     []*Node  // nodes with NSEC, in canonical order
+	nsecKeys [][]byte // their CanonicalKey, for binary search
 }
 
 // Lookup returns the node named name (canonical wire form), or nil.

@@ -1,0 +1,182 @@
+package zone
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base32"
+	"sort"
+
+	"github.com/miekg/dns"
+)
+
+// NSEC3Chain is a zone's NSEC3 records (RFC 5155), kept apart from the
+// normal name space: their owner names are hashes, and a query for one is
+// answered as for any other absent name (RFC 5155 §7.2.8).
+type NSEC3Chain struct {
+	Iterations uint16
+	Salt       []byte
+	// Nodes are the NSEC3 owners sorted by hash; Hashes[i] is the raw
+	// hash of Nodes[i]. Each node's NSEC3 RRset carries its RRSIGs.
+	Nodes  []*Node
+	Hashes [][sha1.Size]byte
+}
+
+// Hash computes the NSEC3 hash of a canonical wire name (RFC 5155 §5)
+// without allocating: buf must hold the name plus the salt.
+func (c *NSEC3Chain) Hash(name []byte, buf []byte) [sha1.Size]byte {
+	n := copy(buf, name)
+	n += copy(buf[n:], c.Salt)
+	h := sha1.Sum(buf[:n])
+	for i := uint16(0); i < c.Iterations; i++ {
+		m := copy(buf, h[:])
+		m += copy(buf[m:], c.Salt)
+		h = sha1.Sum(buf[:m])
+	}
+	return h
+}
+
+// Find returns the NSEC3 node whose hash equals h (match true), or else
+// the one that covers h: the last hash below it, wrapping around (RFC 5155
+// §7.2: "covers").
+func (c *NSEC3Chain) Find(h [sha1.Size]byte) (n *Node, match bool) {
+	// The first index whose hash is greater than h.
+	lo, hi := 0, len(c.Hashes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(c.Hashes[m][:], h[:]) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return c.Nodes[len(c.Nodes)-1], false
+	}
+	i := lo - 1
+	return c.Nodes[i], c.Hashes[i] == h
+}
+
+// OptOut reports whether an NSEC3 node has the opt-out flag (RFC 5155
+// §3.1.2.1).
+func OptOut(n *Node) bool {
+	s := n.Get(dns.TypeNSEC3)
+	return s != nil && len(s.Wire) > 11 && s.Wire[11]&1 != 0
+}
+
+// CanonicalKey writes name's key for canonical ordering (RFC 4034 §6.1)
+// into dst and returns it: labels right to left, each followed by a zero
+// byte, so that byte order is canonical order.
+func CanonicalKey(dst, name []byte) []byte {
+	var offs [128]uint8
+	n := 0
+	for i := 0; i < len(name) && name[i] != 0 && n < len(offs); i += int(name[i]) + 1 {
+		offs[n] = uint8(i)
+		n++
+	}
+	dst = dst[:0]
+	for j := n - 1; j >= 0; j-- {
+		o := int(offs[j])
+		dst = append(dst, name[o+1:o+1+int(name[o])]...)
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// NSECCover returns the node with an NSEC record that is name itself or
+// the closest before it in canonical order: the NSEC that matches or
+// covers name (RFC 4034 §4.1.1). key is CanonicalKey(name). nil in zones
+// without NSEC.
+func (z *Zone) NSECCover(key []byte) *Node {
+	if len(z.nsec) == 0 {
+		return nil
+	}
+	lo, hi := 0, len(z.nsecKeys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if string(z.nsecKeys[m]) <= string(key) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return z.nsec[len(z.nsec)-1]
+	}
+	return z.nsec[lo-1]
+}
+
+// buildDNSSEC indexes the NSEC and NSEC3 chains of a signed zone.
+func (c *compiler) buildDNSSEC(nodes []*Node) {
+	z := c.z
+	z.Signed = z.Apex.Get(dns.TypeDNSKEY) != nil
+	var key []byte
+	for _, n := range nodes {
+		if n.Get(dns.TypeNSEC) != nil {
+			z.nsec = append(z.nsec, n)
+		}
+	}
+	keys := make([][]byte, len(z.nsec))
+	for i, n := range z.nsec {
+		key = CanonicalKey(key[:0], n.Name)
+		keys[i] = append([]byte(nil), key...)
+	}
+	idx := make([]int, len(z.nsec))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return string(keys[idx[a]]) < string(keys[idx[b]]) })
+	z.nsecKeys = make([][]byte, len(idx))
+	sorted := make([]*Node, len(idx))
+	for i, j := range idx {
+		z.nsecKeys[i] = keys[j]
+		sorted[i] = z.nsec[j]
+	}
+	z.nsec = sorted
+
+	if len(c.nsec3) == 0 {
+		return
+	}
+	ch := &NSEC3Chain{}
+	type hn struct {
+		h [sha1.Size]byte
+		n *Node
+	}
+	var list []hn
+	first := true
+	for _, n := range c.nsec3 {
+		s := n.Get(dns.TypeNSEC3)
+		if s == nil {
+			continue
+		}
+		rd := s.Wire[10:]
+		// RDATA: alg, flags, iterations(2), salt length, salt, ...
+		if first && len(rd) >= 5 && len(rd) >= 5+int(rd[4]) {
+			ch.Iterations = uint16(rd[2])<<8 | uint16(rd[3])
+			ch.Salt = append([]byte(nil), rd[5:5+int(rd[4])]...)
+			first = false
+		}
+		label := n.Name[1 : 1+int(n.Name[0])]
+		raw, err := base32.HexEncoding.WithPadding(base32.NoPadding).DecodeString(string(bytes.ToUpper(label)))
+		if err != nil || len(raw) != sha1.Size {
+			continue
+		}
+		var h [sha1.Size]byte
+		copy(h[:], raw)
+		list = append(list, hn{h, n})
+	}
+	if len(list) == 0 {
+		return
+	}
+	sort.Slice(list, func(a, b int) bool { return bytes.Compare(list[a].h[:], list[b].h[:]) < 0 })
+	for _, e := range list {
+		ch.Nodes = append(ch.Nodes, e.n)
+		ch.Hashes = append(ch.Hashes, e.h)
+	}
+	z.NSEC3 = ch
+	buf := make([]byte, 255+255+sha1.Size)
+	for _, n := range nodes {
+		if m, ok := ch.Find(ch.Hash(n.Name, buf)); ok {
+			n.NSEC3 = m
+		}
+	}
+}
