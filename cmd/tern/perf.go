@@ -55,6 +55,7 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	threads := fs.Int("threads", 1, "UDP event loops (mmsg engine); sockets are split among them")
 	batch := fs.Int("batch", 64, "datagrams per sendmmsg/recvmmsg call")
 	spin := fs.Bool("spin", false, "busy-poll instead of sleeping when idle (mmsg engine)")
+	gso := fs.Bool("gso", false, "coalesce equal-size queries into UDP GSO super-datagrams (mmsg engine, Linux 4.18+)")
 	progress := fs.String("progress", "auto", "progress line on stderr: auto (if a terminal), on, off")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -122,6 +123,7 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Engine:         *engine,
 		Threads:        *threads,
 		Spin:           *spin,
+		GSO:            *gso,
 	}
 	showProgress := *progress == "on" || *progress == "auto" && isTerminal(stderr)
 	if showProgress {

@@ -44,6 +44,7 @@ type Config struct {
 	Engine         string // EngineMmsg (default) or EngineXnet
 	Threads        int    // UDP event loops; sockets are split among them
 	Spin           bool   // busy-poll instead of sleeping in ppoll (mmsg engine)
+	GSO            bool   // coalesce equal-size queries with UDP_SEGMENT (mmsg engine)
 
 	// Progress, if set, is called about once a second from another
 	// goroutine with the running totals.

@@ -169,6 +169,24 @@ func TestRunTimeLimitAndReports(t *testing.T) {
 	}
 }
 
+func TestRunGSO(t *testing.T) {
+	r := startResponder(t, "udp4", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Equal-size names so that batches really coalesce.
+	qs := []Query{{"aa.example.", dns.TypeA}, {"nx.example.", dns.TypeA}, {"bb.example.", dns.TypeA}, {"cc.example.", dns.TypeTXT}}
+	res, err := Run(ctx, Config{Server: r.addr(), Queries: qs, Runs: 500, MaxOutstanding: 64, Clients: 2, Timeout: time.Second, GSO: true})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Sent != 2000 || res.Completed != 2000 || res.Rcodes[dns.RcodeNameError] != 500 {
+		t.Errorf("sent %d completed %d NXDOMAIN %d, want 2000/2000/500", res.Sent, res.Completed, res.Rcodes[3])
+	}
+	if res.GSOSends == 0 {
+		t.Error("no query went out in a GSO super-datagram")
+	}
+}
+
 func TestRunRateLimit(t *testing.T) {
 	r := startResponder(t, "udp4", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -171,6 +171,7 @@ type Counters struct {
 	Unexpected uint64 // responses matching no outstanding query
 	Malformed  uint64 // datagrams too short to be DNS
 	SendErrors uint64 // sends refused by the kernel (counted as not sent)
+	GSOSends   uint64 // UDP GSO super-datagrams of more than one query sent
 	Rcodes     [16]uint64
 	ReqBytes   uint64
 	RespBytes  uint64
@@ -185,6 +186,7 @@ func (c *Counters) Merge(o *Counters) {
 	c.Unexpected += o.Unexpected
 	c.Malformed += o.Malformed
 	c.SendErrors += o.SendErrors
+	c.GSOSends += o.GSOSends
 	for i := range c.Rcodes {
 		c.Rcodes[i] += o.Rcodes[i]
 	}
