@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -122,6 +125,11 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 
+	if os.Getenv("GOGC") == "" {
+		// Signing allocates many short-lived buffers; trading memory for
+		// fewer collections saves CPU time.
+		debug.SetGCPercent(200)
+	}
 	start := time.Now()
 	rrs, err := readZone(pos[0], originName)
 	if err != nil {
@@ -152,12 +160,7 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	sigDone := time.Now()
-	w := bufio.NewWriterSize(stdout, 1<<20)
-	for _, rr := range signed {
-		w.WriteString(rr.String())
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
+	if err := writeRecords(stdout, signed, runtime.GOMAXPROCS(0)); err != nil {
 		fmt.Fprintf(stderr, "tern zone sign: write: %v\n", err)
 		return 1
 	}
@@ -165,6 +168,57 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		len(rrs), st.Records, st.RRsets, st.Signed, st.ChainRecords, map[bool]string{false: "NSEC", true: "NSEC3"}[*nsec3],
 		loaded.Sub(start).Seconds(), sigDone.Sub(loaded).Seconds(), time.Since(sigDone).Seconds())
 	return 0
+}
+
+// writeRecords writes rrs one per line in presentation format. Formatting
+// is the costly part, so chunks are formatted on workers goroutines and
+// written in order.
+func writeRecords(w io.Writer, rrs []dns.RR, workers int) error {
+	const chunk = 4096
+	n := (len(rrs) + chunk - 1) / chunk
+	bufs := make([]chan []byte, n)
+	for i := range bufs {
+		bufs[i] = make(chan []byte, 1)
+	}
+	var next atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	// At most 4 chunks per worker formatted ahead of the writer, so the
+	// output is never held in memory as a whole.
+	ahead := make(chan struct{}, 4*max(workers, 1))
+	for range max(workers, 1) {
+		go func() {
+			for {
+				select {
+				case ahead <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				var b []byte
+				for _, rr := range rrs[i*chunk : min((i+1)*chunk, len(rrs))] {
+					b = append(b, rr.String()...)
+					b = append(b, '\n')
+				}
+				select {
+				case bufs[i] <- b:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	for i := range bufs {
+		b := <-bufs[i]
+		<-ahead
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readZone parses a master file with miekg/dns's zone parser.
