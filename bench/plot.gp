@@ -28,7 +28,7 @@ set linetype 5 lc rgb "#9467bd"
 set linetype 6 lc rgb "#7f7f7f"
 set linetype 7 lc rgb "#8c564b"
 
-set multiplot layout 2,1 title "Tern vs peers, one worker on one CPU (dnsperf, median of repeats at peak)" font ",13"
+set multiplot layout 2,1 title "Tern vs peers, one worker on one CPU (dnsperf, median of repeats at peak)\nno bar: an ERROR (see results.md) or not applicable (the echo floor has no TCP)" font ",12"
 set ylabel "queries per second"
 set format y "%.0f"
 set title "Throughput (higher is better)"

@@ -21,7 +21,8 @@
 # Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
 # SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
 # GENS ("dnsperf ternperf"), BIG (records in the big zone), BENCH_PORT_BASE,
-# BENCH_OUT, ROOT_ZONE. Only loopback addresses are ever used.
+# BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
+# addresses are ever used.
 
 set -euo pipefail
 
@@ -123,11 +124,13 @@ stop_pid() {
 	kill -KILL "$p" 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
 }
+SRC_TMP=
 cleanup() {
 	local p
 	for p in "${!LIVE[@]}"; do
 		stop_pid "$p"
 	done
+	[[ -z $SRC_TMP ]] || rm -rf "$SRC_TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -169,8 +172,26 @@ log "building benchtool, echo floor and tern"
 BT=$BIN/benchtool
 gcc -O2 -Wall -o "$BIN/echo" "$HERE/echo/echo.c"
 if [[ " $SERVERS " == *" tern "* || " $GENS " == *" ternperf "* ]]; then
-	if ! (cd "$REPO" && go build -o "$BIN/tern" ./cmd/tern) >"$OUT/tern-build.log" 2>&1; then
-		loud "tern does not build (see $OUT/tern-build.log): tern server and tern perf skipped"
+	# Build Tern from the committed tree (HEAD), not the working tree: in a
+	# shared checkout the working tree holds other people's unfinished edits,
+	# and a benchmark should name the commit it measured. TERN_SRC=worktree
+	# builds the working tree instead; TERN_BIN=path uses a ready binary.
+	TERN_REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo worktree)
+	tern_build() {
+		if [[ -n ${TERN_BIN:-} ]]; then
+			cp "$TERN_BIN" "$BIN/tern" && TERN_REV="binary $TERN_BIN"
+		elif [[ ${TERN_SRC:-head} == worktree || $TERN_REV == worktree ]]; then
+			TERN_REV="$TERN_REV+worktree"
+			(cd "$REPO" && go build -o "$BIN/tern" ./cmd/tern)
+		else
+			# outside the repository, so gofmt/vet of the repo never see it
+			SRC_TMP=$(mktemp -d /tmp/tern-bench-src.XXXXXX)
+			(cd "$REPO" && git archive --format=tar HEAD) | tar -x -C "$SRC_TMP"
+			(cd "$SRC_TMP" && go build -o "$BIN/tern" ./cmd/tern)
+		fi
+	}
+	if ! tern_build >"$OUT/tern-build.log" 2>&1; then
+		loud "tern ($TERN_REV) does not build (see $OUT/tern-build.log): tern server and tern perf skipped"
 		SERVERS=$(tr ' ' '\n' <<<"$SERVERS" | grep -vx tern | xargs)
 		GENS=$(tr ' ' '\n' <<<"$GENS" | grep -vx ternperf | xargs)
 	fi
@@ -258,11 +279,15 @@ one_run() {
 	fi
 	# shellcheck disable=SC2206 # flags are words
 	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$DURATION" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
+	# bash's time keyword reports the generator's own CPU time: a generator
+	# far below 100 % of its core was starved by other load on the machine.
+	local TIMEFORMAT='%R %U %S' gtime gen_pct
 	cpu0=$(tree_cpu "${PID[$s]}")
 	t0=$(date +%s%N)
-	timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1 || true
+	gtime=$({ time timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1; } 2>&1) || true
 	t1=$(date +%s%N)
 	cpu1=$(tree_cpu "${PID[$s]}")
+	gen_pct=$(awk '{ if ($1 > 0) printf "%.0f", 100 * ($2 + $3) / $1; else print 0 }' <<<"${gtime##*$'\n'}")
 	if [[ -z $cpu0 || -z $cpu1 ]]; then
 		loud "$s died during $w ($g, c=$c)"
 		unset "PID[$s]"
@@ -270,11 +295,11 @@ one_run() {
 	fi
 	row=$("$BT" parse -gen "$g" -expect "$expect" -cpu-us $((cpu1 - cpu0)) -wall-us $(((t1 - t0) / 1000)) "$f") ||
 		row=$(printf '0\t0\tERROR\t0\t0\t0\t0\t0\t-\tcannot parse generator output')
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" >>"$RAW"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" "$gen_pct" >>"$RAW"
 	if [[ $(cut -f3 <<<"$row") != ok ]]; then
 		loud "run $w/$g/$s c=$c rep=$rep: $(cut -f10 <<<"$row") [rcodes $(cut -f9 <<<"$row")] - see $f"
 	else
-		log "    $w $g $s c=$c: $(printf '%.0f' "$(cut -f4 <<<"$row")") qps, lost $(cut -f7 <<<"$row")%"
+		log "    $w $g $s c=$c: $(printf '%.0f' "$(cut -f4 <<<"$row")") qps, lost $(cut -f7 <<<"$row")%, generator CPU ${gen_pct}%"
 	fi
 }
 
@@ -287,7 +312,7 @@ supports() {
 }
 
 # --- main -------------------------------------------------------------------
-printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason" >"$RAW"
+printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct" >"$RAW"
 printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
 for phase in main big; do
 	ws=()
@@ -313,19 +338,31 @@ for phase in main big; do
 		fi
 	fi
 	for s in "${!PID[@]}"; do
-		for w in "${ws[@]}"; do verify "$s" "$w"; done
+		for w in "${ws[@]}"; do
+			verify "$s" "$w"
+			# a failed check shows in the tables as an ERROR row (rep 0)
+			if [[ -n ${BROKEN[$s/$w]:-} ]]; then
+				for g in $phase_gens; do
+					printf '%s\t%s\t%s\t%s\t0\t0\t0\tERROR\t0\t0\t0\t0\t0\t-\tnot run: answers failed the check\t\n' \
+						"$w" "$g" "$s" "${CLIENTS%% *}" >>"$RAW"
+				done
+			fi
+		done
 	done
 
 	up=()
 	for s in $SERVERS; do [[ -n ${PID[$s]:-} ]] && up+=("$s"); done
+	rot=0
 	for rep in $(seq "$REPS"); do
 		for w in "${ws[@]}"; do
 			for c in $CLIENTS; do
 				for g in $phase_gens; do
-					# rotate the server order each repeat so no server always goes first
+					# rotate the server order from one group of runs to the
+					# next so that no server always goes first
 					n=${#up[@]}
+					rot=$((rot + 1))
 					for i in $(seq 0 $((n - 1))); do
-						s=${up[$(((i + rep - 1) % n))]}
+						s=${up[$(((i + rot) % n))]}
 						supports "$s" "$g" "$w" || continue
 						one_run "$w" "$g" "$s" "$c" "$rep"
 					done
@@ -348,10 +385,10 @@ elapsed=$(($(date +%s) - START_TS))
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $( ((QUICK)) && echo 'QUICK mode' || echo 'full mode'), took ${elapsed} s"
 	echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); servers on CPU $SERVER_CPU, generator on CPU $GEN_CPU (shared machine: other load adds noise)"
 	echo "runs: ${DURATION} s each, ${REPS} repeat(s), clients (-c): ${CLIENTS}, ${OUTSTANDING} queries outstanding, generators: ${GENS}"
-	echo "big zone: ${BIG} A records; tern commit $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo "big zone: ${BIG} A records; tern: ${TERN_REV:-not built}"
 	echo "versions: NSD $(nsd -v 2>&1 | head -1 | awk '{print $3}'), Knot $(knotd -V 2>&1 | awk '{print $NF}'), BIND $(named -v 2>/dev/null | awk '{print $2}'), PowerDNS $(pdns_server --version 2>&1 | grep -o 'Server [0-9.]*' | head -1 | cut -d' ' -f2), $(dnsperf -h 2>&1 | grep Version)"
 } >"$OUT/meta.txt"
-nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -out "$OUT")
+nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -order "$WORKLOADS" -out "$OUT")
 if command -v gnuplot >/dev/null && [[ -n $nser ]]; then
 	gnuplot -e "datadir='$OUT'; outfile='$OUT/results.png'; ncol=$nser" "$HERE/plot.gp" 2>"$OUT/gnuplot.log" ||
 		loud "gnuplot failed: $(head -3 "$OUT/gnuplot.log")"

@@ -21,10 +21,11 @@ type run struct {
 	qps, sent, completed  float64
 	lostPct, latUs        float64
 	rcodes, reason        string
+	genPct                float64 // the generator's CPU utilisation, -1 if unknown
 }
 
 // rawHeader is the header line run.sh writes to raw.tsv.
-const rawHeader = "workload\tgen\tserver\tclients\trep\tcpu_us\twall_us\tstatus\tqps\tsent\tcompleted\tlost_pct\tlat_us\trcodes\treason"
+const rawHeader = "workload\tgen\tserver\tclients\trep\tcpu_us\twall_us\tstatus\tqps\tsent\tcompleted\tlost_pct\tlat_us\trcodes\treason\tgen_cpu_pct"
 
 func readTSV(path string) ([][]string, error) {
 	f, err := os.Open(path)
@@ -67,6 +68,7 @@ func median(xs []float64) float64 {
 type point struct {
 	clients                       int
 	qps, lost, lat, cpuQ, cpuUtil float64
+	genUtil                       float64
 	ok, bad                       int
 }
 
@@ -117,6 +119,7 @@ func runReport(args []string) error {
 	errPath := fs.String("errors", "", "errors.log (optional)")
 	metaPath := fs.String("meta", "", "meta.txt: lines copied under the title (optional)")
 	out := fs.String("out", "", "output directory")
+	order := fs.String("order", "", "workload order for tables and chart (space-separated; default: as in raw.tsv)")
 	fs.Parse(args)
 
 	rows, err := readTSV(*rawPath)
@@ -128,7 +131,12 @@ func runReport(args []string) error {
 		if len(f) < 15 {
 			continue
 		}
+		genPct := -1.0
+		if len(f) > 15 && f[15] != "" {
+			genPct = atof(f[15])
+		}
 		runs = append(runs, run{
+			genPct:   genPct,
 			workload: f[0], gen: f[1], server: f[2],
 			clients: int(atof(f[3])), rep: int(atof(f[4])),
 			cpuUs: atof(f[5]), wallUs: atof(f[6]), status: f[7],
@@ -151,6 +159,21 @@ func runReport(args []string) error {
 			gens = append(gens, r.gen)
 		}
 		serversSeen[r.server] = true
+	}
+	if *order != "" {
+		var ordered []string
+		for _, wl := range strings.Fields(*order) {
+			if seenW[wl] {
+				ordered = append(ordered, wl)
+				delete(seenW, wl)
+			}
+		}
+		for _, wl := range workloads {
+			if seenW[wl] {
+				ordered = append(ordered, wl)
+			}
+		}
+		workloads = ordered
 	}
 	var servers []string
 	for s := range serversSeen {
@@ -176,7 +199,7 @@ func runReport(args []string) error {
 	}
 	points := map[key][]point{}
 	for k, rs := range groups {
-		var qps, lost, lat, cpuQ, util []float64
+		var qps, lost, lat, cpuQ, util, gutil []float64
 		p := point{clients: k.clients}
 		for _, r := range rs {
 			if r.status != "ok" {
@@ -193,8 +216,12 @@ func runReport(args []string) error {
 			if r.wallUs > 0 {
 				util = append(util, 100*r.cpuUs/r.wallUs)
 			}
+			if r.genPct >= 0 {
+				gutil = append(gutil, r.genPct)
+			}
 		}
 		p.qps, p.lost, p.lat, p.cpuQ, p.cpuUtil = median(qps), median(lost), median(lat), median(cpuQ), median(util)
+		p.genUtil = median(gutil)
 		points[k.key] = append(points[k.key], p)
 	}
 	for k := range points {
@@ -252,14 +279,15 @@ func runReport(args []string) error {
 		}
 	}
 	if nErr > 0 || len(checkErrs) > 0 {
-		w("**ERRORS: %d of %d runs failed their response-code check and %d other problems were logged; see \"Errors\" below. Those runs are not results.**\n\n", nErr, len(runs), len(checkErrs))
+		w("**ERRORS: %d of %d runs failed (wrong response codes, or not run because a sample of answers failed the check) and %d problems were logged; see \"Errors\" below. Those runs are not results.**\n\n", nErr, len(runs), len(checkErrs))
 	}
 
 	for _, g := range gens {
 		w("## Peak per workload and server (generator: %s)\n\n", g)
-		w("Median over repeats at the client count (c) that gave the highest median QPS.\n\n")
-		w("| workload | server | c | QPS | lost %% | mean latency ms | server CPU µs/query | server CPU %% | ok runs | error runs |\n")
-		w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		w("Median over repeats at the client count (c) that gave the highest median QPS. ")
+		w("Server CPU %% near 100 means the server was the bottleneck; generator CPU %% well below 100 means the generator was starved by other load.\n\n")
+		w("| workload | server | c | QPS | lost %% | mean latency ms | server CPU µs/query | server CPU %% | generator CPU %% | ok runs | error runs |\n")
+		w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, wl := range workloads {
 			for _, s := range servers {
 				k := key{wl, g, s}
@@ -273,11 +301,11 @@ func runReport(args []string) error {
 				}
 				p, found := peak(k)
 				if !found {
-					w("| %s | %s | – | **ERROR** | | | | | 0 | %d |\n", wl, s, bad)
+					w("| %s | %s | – | **ERROR** | | | | | | 0 | %d |\n", wl, s, bad)
 					continue
 				}
-				w("| %s | %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", wl, s, p.clients, fmtQPS(p.qps),
-					fmtNum(p.lost, 2), fmtNum(p.lat, 3), fmtNum(p.cpuQ, 2), fmtNum(p.cpuUtil, 0), ok, bad)
+				w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d | %d |\n", wl, s, p.clients, fmtQPS(p.qps),
+					fmtNum(p.lost, 2), fmtNum(p.lat, 3), fmtNum(p.cpuQ, 2), fmtNum(p.cpuUtil, 0), fmtNum(p.genUtil, 0), ok, bad)
 			}
 		}
 		w("\n")
