@@ -137,7 +137,10 @@ func freePortOn(host string) (int, error) {
 // launch starts a server with args built for a fresh port, waits until it
 // answers an SOA query for probeZone over UDP and TCP, and registers its
 // shutdown. A start that fails (port taken meanwhile, say) is retried.
-func launch(t testing.TB, name, probeZone string, build func(port int) (*exec.Cmd, error)) *server {
+//
+// fatal lists log phrases that mean the server will never become ready
+// (a zone that failed to load): seeing one fails at once, without retry.
+func launch(t testing.TB, name, probeZone string, fatal []string, build func(port int) (*exec.Cmd, error)) *server {
 	t.Helper()
 	var lastErr error
 	for attempt := range 3 {
@@ -171,8 +174,11 @@ func launch(t testing.TB, name, probeZone string, build func(port int) (*exec.Cm
 				<-s.done
 			}
 		}
-		if err := waitReady(s, probeZone, 15*time.Second); err != nil {
+		if err := waitReady(s, probeZone, fatal, 15*time.Second); err != nil {
 			stop()
+			if errors.Is(err, errFatalLog) {
+				t.Fatalf("%s: %v\n--- %s log ---\n%s", name, err, name, s.log.String())
+			}
 			lastErr = fmt.Errorf("%s (attempt %d): %w\n--- %s log ---\n%s", name, attempt+1, err, name, s.log.String())
 			continue
 		}
@@ -188,9 +194,13 @@ func launch(t testing.TB, name, probeZone string, build func(port int) (*exec.Cm
 	return nil
 }
 
+// errFatalLog marks a server log line that rules out readiness.
+var errFatalLog = errors.New("fatal message in log")
+
 // waitReady polls s with an SOA query for zone over UDP and TCP until both
-// answer authoritatively, the process exits, or the timeout passes.
-func waitReady(s *server, zone string, timeout time.Duration) error {
+// answer authoritatively, the process exits, a fatal phrase appears in its
+// log, or the timeout passes.
+func waitReady(s *server, zone string, fatal []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
@@ -198,6 +208,11 @@ func waitReady(s *server, zone string, timeout time.Duration) error {
 		case <-s.done:
 			return fmt.Errorf("exited before answering: %v", s.err)
 		default:
+		}
+		for _, f := range fatal {
+			if strings.Contains(s.log.String(), f) {
+				return fmt.Errorf("%w: %q", errFatalLog, f)
+			}
 		}
 		ok := true
 		for _, network := range []string{"udp", "tcp"} {
@@ -264,7 +279,7 @@ func startKnot(t testing.TB, zones []*Zone) *server {
 	if err := os.MkdirAll(filepath.Join(dir, "db"), 0o755); err != nil {
 		t.Fatalf("knot storage dir: %v", err)
 	}
-	return launch(t, "knot", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+	return launch(t, "knot", zones[0].Origin, []string{"failed to load zone", "zone event 'load' failed"}, func(port int) (*exec.Cmd, error) {
 		var b strings.Builder
 		fmt.Fprintf(&b, `server:
     rundir: %q
@@ -309,7 +324,7 @@ func startNSD(t testing.TB, zones []*Zone) *server {
 	nsd := needTool(t, "nsd")
 	dir := t.TempDir()
 	pz := flatZones(t, zones, dir)
-	return launch(t, "nsd", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+	return launch(t, "nsd", zones[0].Origin, []string{"errors\n", "syntax error"}, func(port int) (*exec.Cmd, error) {
 		var b strings.Builder
 		fmt.Fprintf(&b, `server:
     ip-address: 127.0.0.1@%d
@@ -359,7 +374,7 @@ func startTernExtra(t testing.TB, zones []*Zone, extra ...string) *server {
 	if bin == "" {
 		t.Fatalf("%s is not set; TestMain should have built tern", ternBinaryEnv)
 	}
-	return launch(t, "tern", zones[0].Origin, func(port int) (*exec.Cmd, error) {
+	return launch(t, "tern", zones[0].Origin, nil, func(port int) (*exec.Cmd, error) {
 		args := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
 		for _, z := range zones {
 			args = append(args, "--zone", z.Origin+"="+z.File)

@@ -86,6 +86,15 @@ func expandGenerateTTL(path string) (string, error) {
 func (z *Zone) WriteFlat(dir string) (string, error) {
 	var b strings.Builder
 	for _, rr := range z.Records {
+		if u, ok := rr.(*dns.RFC3597); ok {
+			// miekg/dns renders the class of an unknown-type record as
+			// CLASS1, which Knot rejects; write the RFC 3597 section 5
+			// generic form with the mnemonic class instead.
+			h := u.Header()
+			fmt.Fprintf(&b, "%s\t%d\t%s\tTYPE%d\t\\# %d %s\n", h.Name, h.Ttl,
+				dns.Class(h.Class), h.Rrtype, len(u.Rdata)/2, u.Rdata)
+			continue
+		}
 		b.WriteString(rr.String())
 		b.WriteByte('\n')
 	}
