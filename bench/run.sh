@@ -314,6 +314,14 @@ supports() {
 # --- main -------------------------------------------------------------------
 printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct" >"$RAW"
 printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
+est=0
+for w in $WORKLOADS; do
+	for s in $SERVERS; do
+		[[ $s == echo && ${W_FLAGS[$w]} == *tcp* ]] || est=$((est + 1))
+	done
+done
+est=$((est * $(wc -w <<<"$CLIENTS") * $(wc -w <<<"$GENS") * REPS))
+log "about $est load runs of ${DURATION} s: roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
 for phase in main big; do
 	ws=()
 	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
