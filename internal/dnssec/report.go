@@ -114,9 +114,23 @@ func fmtTime(t, now time.Time) string {
 		return "-"
 	}
 	d := t.Sub(now).Round(time.Second)
-	rel := "in " + d.String()
+	rel := "in " + fmtDur(d)
 	if d < 0 {
-		rel = (-d).String() + " ago"
+		rel = fmtDur(-d) + " ago"
 	}
 	return t.UTC().Format("2006-01-02T15:04Z") + " (" + rel + ")"
+}
+
+// fmtDur prints long durations in days and hours, which reads better for
+// key lifetimes than Go's hours-only form.
+func fmtDur(d time.Duration) string {
+	if d < 48*time.Hour {
+		return d.String()
+	}
+	days := d / (24 * time.Hour)
+	h := (d - days*24*time.Hour).Round(time.Hour) / time.Hour
+	if h == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%dh", days, h)
 }

@@ -785,7 +785,7 @@ func runTasks(ctx context.Context, tasks []task, origin string, incep, expir, ke
 }
 
 // reusable returns an existing signature of an unchanged RRset by the same
-// key that is already valid and stays valid until keepUntil, or nil.
+// key that is already valid and stays valid beyond keepUntil, or nil.
 func reusable(t *task, origin string, keepUntil, now time.Time) dns.RR {
 	p := t.set.prev
 	if p == nil || len(p.sigs) == 0 || !sameRRset(p.rrs, t.set.rrs) {
@@ -799,7 +799,7 @@ func reusable(t *task, origin string, keepUntil, now time.Time) dns.RR {
 		}
 		// RFC 4034 §3.1.5: serial-number arithmetic on the 32-bit times;
 		// converting through int64 is right until 2106.
-		if int64(s.Inception) > now.Unix() || int64(s.Expiration) < keepUntil.Unix() {
+		if int64(s.Inception) > now.Unix() || int64(s.Expiration) <= keepUntil.Unix() {
 			continue
 		}
 		return s
