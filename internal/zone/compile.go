@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -13,23 +15,140 @@ import (
 // maxErrors bounds how many problems one compile reports.
 const maxErrors = 100
 
-// Load parses and compiles a zone file.
+// Load parses and compiles a zone file. Records are compiled as they are
+// parsed, so a large zone never exists twice in memory.
 func Load(path, origin string) (*Zone, error) {
-	recs, err := ParseFile(path, origin)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: %w", dns.Fqdn(origin), err)
+	}
+	defer f.Close()
+	hint := 0
+	if st, err := f.Stat(); err == nil {
+		// About one name per 40 bytes of zone file: presizing the name
+		// map saves rehashing it over and over as it grows.
+		hint = int(min(st.Size()/40, 1<<24))
+	}
+	return read(f, path, origin, hint)
+}
+
+// Read parses and compiles zone data from r; name is used in messages
+// and to resolve relative $INCLUDE paths.
+func Read(r io.Reader, name, origin string) (*Zone, error) {
+	return read(r, name, origin, 0)
+}
+
+func read(r io.Reader, name, origin string, hint int) (*Zone, error) {
+	c, err := newCompiler(origin, hint)
 	if err != nil {
 		return nil, err
 	}
-	return Compile(origin, recs)
+	// Parsing (miekg/dns) and compiling each take about half the time of
+	// a load: run them on two cores, handing records over in batches.
+	type batch []Record
+	const batchSize = 1024
+	full := make(chan batch, 8)
+	free := make(chan batch, 8)
+	perr := make(chan error, 1)
+	go func() {
+		b := make(batch, 0, batchSize)
+		err := ParseFunc(r, name, origin, func(rr dns.RR, file string, line int) {
+			b = append(b, Record{RR: rr, File: file, Line: line})
+			if len(b) == batchSize {
+				full <- b
+				select {
+				case b = <-free:
+					b = b[:0]
+				default:
+					b = make(batch, 0, batchSize)
+				}
+			}
+		})
+		if len(b) > 0 {
+			full <- b
+		}
+		close(full)
+		perr <- err
+	}()
+	for b := range full {
+		for i := range b {
+			c.add(b[i].RR, b[i].File, b[i].Line)
+			b[i] = Record{}
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	if err := <-perr; err != nil {
+		return nil, err
+	}
+	return c.finish()
 }
 
 // Compile checks records and builds the zone's lookup structure. It
 // reports every problem found (up to a bound), each as "file:line: what".
 func Compile(origin string, recs []Record) (*Zone, error) {
+	c, err := newCompiler(origin, len(recs))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		c.add(r.RR, r.File, r.Line)
+	}
+	return c.finish()
+}
+
+// pos is where a record came from: an index into compiler.files and a line.
+type pos struct {
+	file uint16
+	line uint32
+}
+
+type compiler struct {
+	z      *Zone
+	origin string
+	nodes  map[string]*Node
+	list   []*Node // every node of nodes, for iterating without the map
+	nsec3  []*Node
+	n3map  map[string]*Node
+	files  []string
+	soa    []pos
+	errs   []posError
+	buf    []byte
+	owner  [256]byte
+	// seen indexes the RDATA of large RRsets for duplicate detection.
+	seen map[setID]map[string]bool
+	// names is an arena for owner names: one allocation per 64 KiB of
+	// names instead of one per name, and nothing for the GC to scan.
+	names []byte
+}
+
+// setID names an RRset under construction (pointers into a node's slice
+// move as it grows).
+type setID struct {
+	n      *Node
+	t, cov uint16
+}
+
+// posError is an error with its position, for sorting.
+type posError struct {
+	p   pos
+	err error
+}
+
+func newCompiler(origin string, sizeHint int) (*compiler, error) {
 	origin = dns.CanonicalName(dns.Fqdn(origin))
+	if _, ok := dns.IsDomainName(origin); !ok {
+		return nil, fmt.Errorf("zone %s: invalid origin", origin)
+	}
 	c := &compiler{
-		z:     &Zone{},
-		nodes: make(map[string]*Node, len(recs)/2+1),
-		sets:  make(map[setKey]*pending),
+		z:      &Zone{},
+		origin: origin,
+		nodes:  make(map[string]*Node, sizeHint),
+		list:   make([]*Node, 0, sizeHint),
+		buf:    make([]byte, 65535+512),
+		seen:   make(map[setID]map[string]bool),
 	}
 	wire, err := nameWire(origin)
 	if err != nil {
@@ -37,64 +156,47 @@ func Compile(origin string, recs []Record) (*Zone, error) {
 	}
 	c.z.Origin = wire
 	c.z.Labels = dns.CountLabel(origin) + 1
-	c.origin = origin
-	for i := range recs {
-		c.add(&recs[i])
+	c.z.Apex = c.node(wire)
+	return c, nil
+}
+
+func (c *compiler) fileIndex(name string) uint16 {
+	for i := len(c.files) - 1; i >= 0; i-- {
+		if c.files[i] == name {
+			return uint16(i)
+		}
 	}
-	c.finish()
-	if len(c.errs) > 0 {
-		return nil, errors.Join(c.errs...)
+	c.files = append(c.files, name)
+	return uint16(len(c.files) - 1)
+}
+
+func (c *compiler) position(p pos) string {
+	if int(p.file) < len(c.files) {
+		return fmt.Sprintf("%s:%d", c.files[p.file], p.line)
 	}
-	return c.z, nil
+	return fmt.Sprintf("line %d", p.line)
 }
 
-// setKey names an RRset being collected: RRSIGs are collected per covered
-// type, beside the RRset they cover.
-type setKey struct {
-	owner string // the node's canonical wire name
-	typ   uint16 // the type, or for signatures the covered type
-	sig   bool
-}
-
-// pending is an RRset being collected.
-type pending struct {
-	node    *Node
-	typ     uint16
-	first   *Record
-	wire    []byte
-	count   int
-	ttl     uint32
-	sig     bool // an RRSIG set; covered is the type it covers
-	covered uint16
-	seen    map[string]bool // rdata already added, once the set is large
-}
-
-type compiler struct {
-	nsec3    []*Node
-	nsec3map map[string]*Node
-	z        *Zone
-	origin   string
-	nodes    map[string]*Node
-	sets     map[setKey]*pending
-	order    []*pending
-	soa      []*Record
-	errs     []error
-	buf      []byte
-}
-
-func (c *compiler) errorf(r *Record, format string, args ...any) {
-	if len(c.errs) == maxErrors {
-		c.errs = append(c.errs, fmt.Errorf("zone %s: too many errors", c.origin))
-	}
+func (c *compiler) errorf(p *pos, format string, args ...any) {
 	if len(c.errs) > maxErrors {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	if r != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: %s", r.Position(), msg))
+	if p != nil {
+		c.errs = append(c.errs, posError{*p, fmt.Errorf("%s: %s", c.position(*p), msg)})
 	} else {
-		c.errs = append(c.errs, fmt.Errorf("zone %s: %s", c.origin, msg))
+		c.errs = append(c.errs, posError{pos{}, fmt.Errorf("zone %s: %s", c.origin, msg)})
 	}
+}
+
+// intern copies a wire name into the name arena.
+func (c *compiler) intern(wire []byte) []byte {
+	if len(c.names)+len(wire) > cap(c.names) {
+		c.names = make([]byte, 0, 64<<10)
+	}
+	start := len(c.names)
+	c.names = append(c.names, wire...)
+	return c.names[start:len(c.names):len(c.names)]
 }
 
 // node returns the node for a canonical wire name, creating it and its
@@ -103,242 +205,288 @@ func (c *compiler) node(wire []byte) *Node {
 	if n, ok := c.nodes[bytesString(wire)]; ok {
 		return n
 	}
-	n := &Node{Name: wire}
-	c.nodes[bytesString(wire)] = n
-	if len(wire) > len(c.z.Origin) {
-		n.Parent = c.node(wire[int(wire[0])+1:])
-		if wire[0] == 1 && wire[1] == '*' {
+	name := c.intern(wire)
+	n := &Node{Name: name}
+	c.nodes[bytesString(name)] = n
+	c.list = append(c.list, n)
+	if c.z.Origin != nil && len(name) > len(c.z.Origin) {
+		n.Parent = c.node(name[int(name[0])+1:])
+		if name[0] == 1 && name[1] == '*' {
 			n.Flags |= Wildcard
 		}
 	} else {
 		n.Flags |= Apex
-		c.z.Apex = n
 	}
 	return n
 }
 
-// nsec3Node returns the node of an NSEC3 owner, kept out of the name tree.
+// nsec3Node returns the node of an NSEC3 owner, kept out of the name tree
+// (RFC 5155 §7.2.8: NSEC3 owners are not part of the name space).
 func (c *compiler) nsec3Node(wire []byte) *Node {
-	if n, ok := c.nsec3map[bytesString(wire)]; ok {
+	if n, ok := c.n3map[bytesString(wire)]; ok {
 		return n
 	}
-	if c.nsec3map == nil {
-		c.nsec3map = make(map[string]*Node)
+	if c.n3map == nil {
+		c.n3map = make(map[string]*Node)
 	}
-	n := &Node{Name: wire}
-	c.nsec3map[bytesString(wire)] = n
+	n := &Node{Name: c.intern(wire)}
+	c.n3map[bytesString(n.Name)] = n
 	c.nsec3 = append(c.nsec3, n)
 	return n
 }
 
-func (c *compiler) add(r *Record) {
-	h := r.RR.Header()
-	owner := dns.CanonicalName(h.Name)
-	if !dns.IsSubDomain(c.origin, owner) {
-		c.errorf(r, "%s is outside the zone %s", h.Name, c.origin)
-		return
-	}
+// add compiles one record.
+func (c *compiler) add(rr dns.RR, file string, line int) {
+	p := pos{c.fileIndex(file), uint32(line)}
+	h := rr.Header()
 	if h.Class != dns.ClassINET {
-		c.errorf(r, "class %s is not IN", dns.ClassToString[h.Class])
+		c.errorf(&p, "class %s is not IN", dns.ClassToString[h.Class])
 		return
 	}
 	switch h.Rrtype {
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeANY:
-		c.errorf(r, "type %s cannot be zone data", dns.TypeToString[h.Rrtype])
+		c.errorf(&p, "type %s cannot be zone data", dns.TypeToString[h.Rrtype])
 		return
 	}
-	wire, err := nameWire(owner)
+	n, err := dns.PackDomainName(h.Name, c.owner[:], 0, nil, false)
 	if err != nil {
-		c.errorf(r, "owner %s: %v", h.Name, err)
+		c.errorf(&p, "owner %s: %v", h.Name, err)
 		return
 	}
-	var n *Node
-	if sig, ok := r.RR.(*dns.RRSIG); h.Rrtype == dns.TypeNSEC3 || ok && sig.TypeCovered == dns.TypeNSEC3 {
-		// RFC 5155 §7.2.8: NSEC3 owners are not part of the name space.
-		n = c.nsec3Node(wire)
+	wire := c.owner[:n]
+	lowerInPlace(wire)
+	if !inZone(wire, c.z.Origin) {
+		c.errorf(&p, "%s is outside the zone %s", h.Name, c.origin)
+		return
+	}
+	covered := uint16(0)
+	if sig, ok := rr.(*dns.RRSIG); ok {
+		covered = sig.TypeCovered
+	}
+	var node *Node
+	if h.Rrtype == dns.TypeNSEC3 || covered == dns.TypeNSEC3 {
+		node = c.nsec3Node(wire)
 	} else {
-		n = c.node(wire)
+		node = c.node(wire)
 	}
-	key := setKey{owner: bytesString(n.Name), typ: h.Rrtype}
-	if sig, ok := r.RR.(*dns.RRSIG); ok {
-		// RRSIGs are kept beside the RRset they cover (RFC 4035 §3.1.1
-		// sends them together).
-		key.typ, key.sig = sig.TypeCovered, true
-	}
-	p := c.sets[key]
-	if p == nil {
-		p = &pending{node: n, typ: h.Rrtype, first: r, ttl: h.Ttl, sig: key.sig, covered: key.typ}
-		c.sets[key] = p
-		c.order = append(c.order, p)
-	}
-	tail, err := c.tail(r.RR)
+	tail, err := c.tail(rr)
 	if err != nil {
-		c.errorf(r, "cannot encode %s record: %v", dns.TypeToString[h.Rrtype], err)
+		c.errorf(&p, "cannot encode %s record: %v", dns.TypeToString[h.Rrtype], err)
 		return
 	}
-	// RFC 2181 §5: identical records are one record.
-	if p.has(tail) {
+	set := node.set(h.Rrtype, covered)
+	if set == nil {
+		node.RRsets = append(node.RRsets, RRset{Type: h.Rrtype, covered: covered, TTL: h.Ttl, file: p.file, line: p.line})
+		set = &node.RRsets[len(node.RRsets)-1]
+	} else if c.duplicate(setID{node, h.Rrtype, covered}, set, tail) {
+		// RFC 2181 §5: identical records are one record.
 		return
 	}
 	if h.Rrtype == dns.TypeSOA {
-		c.soa = append(c.soa, r)
+		c.soa = append(c.soa, p)
+		if len(c.soa) == 1 {
+			s := rr.(*dns.SOA)
+			c.z.Serial = s.Serial
+			c.z.NegTTL = min(s.Hdr.Ttl, s.Minttl)
+		}
 	}
-	p.wire = append(p.wire, tail...)
-	p.count++
+	set.Wire = append(set.Wire, tail...)
+	set.Count++
 	c.z.Records++
 }
 
-// tail encodes rr without its owner: TYPE, CLASS, TTL, RDLENGTH, RDATA,
-// names in RDATA uncompressed.
-func (c *compiler) tail(rr dns.RR) ([]byte, error) {
-	if cap(c.buf) < 65535+300 {
-		c.buf = make([]byte, 65535+300)
+// set finds the RRset of a type (for RRSIGs: of a covered type) being built.
+func (n *Node) set(t, covered uint16) *RRset {
+	for i := range n.RRsets {
+		if s := &n.RRsets[i]; s.Type == t && s.covered == covered {
+			return s
+		}
 	}
-	buf := c.buf[:cap(c.buf)]
-	n, err := dns.PackRR(rr, buf, 0, nil, false)
-	if err != nil {
-		return nil, err
-	}
-	_, ownerLen, err := dns.UnpackDomainName(buf[:n], 0)
-	if err != nil {
-		return nil, err
-	}
-	return buf[ownerLen:n], nil
+	return nil
 }
 
-// has reports whether the set already holds a record with tail's RDATA,
-// and remembers tail's RDATA. Small sets are scanned; large ones indexed.
-func (p *pending) has(tail []byte) bool {
+// duplicate reports whether set already holds a record with tail's RDATA.
+// Small sets are scanned; large ones get an index.
+func (c *compiler) duplicate(id setID, set *RRset, tail []byte) bool {
 	rd := tail[10:]
-	if p.seen != nil {
-		if p.seen[string(rd)] {
+	if idx := c.seen[id]; idx != nil {
+		if idx[string(rd)] {
 			return true
 		}
-		p.seen[string(rd)] = true
+		idx[string(rd)] = true
 		return false
 	}
 	found := false
-	w := p.wire
-	for len(w) >= 10 {
-		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
-		if string(w[10:n]) == string(rd) {
+	set.Each(func(t []byte) {
+		if string(t[10:]) == string(rd) {
 			found = true
 		}
-		w = w[n:]
-	}
-	if !found && p.count >= 16 {
-		p.seen = make(map[string]bool, 2*p.count)
-		w := p.wire
-		for len(w) >= 10 {
-			n := 10 + int(binary.BigEndian.Uint16(w[8:]))
-			p.seen[string(w[10:n])] = true
-			w = w[n:]
-		}
-		p.seen[string(rd)] = true
+	})
+	if !found && set.Count >= 16 {
+		idx := make(map[string]bool, 2*set.Count)
+		set.Each(func(t []byte) { idx[string(t[10:])] = true })
+		idx[string(rd)] = true
+		c.seen[id] = idx
 	}
 	return found
 }
 
-func (c *compiler) finish() {
+// tail encodes rr without its owner: TYPE, CLASS, TTL, RDLENGTH, RDATA,
+// names in RDATA uncompressed. The result aliases c.buf.
+func (c *compiler) tail(rr dns.RR) ([]byte, error) {
+	n, err := dns.PackRR(rr, c.buf, 0, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	ownerLen := wireNameLen(c.buf[:n])
+	if ownerLen+10 > n {
+		return nil, errors.New("short record")
+	}
+	return c.buf[ownerLen:n], nil
+}
+
+// finish runs the adjust pass: RRSIGs beside what they cover, per-node
+// flags and checks, additional-section links, DNSSEC chains.
+func (c *compiler) finish() (*Zone, error) {
 	z := c.z
 	// RFC 1035 §5.2: exactly one SOA, at the apex.
 	switch {
 	case len(c.soa) == 0:
 		c.errorf(nil, "no SOA record at the apex")
 	case len(c.soa) > 1:
-		for _, r := range c.soa[1:] {
-			c.errorf(r, "second SOA record (first at %s)", c.soa[0].Position())
+		for i := range c.soa[1:] {
+			c.errorf(&c.soa[i+1], "second SOA record (first at %s)", c.position(c.soa[0]))
 		}
 	}
-	for _, r := range c.soa {
-		if dns.CanonicalName(r.RR.Header().Name) != c.origin {
-			c.errorf(r, "SOA record at %s, not at the apex %s", r.RR.Header().Name, c.origin)
-		}
+	for _, n := range c.nsec3 {
+		c.attachSigs(n)
 	}
-	if z.Apex == nil {
-		z.Apex = c.node(z.Origin)
-	}
-	// Materialize the RRsets on their nodes, RRSIGs beside what they cover.
-	for _, p := range c.order {
-		if p.sig {
-			continue
-		}
-		p.node.RRsets = append(p.node.RRsets, RRset{Type: p.typ, Count: p.count, TTL: p.ttl, Wire: p.wire})
-	}
-	for _, p := range c.order {
-		if !p.sig {
-			continue
-		}
-		s := &RRset{Type: dns.TypeRRSIG, Count: p.count, TTL: p.ttl, Wire: p.wire}
-		if set := p.node.Get(p.covered); set != nil {
-			set.Sigs = s
-		} else {
-			// A signature whose RRset is absent is kept as data so a
-			// query for RRSIG still finds it.
-			p.node.RRsets = append(p.node.RRsets, RRset{Type: dns.TypeRRSIG, Count: p.count, TTL: p.ttl, Wire: p.wire})
-		}
-	}
-	firstOf := func(n *Node, t uint16) *Record {
-		if p := c.sets[setKey{owner: bytesString(n.Name), typ: t}]; p != nil {
-			return p.first
-		}
-		return nil
-	}
-	nodes := make([]*Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		nodes = append(nodes, n)
-	}
-	// Parents before children, and a stable order for messages.
-	sort.Slice(nodes, func(i, j int) bool {
-		if len(nodes[i].Name) != len(nodes[j].Name) {
-			return len(nodes[i].Name) < len(nodes[j].Name)
-		}
-		return string(nodes[i].Name) < string(nodes[j].Name)
-	})
-	for _, n := range nodes {
-		sort.Slice(n.RRsets, func(i, j int) bool { return n.RRsets[i].Type < n.RRsets[j].Type })
-		n.CNAME, n.DNAME, n.NS = n.Get(dns.TypeCNAME), n.Get(dns.TypeDNAME), n.Get(dns.TypeNS)
-		if len(n.RRsets) == 0 {
-			n.Flags |= NonTerminal
-		}
-		if n.NS != nil && n.Flags&Apex == 0 {
-			n.Flags |= Delegation
-		}
-		if p := n.Parent; p != nil {
-			if p.Cut != nil {
-				n.Cut = p.Cut
-			} else if p.Flags&Delegation != 0 || p.DNAME != nil {
-				n.Cut = p
-			}
-			if n.Flags&Wildcard != 0 {
-				p.WildcardChild = n
-			}
-		}
-		c.checkNode(n, firstOf)
+	for _, n := range c.list {
+		c.adjust(n)
 	}
 	if z.Apex.NS == nil {
 		c.errorf(nil, "no NS records at the apex")
 	}
-	if soa := z.Apex.Get(dns.TypeSOA); soa != nil && len(c.soa) > 0 {
+	if soa := z.Apex.Get(dns.TypeSOA); soa != nil {
 		z.SOA = soa
-		s := c.soa[0].RR.(*dns.SOA)
-		z.Serial = s.Serial
-		z.NegTTL = min(s.Hdr.Ttl, s.Minttl)
-		z.NegSOA = append([]byte(nil), soa.Wire[:10+int(binary.BigEndian.Uint16(soa.Wire[8:]))]...)
+		end := 10 + int(binary.BigEndian.Uint16(soa.Wire[8:]))
+		z.NegSOA = append([]byte(nil), soa.Wire[:end]...)
 		binary.BigEndian.PutUint32(z.NegSOA[4:], z.NegTTL)
 	}
-	for _, n := range nodes {
+	for _, n := range c.list {
 		for i := range n.RRsets {
-			c.additional(n, &n.RRsets[i])
+			c.additional(&n.RRsets[i])
 		}
 	}
-	c.buildDNSSEC(nodes)
+	if len(c.errs) > 0 {
+		sort.SliceStable(c.errs, func(i, j int) bool {
+			a, b := c.errs[i].p, c.errs[j].p
+			if a.file != b.file {
+				return a.file < b.file
+			}
+			return a.line < b.line
+		})
+		errs := make([]error, 0, len(c.errs)+1)
+		for _, e := range c.errs {
+			errs = append(errs, e.err)
+		}
+		if len(c.errs) > maxErrors {
+			errs = append(errs[:maxErrors], fmt.Errorf("zone %s: too many errors", c.origin))
+		}
+		return nil, errors.Join(errs...)
+	}
+	c.buildDNSSEC()
 	z.nodes = c.nodes
 	z.Names = len(c.nodes)
+	return z, nil
 }
 
-// checkNode applies the per-name rules of RFC 1034 and RFC 2181.
-func (c *compiler) checkNode(n *Node, firstOf func(*Node, uint16) *Record) {
+// attachSigs moves each RRSIG set onto the RRset it covers. Signatures
+// whose RRset is absent stay as data, so a query for RRSIG finds them.
+func (c *compiler) attachSigs(n *Node) {
+	keep := n.RRsets[:0]
+	var sigs []RRset
+	for _, s := range n.RRsets {
+		if s.Type == dns.TypeRRSIG {
+			sigs = append(sigs, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	if sigs == nil {
+		sortSets(n.RRsets)
+		return
+	}
+	var orphans []RRset
+	for _, sig := range sigs {
+		if t := n.set(sig.covered, 0); t != nil {
+			s := sig
+			s.covered = 0
+			t.Sigs = &s
+		} else {
+			orphans = append(orphans, sig)
+		}
+	}
+	n.RRsets = keep
+	if len(orphans) > 0 {
+		merged := RRset{Type: dns.TypeRRSIG, TTL: orphans[0].TTL, file: orphans[0].file, line: orphans[0].line}
+		for _, o := range orphans {
+			merged.Wire = append(merged.Wire, o.Wire...)
+			merged.Count += o.Count
+		}
+		n.RRsets = append(n.RRsets, merged)
+	}
+	sortSets(n.RRsets)
+}
+
+// sortSets orders a node's RRsets by type (insertion sort: nodes have few).
+func sortSets(s []RRset) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].Type < s[j-1].Type; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// adjust computes a node's flags and checks its rules. Parents are
+// adjusted first, since a node's cut is its parent's.
+func (c *compiler) adjust(n *Node) {
+	if n.Flags&adjusted != 0 {
+		return
+	}
+	n.Flags |= adjusted
+	c.attachSigs(n)
+	n.CNAME, n.DNAME, n.NS = n.Get(dns.TypeCNAME), n.Get(dns.TypeDNAME), n.Get(dns.TypeNS)
+	if len(n.RRsets) == 0 {
+		n.Flags |= NonTerminal
+	}
+	if n.NS != nil && n.Flags&Apex == 0 {
+		n.Flags |= Delegation
+	}
+	if p := n.Parent; p != nil {
+		c.adjust(p)
+		if p.Cut != nil {
+			n.Cut = p.Cut
+		} else if p.Flags&Delegation != 0 || p.DNAME != nil {
+			n.Cut = p
+		}
+		if n.Flags&Wildcard != 0 {
+			p.WildcardChild = n
+		}
+	}
+	c.check(n)
+}
+
+// setPos returns the position of the first record of n's set of type t.
+func setPos(n *Node, t uint16) *pos {
+	if s := n.Get(t); s != nil {
+		return &pos{s.file, s.line}
+	}
+	return nil
+}
+
+// check applies the per-name rules of RFC 1034 and RFC 2181.
+func (c *compiler) check(n *Node) {
 	if n.CNAME != nil {
 		// RFC 1034 §3.6.2, RFC 2181 §10.1: a CNAME has no other data,
 		// except the DNSSEC records about it (RFC 4035 §2.5).
@@ -346,25 +494,28 @@ func (c *compiler) checkNode(n *Node, firstOf func(*Node, uint16) *Record) {
 			switch s.Type {
 			case dns.TypeCNAME, dns.TypeRRSIG, dns.TypeNSEC:
 			default:
-				c.errorf(firstOf(n, s.Type), "%s record beside a CNAME at %s (RFC 1034 §3.6.2)",
+				c.errorf(setPos(n, s.Type), "%s record beside a CNAME at %s (RFC 1034 §3.6.2)",
 					dns.TypeToString[s.Type], name(n))
 			}
 		}
 		if n.CNAME.Count > 1 {
-			c.errorf(firstOf(n, dns.TypeCNAME), "more than one CNAME record at %s (RFC 2181 §10.1)", name(n))
+			c.errorf(setPos(n, dns.TypeCNAME), "more than one CNAME record at %s (RFC 2181 §10.1)", name(n))
 		}
 		if n.Flags&Apex != 0 {
-			c.errorf(firstOf(n, dns.TypeCNAME), "CNAME record at the zone apex")
+			c.errorf(setPos(n, dns.TypeCNAME), "CNAME record at the zone apex")
 		}
 	}
+	if soa := n.Get(dns.TypeSOA); soa != nil && n.Flags&Apex == 0 {
+		c.errorf(setPos(n, dns.TypeSOA), "SOA record at %s, not at the apex %s", name(n), c.origin)
+	}
 	if n.DNAME != nil && n.DNAME.Count > 1 {
-		c.errorf(firstOf(n, dns.TypeDNAME), "more than one DNAME record at %s (RFC 6672 §2.4)", name(n))
+		c.errorf(setPos(n, dns.TypeDNAME), "more than one DNAME record at %s (RFC 6672 §2.4)", name(n))
 	}
 	if n.Cut != nil && n.Cut.Flags&Delegation != 0 {
 		// RFC 1034 §4.2.1: below a cut only glue (addresses) may appear.
 		for _, s := range n.RRsets {
 			if s.Type != dns.TypeA && s.Type != dns.TypeAAAA {
-				c.errorf(firstOf(n, s.Type), "%s record at %s below the delegation %s (only glue allowed)",
+				c.errorf(setPos(n, s.Type), "%s record at %s below the delegation %s (only glue allowed)",
 					dns.TypeToString[s.Type], name(n), name(n.Cut))
 			}
 		}
@@ -374,7 +525,7 @@ func (c *compiler) checkNode(n *Node, firstOf func(*Node, uint16) *Record) {
 			switch s.Type {
 			case dns.TypeNS, dns.TypeDS, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeA, dns.TypeAAAA:
 			default:
-				c.errorf(firstOf(n, s.Type), "%s record at the delegation %s (RFC 1034 §4.2.1: not authoritative)",
+				c.errorf(setPos(n, s.Type), "%s record at the delegation %s (RFC 1034 §4.2.1: not authoritative)",
 					dns.TypeToString[s.Type], name(n))
 			}
 		}
@@ -383,7 +534,7 @@ func (c *compiler) checkNode(n *Node, firstOf func(*Node, uint16) *Record) {
 
 // additional links an RRset to the in-zone nodes whose addresses go into
 // the additional section with it.
-func (c *compiler) additional(n *Node, s *RRset) {
+func (c *compiler) additional(s *RRset) {
 	var off int
 	switch s.Type {
 	case dns.TypeNS:
@@ -403,7 +554,10 @@ func (c *compiler) additional(n *Node, s *RRset) {
 		}
 		target := rd[off:]
 		target = target[:wireNameLen(target)]
-		t := c.nodes[bytesString(lowerWire(target))]
+		var low [256]byte
+		copy(low[:], target)
+		lowerInPlace(low[:len(target)])
+		t := c.nodes[bytesString(low[:len(target)])]
 		if t == nil || (t.Get(dns.TypeA) == nil && t.Get(dns.TypeAAAA) == nil) {
 			return
 		}
@@ -425,26 +579,34 @@ func wireNameLen(p []byte) int {
 	return n + 1
 }
 
-// lowerWire returns a lowercased copy of a wire name.
-func lowerWire(p []byte) []byte {
-	out := make([]byte, len(p))
+func lowerInPlace(p []byte) {
 	for i, b := range p {
 		if b >= 'A' && b <= 'Z' {
-			b += 'a' - 'A'
+			p[i] = b + 'a' - 'A'
 		}
-		out[i] = b
 	}
-	return out
+}
+
+// inZone reports whether the wire name is origin or below it.
+func inZone(name, origin []byte) bool {
+	if len(name) < len(origin) || string(name[len(name)-len(origin):]) != string(origin) {
+		return false
+	}
+	i := 0
+	for i < len(name)-len(origin) {
+		i += int(name[i]) + 1
+	}
+	return i == len(name)-len(origin)
 }
 
 // nameWire packs a presentation name (already lowercased) uncompressed.
 func nameWire(s string) ([]byte, error) {
-	buf := make([]byte, 256)
-	n, err := dns.PackDomainName(s, buf, 0, nil, false)
+	var buf [256]byte
+	n, err := dns.PackDomainName(s, buf[:], 0, nil, false)
 	if err != nil {
 		return nil, err
 	}
-	return buf[:n:n], nil
+	return append([]byte(nil), buf[:n]...), nil
 }
 
 func name(n *Node) string {

@@ -106,11 +106,14 @@ func (z *Zone) NSECCover(key []byte) *Node {
 }
 
 // buildDNSSEC indexes the NSEC and NSEC3 chains of a signed zone.
-func (c *compiler) buildDNSSEC(nodes []*Node) {
+func (c *compiler) buildDNSSEC() {
 	z := c.z
 	z.Signed = z.Apex.Get(dns.TypeDNSKEY) != nil
 	var key []byte
-	for _, n := range nodes {
+	if !z.Signed {
+		return
+	}
+	for _, n := range c.list {
 		if n.Get(dns.TypeNSEC) != nil {
 			z.nsec = append(z.nsec, n)
 		}
@@ -174,7 +177,7 @@ func (c *compiler) buildDNSSEC(nodes []*Node) {
 	}
 	z.NSEC3 = ch
 	buf := make([]byte, 255+255+sha1.Size)
-	for _, n := range nodes {
+	for _, n := range c.list {
 		if m, ok := ch.Find(ch.Hash(n.Name, buf)); ok {
 			n.NSEC3 = m
 		}

@@ -107,9 +107,19 @@ func ParseFile(path, origin string) ([]Record, error) {
 // Parse reads zone data from r; name is used for messages and to resolve
 // relative $INCLUDE paths.
 func Parse(r io.Reader, name, origin string) ([]Record, error) {
+	var recs []Record
+	err := ParseFunc(r, name, origin, func(rr dns.RR, file string, line int) {
+		recs = append(recs, Record{RR: rr, File: file, Line: line})
+	})
+	return recs, err
+}
+
+// ParseFunc is Parse calling fn with each record as it is read, so that
+// nothing holds the whole parsed zone.
+func ParseFunc(r io.Reader, name, origin string, fn func(rr dns.RR, file string, line int)) error {
 	origin = dns.CanonicalName(dns.Fqdn(origin))
 	if _, ok := dns.IsDomainName(origin); !ok {
-		return nil, fmt.Errorf("zone %s: invalid origin", origin)
+		return fmt.Errorf("zone %s: invalid origin", origin)
 	}
 	tr := &tracker{}
 	top := &lineReader{r: bufio.NewReader(r), name: name, line: 1, track: tr}
@@ -120,7 +130,6 @@ func Parse(r io.Reader, name, origin string) ([]Record, error) {
 	zp := dns.NewZoneParser(top, origin, abs)
 	zp.SetIncludeAllowed(true)
 	zp.SetIncludeFS(includeFS{track: tr})
-	var recs []Record
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 		cur := tr.cur
 		if cur == nil {
@@ -131,12 +140,12 @@ func Parse(r io.Reader, name, origin string) ([]Record, error) {
 		if cur == top {
 			file = name
 		}
-		recs = append(recs, Record{RR: rr, File: file, Line: line})
+		fn(rr, file, line)
 	}
 	if err := zp.Err(); err != nil {
-		return recs, positionError(err, abs, name)
+		return positionError(err, abs, name)
 	}
-	return recs, nil
+	return nil
 }
 
 // positionError rewrites miekg's "FILE: dns: WHAT: "TOKEN" at line: L:C" as

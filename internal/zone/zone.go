@@ -17,6 +17,11 @@ type RRset struct {
 	Type  uint16
 	Count int    // number of records
 	TTL   uint32 // TTL of the first record
+	// Where the set's first record came from, for load-time messages;
+	// covered is the covered type of an RRSIG set while compiling.
+	covered uint16
+	file    uint16
+	line    uint32
 	// Wire holds each record's TYPE, CLASS, TTL, RDLENGTH and RDATA in
 	// turn, names uncompressed: everything but the owner, which the
 	// writer supplies (usually as a compression pointer).
@@ -53,6 +58,8 @@ const (
 	// NonTerminal marks an empty non-terminal: a name with no records
 	// that exists because names below it do (RFC 4592 §2.2.2).
 	NonTerminal
+
+	adjusted // compile-time: the adjust pass has seen the node
 )
 
 // Node is one owner name of a zone.
