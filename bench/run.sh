@@ -19,6 +19,7 @@
 # Output: bench/out/results.md, bench/out/results.png, raw data beside them.
 #
 # Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
+# OUTSTANDING (generator -q),
 # SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
 # GENS ("dnsperf ternperf"), BIG (records in the big zone), BENCH_PORT_BASE,
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
@@ -54,7 +55,7 @@ PORT_BASE=${BENCH_PORT_BASE:-25300}
 ROOT_ZONE=${ROOT_ZONE:-$REPO/../shared/data/root.zone}
 SERVER_CPU=0
 GEN_CPU=1
-OUTSTANDING=100 # dnsperf -q: queries in flight
+OUTSTANDING=${OUTSTANDING:-100} # dnsperf -q: queries in flight
 
 # Workloads: name | zone set | query file | generator flags | expected rcode | check
 #   check: what `benchtool check` verifies on a sample before the load runs.

@@ -48,6 +48,11 @@ int main(int argc, char **argv)
 		perror("socket");
 		return 1;
 	}
+	/* Big socket buffers (as Tern uses): the floor should never drop a
+	 * query because a burst outran it. Capped by net.core.[rw]mem_max. */
+	int bufsz = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		perror("bind");
 		return 1;
