@@ -97,6 +97,10 @@ type rrsetKey struct {
 	owner string
 	class uint16
 	rtype uint16
+	// covered is the type an RRSIG covers: signatures over different
+	// RRsets are kept apart because each must carry the TTL of the RRset
+	// it covers (RFC 4034 section 3), which differ at one owner.
+	covered uint16
 }
 
 // rrsets groups rrs into RRsets and renders each as
@@ -112,7 +116,10 @@ func rrsets(rrs []dns.RR) []string {
 	var keys []rrsetKey
 	for _, rr := range rrs {
 		h := rr.Header()
-		k := rrsetKey{strings.ToLower(h.Name), h.Class, h.Rrtype}
+		k := rrsetKey{owner: strings.ToLower(h.Name), class: h.Class, rtype: h.Rrtype}
+		if sig, ok := rr.(*dns.RRSIG); ok {
+			k.covered = sig.TypeCovered
+		}
 		s, ok := sets[k]
 		if !ok {
 			s = &set{}
@@ -133,8 +140,12 @@ func rrsets(rrs []dns.RR) []string {
 		for i, v := range s.ttls {
 			ttl[i] = fmt.Sprint(v)
 		}
+		rtype := typeString(k.rtype)
+		if k.rtype == dns.TypeRRSIG {
+			rtype += "(" + typeString(k.covered) + ")"
+		}
 		out = append(out, fmt.Sprintf("%s %s %s %s %s", k.owner, strings.Join(ttl, ","),
-			dns.ClassToString[k.class], typeString(k.rtype), strings.Join(s.rdata, " | ")))
+			dns.ClassToString[k.class], rtype, strings.Join(s.rdata, " | ")))
 	}
 	slices.Sort(out)
 	return out

@@ -75,6 +75,18 @@ func TestNormalizeSeesDifferences(t *testing.T) {
 	}
 }
 
+// TestNormalizeRRSIGByCoveredType checks that signatures over different
+// types at one owner form separate sets, so each keeps its own TTL.
+func TestNormalizeRRSIGByCoveredType(t *testing.T) {
+	m := msg(t,
+		"example.test. 300 IN RRSIG NSEC 13 2 300 20360101000000 20260101000000 1 example.test. AAAA",
+		"example.test. 3600 IN RRSIG SOA 13 2 3600 20360101000000 20260101000000 1 example.test. AAAA")
+	got := Normalize(m).Answer
+	if len(got) != 2 || !strings.Contains(got[0], " 300 IN RRSIG(NSEC) ") || !strings.Contains(got[1], " 3600 IN RRSIG(SOA) ") {
+		t.Errorf("RRSIGs not split by covered type: %q", got)
+	}
+}
+
 // TestNormalizeEDNS checks that the advertised UDP size and options are
 // ignored but version and extended RCODE are not.
 func TestNormalizeEDNS(t *testing.T) {
