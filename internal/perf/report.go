@@ -48,6 +48,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Unexpected > 0 || r.Malformed > 0 || r.SendErrors > 0 {
 		fmt.Fprintf(&b, "  Unexpected responses: %d, malformed %d, send errors %d\n", r.Unexpected, r.Malformed, r.SendErrors)
 	}
+	if r.Reconnects > 0 {
+		fmt.Fprintf(&b, "  TCP reconnections:    %d\n", r.Reconnects)
+	}
 	b.WriteString("\n")
 	var parts []string
 	for rc, n := range r.Rcodes {
@@ -94,6 +97,7 @@ type Summary struct {
 	Unexpected  uint64             `json:"unexpected"`
 	Malformed   uint64             `json:"malformed"`
 	SendErrors  uint64             `json:"send_errors"`
+	Reconnects  uint64             `json:"tcp_reconnects"`
 	Rcodes      map[string]uint64  `json:"rcodes"`
 	AvgRequest  uint64             `json:"avg_request_bytes"`
 	AvgResponse uint64             `json:"avg_response_bytes"`
@@ -123,6 +127,7 @@ func (r *Result) Summary() Summary {
 		Unexpected:  r.Unexpected,
 		Malformed:   r.Malformed,
 		SendErrors:  r.SendErrors,
+		Reconnects:  r.Reconnects,
 		Rcodes:      map[string]uint64{},
 		AvgRequest:  avg(r.ReqBytes, r.Sent),
 		AvgResponse: avg(r.RespBytes, r.Completed),

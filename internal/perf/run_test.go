@@ -237,8 +237,10 @@ func TestRunCancel(t *testing.T) {
 }
 
 // startTCPResponder answers DNS over TCP on loopback like the UDP responder
-// (no drops: a TCP server either answers or closes).
-func startTCPResponder(t *testing.T) netip.AddrPort {
+// (no drops: a TCP server either answers or closes). With closeAfter > 0 it
+// closes each connection after that many answers, as servers with a
+// per-connection query limit do.
+func startTCPResponder(t *testing.T, closeAfter int) netip.AddrPort {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -254,7 +256,7 @@ func startTCPResponder(t *testing.T) netip.AddrPort {
 			wg.Go(func() {
 				defer c.Close()
 				buf := make([]byte, 65537)
-				for {
+				for answered := 0; closeAfter == 0 || answered < closeAfter; answered++ {
 					if _, err := io.ReadFull(c, buf[:2]); err != nil {
 						return
 					}
@@ -281,7 +283,7 @@ func startTCPResponder(t *testing.T) netip.AddrPort {
 }
 
 func TestRunTCP(t *testing.T) {
-	addr := startTCPResponder(t)
+	addr := startTCPResponder(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := Run(ctx, Config{Server: addr, Queries: testQueries()[:3], Runs: 100, TCP: true, Clients: 2, MaxOutstanding: 16, Timeout: time.Second})
@@ -293,5 +295,23 @@ func TestRunTCP(t *testing.T) {
 	}
 	if res.Rcodes[dns.RcodeNameError] != 100 {
 		t.Errorf("NXDOMAIN %d, want 100", res.Rcodes[3])
+	}
+}
+
+func TestRunTCPReconnects(t *testing.T) {
+	addr := startTCPResponder(t, 50)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Server: addr, Queries: testQueries()[:3], Runs: 100, TCP: true, Clients: 1, MaxOutstanding: 1, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// One query in flight at a time: the query sent just before the server
+	// closes is lost, every other one is answered.
+	if res.Sent != 300 || res.Completed+res.Lost != 300 {
+		t.Errorf("sent %d completed %d lost %d, want 300 = completed + lost", res.Sent, res.Completed, res.Lost)
+	}
+	if res.Reconnects < 5 || res.Lost > res.Reconnects {
+		t.Errorf("%d reconnections, %d lost: want at least 5 reconnections and no more losses", res.Reconnects, res.Lost)
 	}
 }

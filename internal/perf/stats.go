@@ -172,6 +172,7 @@ type Counters struct {
 	Malformed  uint64 // datagrams too short to be DNS
 	SendErrors uint64 // sends refused by the kernel (counted as not sent)
 	GSOSends   uint64 // UDP GSO super-datagrams of more than one query sent
+	Reconnects uint64 // TCP connections re-established after the server closed one
 	Rcodes     [16]uint64
 	ReqBytes   uint64
 	RespBytes  uint64
@@ -187,6 +188,7 @@ func (c *Counters) Merge(o *Counters) {
 	c.Malformed += o.Malformed
 	c.SendErrors += o.SendErrors
 	c.GSOSends += o.GSOSends
+	c.Reconnects += o.Reconnects
 	for i := range c.Rcodes {
 		c.Rcodes[i] += o.Rcodes[i]
 	}
