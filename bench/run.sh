@@ -141,10 +141,18 @@ need_apt() { # need_apt CMD PACKAGE...: install PACKAGEs if CMD is missing
 	local cmd=$1; shift
 	command -v "$cmd" >/dev/null && return 0
 	log "installing $* (for $cmd)"
+	# Keep the packages' own services from starting (a system named or
+	# pdns_server would listen on port 53, and pdns would poll for security
+	# updates over the network): policy-rc.d exit 101 = "do not start".
+	local policy=/usr/sbin/policy-rc.d made=0
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made=1
+	fi
 	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >"$OUT/apt.log" 2>&1; then
 		apt-get update -q >>"$OUT/apt.log" 2>&1 || true
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1 || true
 	fi
+	if ((made)); then rm -f "$policy"; fi
 	command -v "$cmd" >/dev/null
 }
 
