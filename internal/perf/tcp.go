@@ -62,7 +62,7 @@ func (t *tcpClient) session() (done bool, err error) {
 	}
 	writerEnd := make(chan struct{})
 	quit := make(chan struct{}) // closed when the reader ends the session
-	var finished bool // the writer reached the end of the run
+	var finished bool           // the writer reached the end of the run
 	var werr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
