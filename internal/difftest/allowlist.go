@@ -179,13 +179,29 @@ func (a *Allowlist) Allowed(q Query, d Difference, want, got []string) *AllowEnt
 
 // allOwnedBy reports whether every rendered RRset is owned by name.
 func allOwnedBy(rrsets []string, name string) bool {
-	prefix := strings.ToLower(name) + " "
+	prefix := strings.ToLower(presentation(name)) + " "
 	for _, s := range rrsets {
 		if !strings.HasPrefix(s, prefix) {
 			return false
 		}
 	}
 	return true
+}
+
+// presentation returns name as miekg/dns renders names it unpacked, so
+// that equal names compare equal whatever escapes they were written with
+// (sp\032ace and sp\ ace are one label).
+func presentation(name string) string {
+	buf := make([]byte, 256)
+	n, err := dns.PackDomainName(dns.Fqdn(name), buf, 0, nil, false)
+	if err != nil {
+		return name
+	}
+	out, _, err := dns.UnpackDomainName(buf[:n], 0)
+	if err != nil {
+		return name
+	}
+	return out
 }
 
 // isSuperset reports whether every element of sub is in super.

@@ -192,6 +192,10 @@ func TestAllowlist(t *testing.T) {
 	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"www.example.test. 60 IN A 192.0.2.1"}) == nil {
 		t.Error("answer owned by the QNAME not allowed")
 	}
+	esc := Query{Name: `Sp\032Ace.example.test.`, Type: dns.TypeANY}
+	if a.Allowed(esc, Difference{Field: "answer"}, nil, []string{`sp\ ace.example.test. 60 IN A 192.0.2.1`}) == nil {
+		t.Error("owner written with another escape not recognised as the QNAME")
+	}
 	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"other.example.test. 60 IN A 192.0.2.1"}) != nil {
 		t.Error("answer owned by another name allowed despite require: same-owner")
 	}
