@@ -59,13 +59,17 @@ func New(zones *zone.Set, opt Options) *Responder {
 	if zones == nil {
 		zones = zone.NewSet()
 	}
-	r.zones.Store(zones)
+	r.Publish(zones)
 	return r
 }
 
-// Publish swaps in a new set of zones. Queries in flight finish with the
-// set they started with; the next ones see the new one, whole.
-func (r *Responder) Publish(zones *zone.Set) { r.zones.Store(zones) }
+// Publish swaps in a new set of zones, after precomputing what their
+// answers can share. Queries in flight finish with the set they started
+// with; the next ones see the new one, whole.
+func (r *Responder) Publish(zones *zone.Set) {
+	r.prepare(zones)
+	r.zones.Store(zones)
+}
 
 // Zones returns the set being served.
 func (r *Responder) Zones() *zone.Set { return r.zones.Load() }
@@ -251,6 +255,15 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		case kindReferral:
 			if chain == 0 {
 				flags &^= wire.FlagAA
+				do := 0
+				if s.dnssec {
+					do = 1
+				}
+				// The precomputed referral was written after a question
+				// for the cut name: shift its pointers by the difference.
+				if blk := res.node.Referral[do]; blk != nil && s.copyBlock(blk, nameLen-len(res.node.Name)) {
+					return flags
+				}
 			}
 			return r.referral(s, z, res.node, flags)
 		case kindNXDomain:
