@@ -179,6 +179,10 @@ func rdataString(rr dns.RR) string {
 		v.SignerName = lc(v.SignerName)
 	case *dns.NSEC:
 		v.NextDomain = lc(v.NextDomain)
+	case *dns.RFC3597:
+		// Its String method renders the header differently (CLASS1),
+		// so the prefix below would not come off.
+		return fmt.Sprintf("\\# %d %s", len(v.Rdata)/2, v.Rdata)
 	}
 	return strings.TrimPrefix(rr.String(), rr.Header().String())
 }

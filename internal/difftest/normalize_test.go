@@ -87,6 +87,19 @@ func TestNormalizeRRSIGByCoveredType(t *testing.T) {
 	}
 }
 
+// TestNormalizeUnknownType checks the RFC 3597 rendering, whose owner
+// must not leak into the rdata (it would carry the QNAME's case).
+func TestNormalizeUnknownType(t *testing.T) {
+	a := msg(t, `unknown.example.test. 60 IN TYPE731 \# 4 0a000001`)
+	b := msg(t, `UNKNOWN.example.test. 60 IN TYPE731 \# 4 0a000001`)
+	if d := Compare(Normalize(a), Normalize(b)); len(d) != 0 {
+		t.Errorf("want no differences, got %v", d)
+	}
+	if got := Normalize(a).Answer[0]; got != `unknown.example.test. 60 IN TYPE731 \# 4 0a000001` {
+		t.Errorf("got %q", got)
+	}
+}
+
 // TestNormalizeEDNS checks that the advertised UDP size and options are
 // ignored but version and extended RCODE are not.
 func TestNormalizeEDNS(t *testing.T) {
