@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tern-dns/tern/internal/perf"
 )
 
@@ -180,9 +178,5 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // rewrites itself with \r) is not written into logs or pipes.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(interface{ Fd() uintptr })
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && perf.IsTerminal(f.Fd())
 }

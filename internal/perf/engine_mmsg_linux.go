@@ -34,6 +34,7 @@ type mmsgSock struct {
 	qidx   []int32  // query index per batch position
 	slen   []uint16 // query length per sent entry, in sbuf order
 	ctrl   []byte   // one UDP_SEGMENT control message per header
+	cspace int      // bytes per control message
 	groups []int32  // queries in each header
 
 	rhdr    []unix.Mmsghdr
@@ -73,9 +74,6 @@ func dialUDP(server netip.AddrPort, sockBuf int) (int, error) {
 	return fd, nil
 }
 
-// gsoCmsgSpace is the control buffer for one UDP_SEGMENT message.
-var gsoCmsgSpace = unix.CmsgSpace(2)
-
 // maxGSOSegments stays within every kernel's UDP_MAX_SEGMENTS (64 before
 // 6.x raised it).
 const maxGSOSegments = 64
@@ -100,7 +98,8 @@ func newMmsgSock(fd, window, batch, maxQuery, respSize int, c *Counters, timeout
 		s.keys = make([]uint32, batch)
 		s.qidx = make([]int32, batch)
 		s.slen = make([]uint16, batch)
-		s.ctrl = make([]byte, batch*gsoCmsgSpace)
+		s.cspace = unix.CmsgSpace(2)
+		s.ctrl = make([]byte, batch*s.cspace)
 		s.groups = make([]int32, batch)
 	}
 	for i := range batch {
@@ -228,14 +227,14 @@ func (s *mmsgSock) sendGSO(env *loopEnv, n int, cursor *int, now int64) (int, er
 		s.siov[nh].Base = &s.sbuf[start]
 		s.siov[nh].SetLen(off - start)
 		if j-i > 1 {
-			c := s.ctrl[nh*gsoCmsgSpace : (nh+1)*gsoCmsgSpace]
+			c := s.ctrl[nh*s.cspace : (nh+1)*s.cspace]
 			cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
 			cm.Level = unix.SOL_UDP
 			cm.Type = unix.UDP_SEGMENT
 			cm.SetLen(unix.CmsgLen(2))
 			*(*uint16)(unsafe.Pointer(&c[unix.CmsgLen(0)])) = uint16(l)
 			h.Hdr.Control = &c[0]
-			h.Hdr.SetControllen(gsoCmsgSpace)
+			h.Hdr.SetControllen(s.cspace)
 		} else {
 			h.Hdr.Control = nil
 			h.Hdr.SetControllen(0)

@@ -25,16 +25,21 @@ func pct(n, of uint64) float64 {
 	return 100 * float64(n) / float64(of)
 }
 
-// Percentiles reported in text and JSON.
-var reportQuantiles = []struct {
+// reportQuantile is a percentile reported in text (label) and JSON (key).
+type reportQuantile struct {
 	label string
 	key   string
 	q     float64
-}{
-	{"p50", "p50", 0.50},
-	{"p90", "p90", 0.90},
-	{"p99", "p99", 0.99},
-	{"p99.9", "p999", 0.999},
+}
+
+// reportQuantiles lists the percentiles reported in text and JSON.
+func reportQuantiles() []reportQuantile {
+	return []reportQuantile{
+		{"p50", "p50", 0.50},
+		{"p90", "p90", 0.90},
+		{"p99", "p99", 0.99},
+		{"p99.9", "p999", 0.999},
+	}
 }
 
 // WriteText writes dnsperf's "Statistics:" block followed by latency
@@ -67,7 +72,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  Average Latency (s):  %.6f (min %.6f, max %.6f)\n", l.Mean(), secs(l.Min), secs(l.Max))
 	fmt.Fprintf(&b, "  Latency StdDev (s):   %.6f\n", l.StdDev())
 	parts = parts[:0]
-	for _, q := range reportQuantiles {
+	for _, q := range reportQuantiles() {
 		parts = append(parts, fmt.Sprintf("%s %.6f", q.label, l.Quantile(q.q).Seconds()))
 	}
 	parts = append(parts, fmt.Sprintf("max %.6f", secs(l.Max)))
@@ -152,7 +157,7 @@ func (r *Result) Summary() Summary {
 			s.Rcodes[rcodeName(rc)] = n
 		}
 	}
-	for _, q := range reportQuantiles {
+	for _, q := range reportQuantiles() {
 		s.Percentiles[q.key] = l.Quantile(q.q).Seconds()
 	}
 	s.Percentiles["max"] = secs(l.Max)
