@@ -140,7 +140,9 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 		b.SetLimit(limit - r.optLen(q))
 	}
 	switch q.QClass {
-	case wire.ClassINET:
+	case wire.ClassINET, wire.ClassANY:
+		// QCLASS * (RFC 1035 §3.2.5) matches our class IN data, as Knot
+		// and NSD answer it.
 		flags = r.answerIN(s, flags)
 	case wire.ClassCHAOS:
 		flags = r.answerChaos(s, flags)
@@ -279,9 +281,15 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			if !ok {
 				return flags | wire.FlagTC
 			}
+			if q.QType == wire.TypeCNAME {
+				// The synthesized CNAME is the answer (RFC 6672 §3.1).
+				return r.done(s, z, flags)
+			}
 		case kindFound, kindWildcard:
 			n := res.node
-			if n.CNAME == nil || q.QType == wire.TypeCNAME {
+			// A CNAME answers a CNAME or ANY question itself; for other
+			// types the chain is followed (RFC 1034 §3.6.2).
+			if n.CNAME == nil || q.QType == wire.TypeCNAME || q.QType == wire.TypeANY {
 				return r.positive(s, z, n, res.kind, ownerOff, flags)
 			}
 			if s.seen(n) {

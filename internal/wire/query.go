@@ -157,6 +157,11 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 	ns := binary.BigEndian.Uint16(pkt[8:])
 	ar := binary.BigEndian.Uint16(pkt[10:])
 	if qd != 1 {
+		if qd == 0 {
+			// No question: still look for an OPT so the FORMERR
+			// carries EDNS, as Knot's does.
+			q.scanOPT(pkt, HeaderLen, int(an)+int(ns), int(ar))
+		}
 		if q.Opcode != OpcodeQuery && q.Opcode != OpcodeNotify {
 			return Error, RcodeNotImp
 		}
@@ -170,9 +175,9 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 	q.QClass = binary.BigEndian.Uint16(pkt[off+2:])
 	off += 4
 	q.QuestionEnd = off
-	if q.Opcode != OpcodeQuery {
-		return Error, RcodeNotImp
-	}
+	// Other opcodes are refused after the OPT record is found, so that
+	// the NOTIMP answer carries EDNS too.
+	notImp := q.Opcode != OpcodeQuery
 	// Answer and authority records of a query carry nothing we use, but
 	// they must be well formed for the additional section to be found.
 	for i := 0; i < int(an)+int(ns); i++ {
@@ -206,6 +211,9 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 			}
 		}
 		off = rdata + rdlen
+	}
+	if notImp {
+		return Error, RcodeNotImp
 	}
 	if off != len(pkt) {
 		// Trailing bytes after the last record: the counts lie.
@@ -308,4 +316,31 @@ func skipRR(pkt []byte, off int) (int, bool) {
 		return 0, false
 	}
 	return end, true
+}
+
+// scanOPT finds an OPT record in a message that is already being
+// rejected, to echo EDNS in the error; it changes nothing else.
+func (q *Query) scanOPT(pkt []byte, off, skip, ar int) {
+	var ok bool
+	for i := 0; i < skip; i++ {
+		if off, ok = skipRR(pkt, off); !ok {
+			return
+		}
+	}
+	for i := 0; i < ar; i++ {
+		start := off
+		if off, ok = skipName(pkt, off); !ok || off+10 > len(pkt) {
+			return
+		}
+		end := off + 10 + int(binary.BigEndian.Uint16(pkt[off+8:]))
+		if end > len(pkt) {
+			return
+		}
+		if binary.BigEndian.Uint16(pkt[off:]) == TypeOPT && off-start == 1 && !q.EDNS {
+			q.EDNS = true
+			q.UDPSize = binary.BigEndian.Uint16(pkt[off+2:])
+			q.DO = pkt[off+6]&0x80 != 0
+		}
+		off = end
+	}
 }

@@ -34,6 +34,16 @@ type lineReader struct {
 	line  int
 	last  byte
 	track *tracker
+
+	// The directives seen so far, to correct $GENERATE's TTL: miekg/dns
+	// gives generated records its built-in default of 3600 instead of the
+	// $TTL in force (RFC 2308 §4), unless the template names a TTL.
+	cur      []byte // the line being read, while it may be a directive
+	ttl      uint32 // the last $TTL
+	hasTTL   bool
+	genLine  int // a $GENERATE line without its own TTL
+	genTTL   uint32
+	genValid bool
 }
 
 // tracker remembers which file the parser read from last, which is the
@@ -45,11 +55,46 @@ func (l *lineReader) ReadByte() (byte, error) {
 	if err == nil {
 		if l.last == '\n' {
 			l.line++
+			l.cur = l.cur[:0]
 		}
 		l.last = b
 		l.track.cur = l
+		if len(l.cur) < 512 && (len(l.cur) > 0 || b == '$') {
+			l.cur = append(l.cur, b)
+			if b == '\n' {
+				l.directive()
+			}
+		}
 	}
 	return b, err
+}
+
+// directive notes $TTL values and $GENERATE lines without a TTL.
+func (l *lineReader) directive() {
+	f := strings.Fields(string(l.cur))
+	if i := slicesIndex(f, ";"); i >= 0 {
+		f = f[:i]
+	}
+	switch {
+	case len(f) >= 2 && strings.EqualFold(f[0], "$TTL"):
+		if ttl, ok := parseTTL(f[1]); ok {
+			l.ttl, l.hasTTL = ttl, true
+		}
+	case len(f) >= 4 && strings.EqualFold(f[0], "$GENERATE"):
+		// $GENERATE range lhs [ttl] [class] type rhs
+		if _, explicit := parseTTL(f[3]); !explicit && l.hasTTL {
+			l.genLine, l.genTTL, l.genValid = l.line, l.ttl, true
+		}
+	}
+}
+
+func slicesIndex(f []string, s string) int {
+	for i, x := range f {
+		if strings.HasPrefix(x, s) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (l *lineReader) Read(p []byte) (int, error) {
@@ -140,6 +185,9 @@ func ParseFunc(r io.Reader, name, origin string, fn func(rr dns.RR, file string,
 		if cur == top {
 			file = name
 		}
+		if cur.genValid && cur.genLine == line {
+			rr.Header().Ttl = cur.genTTL
+		}
 		fn(rr, file, line)
 	}
 	if err := zp.Err(); err != nil {
@@ -167,4 +215,46 @@ func positionError(err error, abs, name string) error {
 		return fmt.Errorf("%s:%s: %s", file, msg[i+len(" at line: "):], msg[:i])
 	}
 	return fmt.Errorf("%s: %s", file, msg)
+}
+
+// parseTTL reads a TTL as zone files write it: seconds, or BIND-style
+// units ("1h30m", "2d"), as miekg/dns accepts them.
+func parseTTL(s string) (uint32, bool) {
+	var total, n uint64
+	digits := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + uint64(c-'0')
+			digits = true
+		case digits:
+			var mul uint64
+			switch c | 0x20 {
+			case 's':
+				mul = 1
+			case 'm':
+				mul = 60
+			case 'h':
+				mul = 3600
+			case 'd':
+				mul = 86400
+			case 'w':
+				mul = 604800
+			default:
+				return 0, false
+			}
+			total += n * mul
+			n, digits = 0, false
+		default:
+			return 0, false
+		}
+		if total+n > 1<<32-1 {
+			return 0, false
+		}
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	return uint32(total + n), true
 }

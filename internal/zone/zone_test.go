@@ -98,3 +98,20 @@ func TestCompiledFacts(t *testing.T) {
 		t.Errorf("records %d, want 10", z.Records)
 	}
 }
+
+// miekg/dns gives $GENERATE records TTL 3600; the $TTL in force applies.
+func TestGenerateTTL(t *testing.T) {
+	recs, err := Parse(strings.NewReader("$ORIGIN g.test.\n$TTL 300\n$GENERATE 1-2 h$ A 10.0.0.$\n$GENERATE 3-3 h$ 77 A 10.0.0.$\n$TTL 60\n$GENERATE 4-4 h$ A 10.0.0.$ ; comment\n"), "g", "g.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint32{300, 300, 77, 60}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records", len(recs))
+	}
+	for i, r := range recs {
+		if r.RR.Header().Ttl != want[i] {
+			t.Errorf("%v: TTL %d, want %d", r.RR, r.RR.Header().Ttl, want[i])
+		}
+	}
+}
