@@ -42,8 +42,15 @@ type Allowlist struct {
 	Entries []*AllowEntry
 }
 
-// matchKeys are the condition keys an entry's match line may use.
-var matchKeys = map[string]bool{"name": true, "type": true, "net": true, "edns": true, "category": true, "mutate": true}
+// isMatchKey reports whether k is a condition key an entry's match line
+// may use.
+func isMatchKey(k string) bool {
+	switch k {
+	case "name", "type", "net", "edns", "category", "mutate":
+		return true
+	}
+	return false
+}
 
 // LoadAllowlist parses the allow-list file at p. The format is blocks of
 // "key: value" lines separated by blank lines; '#' starts a comment line.
@@ -113,7 +120,7 @@ func LoadAllowlist(p string) (*Allowlist, error) {
 		case "match":
 			for _, cond := range strings.Fields(val) {
 				k, v, ok := strings.Cut(cond, "=")
-				if !ok || !matchKeys[k] {
+				if !ok || !isMatchKey(k) {
 					return nil, fmt.Errorf("%s:%d: bad match condition %q", p, n, cond)
 				}
 				if k == "type" {

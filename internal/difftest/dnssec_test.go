@@ -17,14 +17,19 @@ const resignEnv = "TERN_DIFFTEST_RESIGN"
 // parent with NSEC (RFC 4034), the nested zone with NSEC3 and no opt-out,
 // and gen.test. with NSEC3 opt-out (RFC 5155 section 6), all with zero
 // extra iterations and no salt as RFC 9276 section 3.1 recommends.
-var signedZones = []struct {
+func signedZones() []signedZone {
+	return []signedZone{
+		{"child.example.test.", true, false}, // first: its DS goes into the parent
+		{"example.test.", false, false},
+		{"gen.test.", true, true},
+	}
+}
+
+// signedZone is how one presigned zone is signed.
+type signedZone struct {
 	origin string
 	nsec3  bool
 	optOut bool
-}{
-	{"child.example.test.", true, false}, // first: its DS goes into the parent
-	{"example.test.", false, false},
-	{"gen.test.", true, true},
 }
 
 // TestResignZones regenerates testdata/signed/*.signed with ldns-signzone.
@@ -59,7 +64,7 @@ func TestResignZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	var extra []string // DS records for the parent
-	for _, sz := range signedZones {
+	for _, sz := range signedZones() {
 		flat, err := byOrigin[sz.origin].WriteFlat(dir)
 		if err != nil {
 			t.Fatal(err)

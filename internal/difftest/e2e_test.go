@@ -23,18 +23,15 @@ type toolAnswer struct {
 	raw    string
 }
 
-var (
-	// dig: ";; ->>HEADER<<- opcode: QUERY, status: NOERROR, id: 1"
-	// kdig: ";; ->>HEADER<<- opcode: QUERY; status: NOERROR; id: 1"
-	statusRE = regexp.MustCompile(`->>HEADER<<- opcode: [A-Z]+[,;] status: ([A-Z]+)`)
-	// dig: ";; flags: qr aa; QUERY: 1, ..."; kdig: ";; Flags: qr aa; QUERY: 1; ..."
-	flagsRE = regexp.MustCompile(`(?m)^;; [Ff]lags:([a-z ]*);`)
-)
-
 // parseToolOutput extracts status, header flags and the answer section
 // from the default output format of dig and kdig, which agree on these
 // up to punctuation.
 func parseToolOutput(out string) (toolAnswer, error) {
+	// dig: ";; ->>HEADER<<- opcode: QUERY, status: NOERROR, id: 1"
+	// kdig: ";; ->>HEADER<<- opcode: QUERY; status: NOERROR; id: 1"
+	statusRE := regexp.MustCompile(`->>HEADER<<- opcode: [A-Z]+[,;] status: ([A-Z]+)`)
+	// dig: ";; flags: qr aa; QUERY: 1, ..."; kdig: ";; Flags: qr aa; QUERY: 1; ..."
+	flagsRE := regexp.MustCompile(`(?m)^;; [Ff]lags:([a-z ]*);`)
 	a := toolAnswer{raw: out}
 	m := statusRE.FindStringSubmatch(out)
 	if m == nil {

@@ -16,17 +16,21 @@ type nameInfo struct {
 
 // probeTypes are asked at every name whether or not it has them, so that
 // both positive answers and NODATA (RFC 2308 section 2.2) are covered.
-var probeTypes = []uint16{
-	dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeNS,
-	dns.TypeSOA, dns.TypeCNAME, dns.TypeDS, dns.TypeANY,
+func probeTypes() []uint16 {
+	return []uint16{
+		dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeNS,
+		dns.TypeSOA, dns.TypeCNAME, dns.TypeDS, dns.TypeANY,
+	}
 }
 
 // outsideNames belong to no served zone; an authoritative-only server
 // answers them REFUSED (RFC 1035 section 4.1.1 allows refusing for policy;
 // Knot and NSD both do).
-var outsideNames = []string{
-	".", "test.", "example.com.", "foo.example.org.", "xexample.test.",
-	"example.testx.", "www.example.net.", "gen.test.example.",
+func outsideNames() []string {
+	return []string{
+		".", "test.", "example.com.", "foo.example.org.", "xexample.test.",
+		"example.testx.", "www.example.net.", "gen.test.example.",
+	}
 }
 
 // Generate derives a deterministic list of queries from zones: every
@@ -79,7 +83,7 @@ func Generate(zones []*Zone) []Query {
 		n := names[name]
 		cat := category(name, n, isCut)
 		types := slices.Clone(n.types)
-		for _, t := range probeTypes {
+		for _, t := range probeTypes() {
 			if !slices.Contains(types, t) {
 				types = append(types, t)
 			}
@@ -107,7 +111,7 @@ func Generate(zones []*Zone) []Query {
 			q("nxdomain", below, dns.TypeA, dns.TypeTXT)
 		}
 	}
-	for _, name := range outsideNames {
+	for _, name := range outsideNames() {
 		q("outside", name, dns.TypeA, dns.TypeSOA, dns.TypeNS)
 	}
 

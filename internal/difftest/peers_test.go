@@ -181,7 +181,8 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 		}
 		if err := waitReady(s, probeZone, fatal, 15*time.Second); err != nil {
 			stop()
-			if errors.Is(err, errFatalLog) {
+			var fatalErr *fatalLogError
+			if errors.As(err, &fatalErr) {
 				t.Fatalf("%s: %v\n--- %s log ---\n%s", name, err, name, s.log.String())
 			}
 			lastErr = fmt.Errorf("%s (attempt %d): %w\n--- %s log ---\n%s", name, attempt+1, err, name, s.log.String())
@@ -199,8 +200,10 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 	return nil
 }
 
-// errFatalLog marks a server log line that rules out readiness.
-var errFatalLog = errors.New("fatal message in log")
+// fatalLogError reports a server log line that rules out readiness.
+type fatalLogError struct{ phrase string }
+
+func (e *fatalLogError) Error() string { return fmt.Sprintf("fatal message in log: %q", e.phrase) }
 
 // waitReady polls s with an SOA query for zone over UDP and TCP until both
 // answer authoritatively, the process exits, a fatal phrase appears in its
@@ -216,7 +219,7 @@ func waitReady(s *server, zone string, fatal []string, timeout time.Duration) er
 		}
 		for _, f := range fatal {
 			if strings.Contains(s.log.String(), f) {
-				return fmt.Errorf("%w: %q", errFatalLog, f)
+				return &fatalLogError{f}
 			}
 		}
 		ok := true

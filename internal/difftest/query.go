@@ -49,44 +49,50 @@ type Query struct {
 // mutations are the malformed or unusual queries the generator can ask
 // for. Each changes the message before packing (msg) or the packed octets
 // (wire). The reference's answer, or its silence, is what Tern must match.
-var mutations = map[string]struct {
+func mutations() map[string]mutation {
+	return map[string]mutation{
+		// RFC 6891 section 6.1.1: "If a query message with more than one OPT
+		// RR is received, a FORMERR (RCODE=1) MUST be returned."
+		"two-opt": {msg: func(m *dns.Msg) {
+			o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+			o.SetUDPSize(1232)
+			m.Extra = append(m.Extra, o)
+		}},
+		// RFC 6891 section 6.1.2: the OPT's owner "MUST be 0 (root domain)".
+		"opt-owner": {msg: func(m *dns.Msg) {
+			if o := m.IsEdns0(); o != nil {
+				o.Hdr.Name = "example.test."
+			}
+		}},
+		// An unknown EDNS option must be ignored (RFC 6891 section 6.1.2).
+		"unknown-option": {msg: func(m *dns.Msg) {
+			if o := m.IsEdns0(); o != nil {
+				o.Option = append(o.Option, &dns.EDNS0_LOCAL{Code: 65001, Data: []byte{1, 2, 3}})
+			}
+		}},
+		// No question, and two questions: neither has a defined answer.
+		"no-question":   {msg: func(m *dns.Msg) { m.Question = nil }},
+		"two-questions": {msg: func(m *dns.Msg) { m.Question = append(m.Question, m.Question[0]) }},
+		// A record in the answer section of a query.
+		"answer-in-query": {msg: func(m *dns.Msg) {
+			rr, _ := dns.NewRR("www.example.test. 60 IN A 192.0.2.1")
+			m.Answer = append(m.Answer, rr)
+		}},
+		// QR set: the message is a response and must not be answered, or
+		// two servers could be made to loop (RFC 1035 section 4.1.1).
+		"qr-set": {msg: func(m *dns.Msg) { m.Response = true }},
+		// Octets after the last record.
+		"trailing": {wire: func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef) }},
+		// A truncated question: the message ends inside QTYPE.
+		"short": {wire: func(b []byte) []byte { return b[:len(b)-3] }},
+	}
+}
+
+// mutation changes a query message before packing (msg) or its packed
+// octets (wire); either may be nil.
+type mutation struct {
 	msg  func(m *dns.Msg)
 	wire func(b []byte) []byte
-}{
-	// RFC 6891 section 6.1.1: "If a query message with more than one OPT
-	// RR is received, a FORMERR (RCODE=1) MUST be returned."
-	"two-opt": {msg: func(m *dns.Msg) {
-		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		o.SetUDPSize(1232)
-		m.Extra = append(m.Extra, o)
-	}},
-	// RFC 6891 section 6.1.2: the OPT's owner "MUST be 0 (root domain)".
-	"opt-owner": {msg: func(m *dns.Msg) {
-		if o := m.IsEdns0(); o != nil {
-			o.Hdr.Name = "example.test."
-		}
-	}},
-	// An unknown EDNS option must be ignored (RFC 6891 section 6.1.2).
-	"unknown-option": {msg: func(m *dns.Msg) {
-		if o := m.IsEdns0(); o != nil {
-			o.Option = append(o.Option, &dns.EDNS0_LOCAL{Code: 65001, Data: []byte{1, 2, 3}})
-		}
-	}},
-	// No question, and two questions: neither has a defined answer.
-	"no-question":   {msg: func(m *dns.Msg) { m.Question = nil }},
-	"two-questions": {msg: func(m *dns.Msg) { m.Question = append(m.Question, m.Question[0]) }},
-	// A record in the answer section of a query.
-	"answer-in-query": {msg: func(m *dns.Msg) {
-		rr, _ := dns.NewRR("www.example.test. 60 IN A 192.0.2.1")
-		m.Answer = append(m.Answer, rr)
-	}},
-	// QR set: the message is a response and must not be answered, or
-	// two servers could be made to loop (RFC 1035 section 4.1.1).
-	"qr-set": {msg: func(m *dns.Msg) { m.Response = true }},
-	// Octets after the last record.
-	"trailing": {wire: func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef) }},
-	// A truncated question: the message ends inside QTYPE.
-	"short": {wire: func(b []byte) []byte { return b[:len(b)-3] }},
 }
 
 // String renders q compactly, e.g. "udp/edns1232 www.EXAMPLE.test. A".
@@ -149,9 +155,12 @@ type Result struct {
 // datagrams when a socket buffer overflows.
 func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, error) {
 	m := q.Msg(id)
-	mut, ok := mutations[q.Mutate]
-	if q.Mutate != "" && !ok {
-		return Result{}, fmt.Errorf("query %s: unknown mutation %q", q, q.Mutate)
+	var mut mutation
+	if q.Mutate != "" {
+		var ok bool
+		if mut, ok = mutations()[q.Mutate]; !ok {
+			return Result{}, fmt.Errorf("query %s: unknown mutation %q", q, q.Mutate)
+		}
 	}
 	if mut.msg != nil {
 		mut.msg(m)
