@@ -168,6 +168,7 @@ func (s *mmsgSock) send(env *loopEnv, n int, cursor *int, now int64) (int, error
 			cur = 0
 		}
 	}
+	s.tr.c.SendCalls++
 	k, e := sendmmsg(s.fd, s.shdr[:n])
 	if e != 0 {
 		if transient(e) {
@@ -243,6 +244,7 @@ func (s *mmsgSock) sendGSO(env *loopEnv, n int, cursor *int, now int64) (int, er
 		nh++
 		i = j
 	}
+	s.tr.c.SendCalls++
 	k, e := sendmmsg(s.fd, s.shdr[:nh])
 	if e != 0 {
 		if transient(e) {
@@ -284,6 +286,7 @@ func (s *mmsgSock) recv(env *loopEnv) (int, int64, error) {
 		}
 		return 0, 0, fmt.Errorf("recvmmsg: %w", e)
 	}
+	s.tr.c.RecvCalls++
 	now := env.now()
 	for i := range n {
 		l := int(s.rhdr[i].Len)
@@ -404,6 +407,7 @@ func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 		if progress || cfg.Spin {
 			continue
 		}
+		c.Waits++
 		if err := waitMmsg(env, socks, pfds, now, sending, pace, c.Sent, sh); err != nil {
 			return last, err
 		}

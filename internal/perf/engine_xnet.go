@@ -113,6 +113,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 					cur = 0
 				}
 			}
+			c.SendCalls++
 			k, err := pc.WriteBatch(smsgs[:room], 0)
 			if err != nil && !ignorable(err) {
 				return max(last, stoppedAt), fmt.Errorf("write batch: %w", err)
@@ -166,6 +167,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 			}
 			curDL = want
 		}
+		c.Waits++ // ReadBatch parks the goroutine when nothing is queued
 		n, err := pc.ReadBatch(rmsgs, 0)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) || ignorable(err) {
@@ -173,6 +175,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 			}
 			return max(last, stoppedAt), fmt.Errorf("read batch: %w", err)
 		}
+		c.RecvCalls++
 		now = env.now()
 		for i := range n {
 			tr.response(rbufs[i][:rmsgs[i].N], now)

@@ -103,6 +103,10 @@ type Summary struct {
 	Malformed   uint64             `json:"malformed"`
 	SendErrors  uint64             `json:"send_errors"`
 	Reconnects  uint64             `json:"tcp_reconnects"`
+	GSOSends    uint64             `json:"gso_sends"`
+	SendCalls   uint64             `json:"send_calls"`
+	RecvCalls   uint64             `json:"recv_calls"`
+	Waits       uint64             `json:"waits"`
 	Rcodes      map[string]uint64  `json:"rcodes"`
 	AvgRequest  uint64             `json:"avg_request_bytes"`
 	AvgResponse uint64             `json:"avg_response_bytes"`
@@ -133,6 +137,10 @@ func (r *Result) Summary() Summary {
 		Malformed:   r.Malformed,
 		SendErrors:  r.SendErrors,
 		Reconnects:  r.Reconnects,
+		GSOSends:    r.GSOSends,
+		SendCalls:   r.SendCalls,
+		RecvCalls:   r.RecvCalls,
+		Waits:       r.Waits,
 		Rcodes:      map[string]uint64{},
 		AvgRequest:  avg(r.ReqBytes, r.Sent),
 		AvgResponse: avg(r.RespBytes, r.Completed),

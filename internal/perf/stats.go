@@ -173,6 +173,9 @@ type Counters struct {
 	SendErrors uint64 // sends refused by the kernel (counted as not sent)
 	GSOSends   uint64 // UDP GSO super-datagrams of more than one query sent
 	Reconnects uint64 // TCP connections re-established after the server closed one
+	SendCalls  uint64 // sendmmsg/WriteBatch calls (UDP), for tuning batching
+	RecvCalls  uint64 // recvmmsg/ReadBatch calls that returned data
+	Waits      uint64 // sleeps in ppoll (or blocking reads) with nothing to do
 	Rcodes     [16]uint64
 	ReqBytes   uint64
 	RespBytes  uint64
@@ -189,6 +192,9 @@ func (c *Counters) Merge(o *Counters) {
 	c.SendErrors += o.SendErrors
 	c.GSOSends += o.GSOSends
 	c.Reconnects += o.Reconnects
+	c.SendCalls += o.SendCalls
+	c.RecvCalls += o.RecvCalls
+	c.Waits += o.Waits
 	for i := range c.Rcodes {
 		c.Rcodes[i] += o.Rcodes[i]
 	}
