@@ -155,6 +155,7 @@ func TestDifferentialDNSSEC(t *testing.T) {
 	knotOut := runQueries(ctx, knot, qs)
 	t.Logf("knot: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 	checkReference(t, "knot", qs, knotOut)
+	checkReproducible(ctx, t, knot, qs, knotOut)
 	if _, ok := findTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
 		nsd := startNSD(t, zones)
 		nsdOut := runQueries(ctx, nsd, qs)
