@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -313,5 +314,40 @@ func TestRunTCPReconnects(t *testing.T) {
 	}
 	if res.Reconnects < 5 || res.Lost > res.Reconnects {
 		t.Errorf("%d reconnections, %d lost: want at least 5 reconnections and no more losses", res.Reconnects, res.Lost)
+	}
+}
+
+// TestRunAllocations checks that the send/receive loop does not allocate
+// per query: a run's allocations must not grow with its length.
+func TestRunAllocations(t *testing.T) {
+	r := startResponder(t, "udp4", "127.0.0.1:0")
+	qs := testQueries()[:3]
+	for _, tc := range []struct {
+		engine string
+		slack  uint64 // allowed extra allocations for 14,700 more queries
+	}{
+		{EngineMmsg, 100},
+		// x/net's ReadBatch parses every datagram's source address into a
+		// new net.UDPAddr (socket.parseInetAddr), even on a connected
+		// socket: about one allocation per response is its floor.
+		{EngineXnet, 2 * 14700},
+	} {
+		allocs := func(runs int) uint64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			res, err := Run(ctx, Config{Server: r.addr(), Queries: qs, Runs: runs, MaxOutstanding: 32, Clients: 2, Timeout: time.Second, Engine: tc.engine})
+			runtime.ReadMemStats(&after)
+			if err != nil || res.Completed != uint64(3*runs) {
+				t.Fatalf("%s: Run: %v, completed %d of %d", tc.engine, err, res.Completed, 3*runs)
+			}
+			return after.Mallocs - before.Mallocs
+		}
+		small, large := allocs(100), allocs(5000)
+		if large > small+tc.slack {
+			t.Errorf("%s: %d allocations for 300 queries, %d for 15000: the loop allocates per query", tc.engine, small, large)
+		}
+		t.Logf("%s: %d allocations for 300 queries, %d for 15000", tc.engine, small, large)
 	}
 }
