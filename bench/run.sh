@@ -19,7 +19,7 @@
 # Output: bench/out/results.md, bench/out/results.png, raw data beside them.
 #
 # Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
-# OUTSTANDING (generator -q),
+# OUTSTANDING (generator -q), NOIDLE (0/1, see below),
 # SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
 # GENS ("dnsperf ternperf"), BIG (records in the big zone), BENCH_PORT_BASE,
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
@@ -56,6 +56,13 @@ ROOT_ZONE=${ROOT_ZONE:-$REPO/../shared/data/root.zone}
 SERVER_CPU=0
 GEN_CPU=1
 OUTSTANDING=${OUTSTANDING:-100} # dnsperf -q: queries in flight
+# NOIDLE=1: during each load run keep both CPUs from going idle with a
+# SCHED_IDLE busy loop (it runs only when nothing else wants the CPU, and is
+# not part of any measured process). In a VM an idle vCPU halts and its
+# wake-up costs tens of microseconds per packet hand-off, which otherwise
+# penalises servers that block between packets and flatters runtimes that
+# spin (Go). NOIDLE=0 measures the machine as it is.
+NOIDLE=${NOIDLE:-1}
 
 # Workloads: name | zone set | query file | generator flags | expected rcode | check
 #   check: what `benchtool check` verifies on a sample before the load runs.
@@ -272,6 +279,25 @@ verify() {
 	fi
 }
 
+# spin_start / spin_stop: the NOIDLE busy loops, bounded by timeout even if
+# this script were killed without running its trap.
+SPIN=()
+spin_start() {
+	SPIN=()
+	((NOIDLE)) || return 0
+	local cpu
+	for cpu in $SERVER_CPU $GEN_CPU; do
+		taskset -c "$cpu" chrt --idle 0 timeout $((DURATION + 30)) sh -c 'while :; do :; done' &
+		SPIN+=($!)
+		LIVE[$!]=1
+	done
+}
+spin_stop() {
+	local p
+	for p in "${SPIN[@]}"; do stop_pid "$p"; done
+	SPIN=()
+}
+
 # one_run WORKLOAD GEN SERVER CLIENTS REP: one bounded load run, one raw.tsv row.
 one_run() {
 	local w=$1 g=$2 s=$3 c=$4 rep=$5 f cpu0 cpu1 t0 t1 row
@@ -291,11 +317,13 @@ one_run() {
 	# bash's time keyword reports the generator's own CPU time: a generator
 	# far below 100 % of its core was starved by other load on the machine.
 	local TIMEFORMAT='%R %U %S' gtime gen_pct
+	spin_start
 	cpu0=$(tree_cpu "${PID[$s]}")
 	t0=$(date +%s%N)
 	gtime=$({ time timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1; } 2>&1) || true
 	t1=$(date +%s%N)
 	cpu1=$(tree_cpu "${PID[$s]}")
+	spin_stop
 	gen_pct=$(awk '{ if ($1 > 0) printf "%.0f", 100 * ($2 + $3) / $1; else print 0 }' <<<"${gtime##*$'\n'}")
 	if [[ -z $cpu0 || -z $cpu1 ]]; then
 		loud "$s died during $w ($g, c=$c)"
@@ -402,6 +430,11 @@ elapsed=$(($(date +%s) - START_TS))
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $( ((QUICK)) && echo 'QUICK mode' || echo 'full mode'), took ${elapsed} s"
 	echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); servers on CPU $SERVER_CPU, generator on CPU $GEN_CPU (shared machine: other load adds noise)"
 	echo "runs: ${DURATION} s each, ${REPS} repeat(s), clients (-c): ${CLIENTS}, ${OUTSTANDING} queries outstanding, generators: ${GENS}"
+	if ((NOIDLE)); then
+		echo "NOIDLE=1: SCHED_IDLE busy loops kept both CPUs from idling during runs (no vCPU halt/wake-up latency); NOIDLE=0 to measure without"
+	else
+		echo "NOIDLE=0: CPUs could idle between packets (wake-up latency included)"
+	fi
 	echo "big zone: ${BIG} A records; tern: ${TERN_REV:-not built}"
 	echo "versions: NSD $(nsd -v 2>&1 | head -1 | awk '{print $3}'), Knot $(knotd -V 2>&1 | awk '{print $NF}'), BIND $(named -v 2>/dev/null | awk '{print $2}'), PowerDNS $(pdns_server --version 2>&1 | grep -o 'Server [0-9.]*' | head -1 | cut -d' ' -f2), $(dnsperf -h 2>&1 | grep Version)"
 } >"$OUT/meta.txt"
