@@ -427,7 +427,7 @@ func (r *Responder) negative(s *Scratch, z *zone.Zone, n *zone.Node, k kind, fla
 	b.CountAuthority(1)
 	ok := !b.Overflow()
 	if ok && s.dnssec {
-		if sig := z.SOA.Sigs; sig != nil {
+		if sig := z.NegSOASigs; sig != nil {
 			ok = r.putPlain(s, authoritySec, sig, z.Origin, -1)
 		}
 		if ok {

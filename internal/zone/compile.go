@@ -372,6 +372,15 @@ func (c *compiler) finish() (*Zone, error) {
 		end := 10 + int(binary.BigEndian.Uint16(soa.Wire[8:]))
 		z.NegSOA = append([]byte(nil), soa.Wire[:end]...)
 		binary.BigEndian.PutUint32(z.NegSOA[4:], z.NegTTL)
+		if soa.Sigs != nil {
+			sigs := *soa.Sigs
+			sigs.TTL = z.NegTTL
+			sigs.Wire = append([]byte(nil), soa.Sigs.Wire...)
+			for w := sigs.Wire; len(w) >= 10; w = w[10+int(binary.BigEndian.Uint16(w[8:])):] {
+				binary.BigEndian.PutUint32(w[4:], z.NegTTL)
+			}
+			z.NegSOASigs = &sigs
+		}
 	}
 	for _, n := range c.list {
 		for i := range n.RRsets {

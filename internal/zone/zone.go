@@ -109,8 +109,11 @@ type Zone struct {
 	// NegTTL is the TTL of the SOA in negative answers: the minimum of the
 	// SOA's TTL and its MINIMUM field (RFC 2308 §3, §5).
 	NegTTL uint32
-	// NegSOA is the SOA record's wire tail with NegTTL in place of its TTL.
-	NegSOA []byte
+	// NegSOA is the SOA record's wire tail with NegTTL in place of its
+	// TTL, and NegSOASigs its RRSIGs with the same TTL: a negative answer's
+	// SOA and signatures live only as long as the negative TTL.
+	NegSOA     []byte
+	NegSOASigs *RRset
 	Serial uint32
 
 	// Records, Names: counts for reports.
