@@ -171,6 +171,10 @@ START_TS=$(date +%s)
 need_apt dnsperf dnsperf || { echo "dnsperf is required" >&2; exit 1; }
 need_apt gnuplot gnuplot-nox || log "gnuplot missing: no chart"
 need_apt gcc gcc || { echo "gcc is required (echo floor)" >&2; exit 1; }
+if ((NOIDLE)) && ! command -v chrt >/dev/null; then
+	log "chrt (util-linux) missing: NOIDLE=0"
+	NOIDLE=0
+fi
 wanted=()
 for s in $SERVERS; do
 	case $s in
