@@ -18,7 +18,8 @@ type AllowEntry struct {
 	ID string
 	// Match holds conditions all of which a query must meet: name (a
 	// path.Match glob on the lowercased QNAME), type, net, edns ("none" or
-	// a payload size), category and mutate (the malformation's name).
+	// a payload size), category, mutate (the malformation's name) and
+	// opcode (QUERY, NOTIFY, UPDATE ...).
 	Match map[string]string
 	// Fields are the Difference fields the entry tolerates.
 	Fields  []string
@@ -46,7 +47,7 @@ type Allowlist struct {
 // may use.
 func isMatchKey(k string) bool {
 	switch k {
-	case "name", "type", "net", "edns", "category", "mutate":
+	case "name", "type", "net", "edns", "category", "mutate", "opcode":
 		return true
 	}
 	return false
@@ -244,6 +245,8 @@ func (e *AllowEntry) matches(q Query) bool {
 			got = q.Category
 		case "mutate":
 			got = q.Mutate
+		case "opcode":
+			got = strings.ToLower(dns.OpcodeToString[q.Opcode])
 		}
 		if got != v {
 			return false

@@ -155,6 +155,14 @@ func protocolQueries() []Query {
 			p(Query{Name: "www.example.test.", EDNS: 1232, Mutate: m})
 		}
 		p(Query{Name: "www.example.test.", Mutate: "no-question"})
+		// Zone transfers without an ACL that allows them (RFC 5936
+		// section 6: a server may refuse).
+		p(Query{Name: "example.test.", Type: dns.TypeAXFR, EDNS: 1232})
+		p(Query{Name: "example.test.", Type: dns.TypeIXFR, EDNS: 1232})
+		p(Query{Name: "nothere.test.", Type: dns.TypeAXFR})
+		p(Query{Name: "example.test.", Type: dns.TypeMAILB})
+		p(Query{Name: "example.test.", Opcode: dns.OpcodeNotify, Type: dns.TypeSOA})
+		p(Query{Name: "example.test.", Opcode: dns.OpcodeUpdate, Type: dns.TypeSOA})
 	}
 	return out
 }
