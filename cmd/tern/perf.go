@@ -161,6 +161,8 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	why := "end of file"
 	switch {
+	case err != nil:
+		why = "error"
 	case res.Interrupted:
 		why = "interruption"
 	case cfg.Duration > 0 && res.RunTime >= cfg.Duration:

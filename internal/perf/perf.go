@@ -313,11 +313,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	res := &Result{Config: cfg, Interrupted: ctx.Err() != nil}
 	var errs []error
+	seen := map[string]bool{} // every socket tends to fail the same way
 	var end int64
 	for _, p := range parts {
 		res.Merge(&p.c)
 		end = max(end, p.end)
-		if p.err != nil {
+		if p.err != nil && !seen[p.err.Error()] {
+			seen[p.err.Error()] = true
 			errs = append(errs, p.err)
 		}
 	}

@@ -52,7 +52,7 @@ func (t *tcpClient) session() (done bool, err error) {
 	d := net.Dialer{Timeout: cfg.Timeout}
 	conn, err := d.Dial("tcp", cfg.Server.String())
 	if err != nil {
-		return false, fmt.Errorf("dial tcp %s: %w", cfg.Server, err)
+		return false, err // a *net.OpError: "dial tcp ADDR: ..."
 	}
 	defer conn.Close()
 
