@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -78,6 +79,7 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	validity := fs.String("validity", "30d", "signature validity (Go duration or Nd for days)")
 	dnskeyTTL := fs.Uint("dnskey-ttl", 3600, "TTL of generated DNSKEY records")
 	workers := fs.Int("workers", 0, "signing goroutines (default GOMAXPROCS)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -125,6 +127,19 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if os.Getenv("GOGC") == "" {
 		// Signing allocates many short-lived buffers; trading memory for
 		// fewer collections saves CPU time.

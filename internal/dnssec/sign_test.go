@@ -42,6 +42,7 @@ x.y.unsigned-ent NS ns.other.net.
 cut NS cut
 cut A 192.0.2.13
 Upper TXT "case"
+dn DNAME example.net.
 `
 
 var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
