@@ -114,7 +114,7 @@ type Zone struct {
 	// SOA and signatures live only as long as the negative TTL.
 	NegSOA     []byte
 	NegSOASigs *RRset
-	Serial uint32
+	Serial     uint32
 
 	// Records, Names: counts for reports.
 	Records int
