@@ -38,19 +38,24 @@ type Config struct {
 	// TCPMaxConnections bounds concurrent TCP connections; more are
 	// closed on accept.
 	TCPMaxConnections int
-	Logger            *slog.Logger
+	// UDPPoller selects the netpoller UDP loop (goroutines woken by
+	// epoll) instead of the default: a blocking recvmmsg on a locked OS
+	// thread per worker, which costs less per wakeup.
+	UDPPoller bool
+	Logger    *slog.Logger
 }
 
 // Server serves DNS over UDP and TCP.
 type Server struct {
-	cfg   Config
-	resp  *auth.Responder
-	log   *slog.Logger
-	udp   []*net.UDPConn
-	tcp   []net.Listener
-	addrs []string
-	conns atomic.Int64
-	wg    sync.WaitGroup
+	cfg    Config
+	resp   *auth.Responder
+	log    *slog.Logger
+	udp    []*net.UDPConn
+	tcp    []net.Listener
+	addrs  []string
+	conns  atomic.Int64
+	closed atomic.Bool
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	active map[net.Conn]struct{}
@@ -100,21 +105,28 @@ func (s *Server) Start(ctx context.Context) error {
 			s.Close()
 			return fmt.Errorf("listen %s: %w", addr, err)
 		}
-		for i := 0; i < s.cfg.Workers; i++ {
-			pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort(host, port))
-			if err != nil {
-				s.Close()
-				return fmt.Errorf("listen udp %s: %w", addr, err)
+		var conns []*net.UDPConn
+		var ln net.Listener
+		// With port 0 the first socket picks a port for all of them; if
+		// another program holds that port for the other protocol, pick
+		// again.
+		for try := 0; ; try++ {
+			conns, ln, port, err = s.bind(ctx, &lc, host, port)
+			if err == nil || port != "0" || try == 20 {
+				break
 			}
-			conn := pc.(*net.UDPConn)
-			if i == 0 {
-				// With port 0 the first socket picks the port; the other
-				// workers join it.
-				port = strconv.Itoa(conn.LocalAddr().(*net.UDPAddr).Port)
-			}
+		}
+		if err != nil {
+			s.Close()
+			return fmt.Errorf("listen %s: %w", addr, err)
+		}
+		for _, conn := range conns {
 			w, err := newUDPWorker(conn, s.resp)
 			if err != nil {
-				conn.Close()
+				for _, c := range conns {
+					c.Close()
+				}
+				ln.Close()
 				s.Close()
 				return err
 			}
@@ -122,15 +134,14 @@ func (s *Server) Start(ctx context.Context) error {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				if err := w.run(); err != nil {
+				run := w.run
+				if !s.cfg.UDPPoller {
+					run = func() error { return w.runBlocking(&s.closed) }
+				}
+				if err := run(); err != nil {
 					s.log.Error("udp worker stopped", "addr", addr, "err", err)
 				}
 			}()
-		}
-		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, port))
-		if err != nil {
-			s.Close()
-			return fmt.Errorf("listen tcp %s: %w", addr, err)
 		}
 		s.tcp = append(s.tcp, ln)
 		s.addrs = append(s.addrs, net.JoinHostPort(host, port))
@@ -143,12 +154,42 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// bind opens the UDP sockets (one per worker) and the TCP listener of one
+// address. It returns the port bound, or on failure the port asked for.
+func (s *Server) bind(ctx context.Context, lc *net.ListenConfig, host, port string) ([]*net.UDPConn, net.Listener, string, error) {
+	asked := port
+	var conns []*net.UDPConn
+	fail := func(err error) ([]*net.UDPConn, net.Listener, string, error) {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, nil, asked, err
+	}
+	for i := 0; i < s.cfg.Workers; i++ {
+		pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort(host, port))
+		if err != nil {
+			return fail(fmt.Errorf("udp: %w", err))
+		}
+		conn := pc.(*net.UDPConn)
+		conns = append(conns, conn)
+		if i == 0 {
+			port = strconv.Itoa(conn.LocalAddr().(*net.UDPAddr).Port)
+		}
+	}
+	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fail(fmt.Errorf("tcp: %w", err))
+	}
+	return conns, ln, port, nil
+}
+
 // Addrs returns the bound addresses (with real ports), one per Listen
 // entry.
 func (s *Server) Addrs() []string { return s.addrs }
 
 // Close stops every socket and connection and waits for the goroutines.
 func (s *Server) Close() {
+	s.closed.Store(true)
 	for _, c := range s.udp {
 		c.Close()
 	}
