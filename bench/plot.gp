@@ -2,7 +2,8 @@
 #
 # Two panels of clustered bars, one cluster per workload and one bar per
 # server: peak QPS (median over repeats, at the client count where it was
-# highest) and server CPU microseconds per answered query at that point.
+# highest) and server CPU microseconds per answered query at that point
+# (log scale: one slow server must not flatten the others).
 # Input: DATADIR/qps.dat and DATADIR/cpu.dat written by `benchtool report`
 # (tab-separated, header row = server names, "-" = no result).
 # Variables (gnuplot -e): datadir, outfile, ncol (number of servers).
@@ -33,8 +34,10 @@ set ylabel "queries per second"
 set format y "%.0f"
 set title "Throughput (higher is better)"
 plot for [i=2:ncol+1] datadir."/qps.dat" using i:xtic(1) title columnheader(i)
-set ylabel "server CPU µs per answered query"
+set ylabel "server CPU µs per answered query (log scale)"
 set format y "%g"
+set logscale y
+set yrange [1:*]
 set title "CPU cost per query (lower is better)"
 plot for [i=2:ncol+1] datadir."/cpu.dat" using i:xtic(1) title columnheader(i)
 unset multiplot
