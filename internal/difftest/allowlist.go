@@ -34,6 +34,10 @@ type AllowEntry struct {
 	// is owned by the QNAME, so that records reached by following a
 	// CNAME or DNAME are never excused.
 	SameOwner bool
+	// BothTC, set by "require: both-tc", tolerates a difference only if
+	// both responses have TC set: a truncated answer is a request to
+	// retry over TCP, and its content is not used (RFC 2181 section 9).
+	BothTC bool
 	// Line is where the entry starts in the file, for messages.
 	Line int
 }
@@ -149,8 +153,10 @@ func LoadAllowlist(p string) (*Allowlist, error) {
 					cur.Superset = true
 				case "same-owner":
 					cur.SameOwner = true
+				case "both-tc":
+					cur.BothTC = true
 				default:
-					return nil, fmt.Errorf("%s:%d: unknown requirement %q (want superset or same-owner)", p, n, r)
+					return nil, fmt.Errorf("%s:%d: unknown requirement %q (want superset, same-owner or both-tc)", p, n, r)
 				}
 			}
 		default:
@@ -167,11 +173,15 @@ func LoadAllowlist(p string) (*Allowlist, error) {
 }
 
 // Allowed returns the entry that tolerates difference d for query q, if
-// any. want and got are the two sections when d is a section difference
-// (nil otherwise), for entries that require a superset.
-func (a *Allowlist) Allowed(q Query, d Difference, want, got []string) *AllowEntry {
+// any. want and got are the two normalized responses, for the entries'
+// requirements.
+func (a *Allowlist) Allowed(q Query, d Difference, wantR, gotR Response) *AllowEntry {
+	want, got := sectionOf(wantR, d.Field), sectionOf(gotR, d.Field)
 	for _, e := range a.Entries {
 		if !e.matches(q) || !contains(e.Fields, d.Field) {
+			continue
+		}
+		if e.BothTC && !(hasFlag(wantR, "tc") && hasFlag(gotR, "tc")) {
 			continue
 		}
 		if e.Superset && !isSuperset(got, want) {
@@ -181,6 +191,23 @@ func (a *Allowlist) Allowed(q Query, d Difference, want, got []string) *AllowEnt
 			continue
 		}
 		return e
+	}
+	return nil
+}
+
+// hasFlag reports whether header flag f is set in r.
+func hasFlag(r Response, f string) bool { return contains(strings.Fields(r.Flags), f) }
+
+// sectionOf returns the named section of r, or nil for a field that is
+// not a section.
+func sectionOf(r Response, name string) []string {
+	switch name {
+	case "answer":
+		return r.Answer
+	case "authority":
+		return r.Authority
+	case "additional":
+		return r.Additional
 	}
 	return nil
 }

@@ -178,6 +178,12 @@ func vary(base []Query) []Query {
 		net  string
 		edns uint16
 	}{{"udp", 0}, {"udp", 4096}, {"tcp", 0}, {"tcp", 1232}}
+	// Large answers also meet the sizes around the usual limits: the
+	// minimum of RFC 6891 section 6.2.5, a common path MTU, the maximum.
+	bigVariants := append(variants[:len(variants):len(variants)], []struct {
+		net  string
+		edns uint16
+	}{{"udp", 512}, {"udp", 1400}, {"udp", 65535}}...)
 	var out []Query
 	for i, b := range base {
 		if rng.IntN(4) == 0 {
@@ -192,7 +198,7 @@ func vary(base []Query) []Query {
 		// ... and once more in a rotating variant; large or ANY answers
 		// get every variant, since truncation is where servers differ.
 		if big(b) {
-			for _, v := range variants {
+			for _, v := range bigVariants {
 				x := b
 				x.Net, x.EDNS = v.net, v.edns
 				out = append(out, x)
@@ -210,7 +216,12 @@ func vary(base []Query) []Query {
 // big reports whether q asks for an answer that may not fit 512 octets.
 func big(q Query) bool {
 	n := strings.ToLower(q.Name)
-	return q.Type == dns.TypeANY || strings.HasPrefix(n, "bigtxt.") || strings.HasPrefix(n, "many.")
+	for _, p := range []string{"bigtxt.", "many.", "bigdeleg.", "www.bigdeleg.", "bigmx."} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return q.Type == dns.TypeANY
 }
 
 // category classifies an existing name for the summary.

@@ -177,14 +177,14 @@ func TestAllowlist(t *testing.T) {
 		t.Errorf("continuation line lost: %q", a.Entries[0].RFC)
 	}
 	q := Query{Name: "WWW.example.test.", Type: dns.TypeANY, Net: "udp"}
-	if a.Allowed(q, Difference{Field: "answer"}, nil, nil) == nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{}, Response{}) == nil {
 		t.Error("matching difference not allowed")
 	}
-	if a.Allowed(q, Difference{Field: "rcode"}, nil, nil) != nil {
+	if a.Allowed(q, Difference{Field: "rcode"}, Response{}, Response{}) != nil {
 		t.Error("field not listed but allowed")
 	}
 	q.Net = "tcp"
-	if a.Allowed(q, Difference{Field: "answer"}, nil, nil) != nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{}, Response{}) != nil {
 		t.Error("net condition ignored")
 	}
 	write("id: x\nmatch: type=ANY\nfields: answer\nrequire: superset\ndiffers: d\nrfc: r\n")
@@ -192,25 +192,37 @@ func TestAllowlist(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, more, other := []string{"a"}, []string{"a", "b"}, []string{"b"}
-	if a.Allowed(q, Difference{Field: "answer"}, want, more) == nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{Answer: want}, Response{Answer: more}) == nil {
 		t.Error("superset not allowed")
 	}
-	if a.Allowed(q, Difference{Field: "answer"}, want, other) != nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{Answer: want}, Response{Answer: other}) != nil {
 		t.Error("non-superset allowed despite require: superset")
 	}
 	write("id: x\nmatch: type=ANY\nfields: answer\nrequire: same-owner\ndiffers: d\nrfc: r\n")
 	if a, err = LoadAllowlist(bad); err != nil {
 		t.Fatal(err)
 	}
-	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"www.example.test. 60 IN A 192.0.2.1"}) == nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{}, Response{Answer: []string{"www.example.test. 60 IN A 192.0.2.1"}}) == nil {
 		t.Error("answer owned by the QNAME not allowed")
 	}
 	esc := Query{Name: `Sp\032Ace.example.test.`, Type: dns.TypeANY}
-	if a.Allowed(esc, Difference{Field: "answer"}, nil, []string{`sp\ ace.example.test. 60 IN A 192.0.2.1`}) == nil {
+	if a.Allowed(esc, Difference{Field: "answer"}, Response{}, Response{Answer: []string{`sp\ ace.example.test. 60 IN A 192.0.2.1`}}) == nil {
 		t.Error("owner written with another escape not recognised as the QNAME")
 	}
-	if a.Allowed(q, Difference{Field: "answer"}, nil, []string{"other.example.test. 60 IN A 192.0.2.1"}) != nil {
+	if a.Allowed(q, Difference{Field: "answer"}, Response{}, Response{Answer: []string{"other.example.test. 60 IN A 192.0.2.1"}}) != nil {
 		t.Error("answer owned by another name allowed despite require: same-owner")
+	}
+	write("id: x\nmatch: type=A\nfields: authority\nrequire: both-tc\ndiffers: d\nrfc: r\n")
+	if a, err = LoadAllowlist(bad); err != nil {
+		t.Fatal(err)
+	}
+	qa := Query{Name: "www.example.test.", Type: dns.TypeA}
+	tc, notc := Response{Flags: "qr aa tc"}, Response{Flags: "qr aa"}
+	if a.Allowed(qa, Difference{Field: "authority"}, tc, tc) == nil {
+		t.Error("difference between two truncated answers not allowed")
+	}
+	if a.Allowed(qa, Difference{Field: "authority"}, tc, notc) != nil {
+		t.Error("allowed although only one answer is truncated")
 	}
 }
 
