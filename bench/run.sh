@@ -217,6 +217,10 @@ if [[ " $SERVERS " == *" tern "* || " $GENS " == *" ternperf "* ]]; then
 	fi
 fi
 
+if [[ ! -r $ROOT_ZONE ]]; then
+	echo "the signed root zone is not at $ROOT_ZONE (set ROOT_ZONE=...)" >&2
+	exit 1
+fi
 log "generating data (big zone: $BIG records)"
 "$BT" gen -out "$DATA" -root "$ROOT_ZONE" -big "$BIG"
 
