@@ -82,7 +82,7 @@ func newMmsgSock(fd, window, batch, maxQuery, respSize int, c *Counters, timeout
 	s := &mmsgSock{
 		fd:      fd,
 		window:  window,
-		tr:      newTracker(timeout, c, firstID),
+		tr:      newTracker(timeout, c, firstID, window),
 		shdr:    make([]unix.Mmsghdr, batch),
 		siov:    make([]unix.Iovec, batch),
 		sids:    make([]uint16, batch),

@@ -79,7 +79,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 		rmsgs[i].Buffers = rbufs[i : i+1]
 	}
 
-	tr := newTracker(int64(cfg.Timeout), c, uint16(sh.cursor*7919))
+	tr := newTracker(int64(cfg.Timeout), c, uint16(sh.cursor*7919), sh.window)
 	pace := newPacer(sh.qps)
 	cursor := sh.cursor
 	sending := true

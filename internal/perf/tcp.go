@@ -20,7 +20,7 @@ import (
 // while there is still sending to do, the client reconnects (like dnsperf);
 // queries outstanding on the old connection are counted as lost.
 func runTCP(env *loopEnv, sh share, c *Counters) (int64, error) {
-	t := &tcpClient{env: env, sh: sh, c: c, tr: newTracker(int64(env.cfg.Timeout), c, uint16(sh.cursor*7919)), cursor: sh.cursor}
+	t := &tcpClient{env: env, sh: sh, c: c, tr: newTracker(int64(env.cfg.Timeout), c, uint16(sh.cursor*7919), sh.window), cursor: sh.cursor}
 	for first := true; ; first = false {
 		if !first {
 			c.Reconnects++

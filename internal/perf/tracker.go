@@ -9,25 +9,38 @@ type slot struct {
 	busy       bool
 }
 
-// sentinel is the index of the list head/tail anchor in tracker.slots.
-const sentinel = 1 << 16
+// minSlots is the smallest ID space per socket: IDs cycle through it, so a
+// late answer to a timed-out query can only be mistaken for a new query
+// after this many sends.
+const minSlots = 4096
 
 // tracker matches responses to outstanding queries on one socket by DNS ID
 // and accounts for completions, rcodes, latency and timeouts. It is owned by
 // a single goroutine: no locking.
 type tracker struct {
-	slots   []slot // 65536 IDs plus the sentinel
-	out     int    // busy slots
-	done    int    // queries completed on this socket, for the start ramp
-	nextID  uint16
-	timeout int64 // ns
-	c       *Counters
+	slots    []slot // one per usable ID, plus the list anchor at index sentinel
+	mask     uint16 // usable IDs are 0..mask
+	sentinel int32
+	out      int // busy slots
+	done     int // queries completed on this socket, for the start ramp
+	nextID   uint16
+	timeout  int64 // ns
+	c        *Counters
 }
 
-func newTracker(timeoutNs int64, c *Counters, firstID uint16) *tracker {
-	t := &tracker{slots: make([]slot, sentinel+1), timeout: timeoutNs, c: c, nextID: firstID}
-	t.slots[sentinel].prev = sentinel
-	t.slots[sentinel].next = sentinel
+// newTracker makes a tracker for at most window outstanding queries. The
+// ID space is a power of two of at least 4*window and minSlots (at most
+// 65536), which keeps the table small for small windows (a socket costs
+// 100 KB, not 1.5 MB) while IDs still take long to come round again.
+func newTracker(timeoutNs int64, c *Counters, firstID uint16, window int) *tracker {
+	n := minSlots
+	for n < 4*window && n < 1<<16 {
+		n <<= 1
+	}
+	t := &tracker{slots: make([]slot, n+1), mask: uint16(n - 1), sentinel: int32(n), timeout: timeoutNs, c: c}
+	t.nextID = firstID & t.mask
+	t.slots[n].prev = int32(n)
+	t.slots[n].next = int32(n)
 	return t
 }
 
@@ -39,7 +52,7 @@ func newTracker(timeoutNs int64, c *Counters, firstID uint16) *tracker {
 func (t *tracker) alloc() uint16 {
 	for {
 		id := t.nextID
-		t.nextID++
+		t.nextID = (t.nextID + 1) & t.mask
 		if !t.slots[id].busy {
 			return id
 		}
@@ -51,11 +64,11 @@ func (t *tracker) sent(id uint16, now int64, size int) {
 	s := &t.slots[id]
 	s.sent = now
 	s.busy = true
-	tail := t.slots[sentinel].prev
+	tail := t.slots[t.sentinel].prev
 	s.prev = tail
-	s.next = sentinel
+	s.next = t.sentinel
 	t.slots[tail].next = int32(id)
-	t.slots[sentinel].prev = int32(id)
+	t.slots[t.sentinel].prev = int32(id)
 	t.out++
 	t.c.Sent++
 	t.c.ReqBytes += uint64(size)
@@ -77,6 +90,10 @@ func (t *tracker) response(msg []byte, now int64) bool {
 		return false
 	}
 	id := int32(msg[0])<<8 | int32(msg[1])
+	if id >= t.sentinel {
+		t.c.Unexpected++ // never sent from this socket
+		return false
+	}
 	s := &t.slots[id]
 	if !s.busy {
 		t.c.Unexpected++ // late (already timed out) or duplicate
@@ -111,8 +128,8 @@ func (t *tracker) window(max int) int {
 func (t *tracker) expire(now int64) int {
 	n := 0
 	for {
-		h := t.slots[sentinel].next
-		if h == sentinel || t.slots[h].sent+t.timeout > now {
+		h := t.slots[t.sentinel].next
+		if h == t.sentinel || t.slots[h].sent+t.timeout > now {
 			return n
 		}
 		t.unlink(h)
@@ -123,8 +140,8 @@ func (t *tracker) expire(now int64) int {
 
 // nextExpiry is when the oldest outstanding query times out.
 func (t *tracker) nextExpiry() (int64, bool) {
-	h := t.slots[sentinel].next
-	if h == sentinel {
+	h := t.slots[t.sentinel].next
+	if h == t.sentinel {
 		return 0, false
 	}
 	return t.slots[h].sent + t.timeout, true
@@ -133,8 +150,8 @@ func (t *tracker) nextExpiry() (int64, bool) {
 // abandon counts everything still outstanding as lost (run interrupted).
 func (t *tracker) abandon() {
 	for {
-		h := t.slots[sentinel].next
-		if h == sentinel {
+		h := t.slots[t.sentinel].next
+		if h == t.sentinel {
 			return
 		}
 		t.unlink(h)
