@@ -303,6 +303,7 @@ func runMmsg(env *loopEnv, sh share, c *Counters) (int64, error) {
 	socks := make([]*mmsgSock, 0, sh.clients)
 	defer func() {
 		for _, s := range socks {
+			s.tr.abandon() // after a socket error, so that sent = completed + lost
 			unix.Close(s.fd)
 		}
 	}()

@@ -80,6 +80,7 @@ func runXnet(env *loopEnv, sh share, c *Counters) (int64, error) {
 	}
 
 	tr := newTracker(int64(cfg.Timeout), c, uint16(sh.cursor*7919), sh.window)
+	defer tr.abandon() // after a socket error, so that sent = completed + lost
 	pace := newPacer(sh.qps)
 	cursor := sh.cursor
 	sending := true
