@@ -53,6 +53,11 @@ func Generate(zones []*Zone) []Query {
 		}
 	}
 	for _, z := range zones {
+		if z.Origin == bigZone {
+			// Its thousands of names would swamp the list; it gets the
+			// few queries of bigQueries instead.
+			continue
+		}
 		for _, rr := range z.Records {
 			h := rr.Header()
 			owner := dns.CanonicalName(h.Name)
@@ -116,7 +121,34 @@ func Generate(zones []*Zone) []Query {
 	}
 
 	out := vary(base)
-	return append(out, protocolQueries()...)
+	out = append(out, protocolQueries()...)
+	for _, z := range zones {
+		if z.Origin == bigZone {
+			out = append(out, bigQueries()...)
+		}
+	}
+	return out
+}
+
+// bigZone is the origin of the zone with the 1000-record MX RRset.
+const bigZone = "big.test."
+
+// bigQueries ask for big.test.'s huge RRset in every transport and size,
+// and for a few of its names.
+func bigQueries() []Query {
+	var out []Query
+	for _, v := range []struct {
+		net  string
+		edns uint16
+	}{{"tcp", 0}, {"tcp", 1232}, {"tcp", 65535}, {"udp", 0}, {"udp", 1232}, {"udp", 65535}} {
+		for _, t := range []uint16{dns.TypeMX, dns.TypeANY, dns.TypeAAAA} {
+			out = append(out, Query{Name: "huge.big.test.", Type: t, Net: v.net, EDNS: v.edns, Category: "huge"})
+		}
+	}
+	for _, n := range []string{"mx1.huge.big.test.", "mx999.huge.big.test.", "MX500.Huge.Big.Test.", "nx.huge.big.test.", "big.test."} {
+		out = append(out, Query{Name: n, Type: dns.TypeAAAA, Net: "udp", EDNS: 1232, Category: "huge"})
+	}
+	return out
 }
 
 // protocolQueries exercise header and EDNS handling rather than zone

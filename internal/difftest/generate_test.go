@@ -45,7 +45,7 @@ func TestGenerateDeterministic(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"apex", "wildcard-owner", "wildcard-synth", "empty-non-terminal",
-		"delegation", "below-delegation", "glue", "cname", "dname", "dname-below", "nxdomain", "outside", "existing"} {
+		"delegation", "below-delegation", "glue", "cname", "dname", "dname-below", "nxdomain", "outside", "existing", "huge"} {
 		if cats[c] == 0 {
 			t.Errorf("no query in category %q", c)
 		}

@@ -113,6 +113,7 @@ func TestZones(dir string) ([]*Zone, error) {
 		{"example.test.", "example.test.zone"},
 		{"child.example.test.", "child.example.test.zone"},
 		{"gen.test.", "gen.test.zone"},
+		{"big.test.", "big.test.zone"},
 	} {
 		path, err := filepath.Abs(filepath.Join(dir, z.file))
 		if err != nil {
