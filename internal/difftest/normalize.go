@@ -31,9 +31,12 @@ type Response struct {
 	// are local policy and deliberately ignored.
 	EDNSVersion uint8
 	DO          bool
-	Answer      []string
-	Authority   []string
-	Additional  []string
+	// EDNSZ is the OPT record's Z field, which responders set to zero
+	// whatever the query had (RFC 6891 section 6.1.4).
+	EDNSZ      uint16
+	Answer     []string
+	Authority  []string
+	Additional []string
 }
 
 // Normalize reduces m to a Response.
@@ -54,6 +57,7 @@ func Normalize(m *dns.Msg) Response {
 			r.EDNS = true
 			r.EDNSVersion = opt.Version()
 			r.DO = opt.Do()
+			r.EDNSZ = uint16(opt.Hdr.Ttl & 0x7FFF)
 			continue
 		}
 		additional = append(additional, rr)
@@ -250,6 +254,9 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 func ednsString(r Response) string {
 	if !r.EDNS {
 		return "no OPT"
+	}
+	if r.EDNSZ != 0 {
+		return fmt.Sprintf("OPT version %d do=%v z=%#04x", r.EDNSVersion, r.DO, r.EDNSZ)
 	}
 	return fmt.Sprintf("OPT version %d do=%v", r.EDNSVersion, r.DO)
 }

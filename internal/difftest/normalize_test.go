@@ -111,6 +111,11 @@ func TestNormalizeEDNS(t *testing.T) {
 	if d := Compare(Normalize(a), Normalize(b)); len(d) != 0 {
 		t.Errorf("UDP size and NSID should be ignored, got %v", d)
 	}
+	b.IsEdns0().Hdr.Ttl |= 0x0100
+	if d := Compare(Normalize(a), Normalize(b)); len(d) != 1 || d[0].Field != "edns" {
+		t.Errorf("OPT Z bits not seen: %v", d)
+	}
+	b.IsEdns0().Hdr.Ttl &^= 0x0100
 	b.IsEdns0().SetVersion(1)
 	if d := Compare(Normalize(a), Normalize(b)); len(d) != 1 || d[0].Field != "edns" {
 		t.Errorf("EDNS version change: got %v", d)

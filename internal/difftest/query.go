@@ -81,6 +81,15 @@ func mutations() map[string]mutation {
 		// QR set: the message is a response and must not be answered, or
 		// two servers could be made to loop (RFC 1035 section 4.1.1).
 		"qr-set": {msg: func(m *dns.Msg) { m.Response = true }},
+		// Reserved bits set: the header's Z bit (RFC 1035 section 4.1.1: "Must
+		// be zero in all queries and responses") and the OPT's Z field (RFC
+		// 6891 section 6.1.4: ignored by receivers, zero from senders).
+		"header-z": {msg: func(m *dns.Msg) { m.Zero = true }},
+		"opt-z": {msg: func(m *dns.Msg) {
+			if o := m.IsEdns0(); o != nil {
+				o.Hdr.Ttl |= 0x1234
+			}
+		}},
 		// Octets after the last record.
 		"trailing": {wire: func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef) }},
 		// A truncated question: the message ends inside QTYPE.
