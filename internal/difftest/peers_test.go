@@ -104,12 +104,14 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p under the lock.
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
+// String returns everything written so far.
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,6 +205,7 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 // fatalLogError reports a server log line that rules out readiness.
 type fatalLogError struct{ phrase string }
 
+// Error names the phrase that was found.
 func (e *fatalLogError) Error() string { return fmt.Sprintf("fatal message in log: %q", e.phrase) }
 
 // waitReady polls s with an SOA query for zone over UDP and TCP until both
