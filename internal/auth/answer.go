@@ -86,8 +86,11 @@ type Scratch struct {
 	name    [wire.MaxName]byte
 	labels  [wire.MaxLabels]uint8
 	tail    [wire.MaxName + 10]byte
-	addl    [32]*zone.Node
+	// addl are the RRsets whose Additional nodes follow the answer;
+	// written marks which addresses went in, for their RRSIGs.
+	addl    [8]*zone.RRset
 	naddl   int
+	written [4096]bool
 	visited [MaxChain + 1]*zone.Node
 
 	// DNSSEC state of the current answer: whether to add RRSIGs and
@@ -465,7 +468,7 @@ func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uin
 		return flags | wire.FlagTC
 	}
 	s.queueAdditional(cut.NS)
-	return r.additional(s, flags)
+	return r.additionalFor(s, cut, flags)
 }
 
 // put writes an RRset, and with DO its RRSIGs, into sec; the owner is a
@@ -533,38 +536,86 @@ func (r *Responder) writeRecords(s *Scratch, sec section, set *zone.RRset, owner
 	return ownerOff
 }
 
-// queueAdditional remembers the nodes whose addresses follow set.
+// queueAdditional remembers that the addresses of set's targets follow.
 func (s *Scratch) queueAdditional(set *zone.RRset) {
-	for _, n := range set.Additional {
-		if s.naddl < len(s.addl) {
-			s.addl[s.naddl] = n
-			s.naddl++
-		}
+	if len(set.Additional) > 0 && s.naddl < len(s.addl) {
+		s.addl[s.naddl] = set
+		s.naddl++
 	}
 }
 
 // additional writes the queued A and AAAA RRsets into the additional
-// section, dropping (without TC) those that do not fit: they are a
-// courtesy (RFC 2181 §9).
+// section. One that does not fit is left out and the next is tried, as
+// Knot does: additional data is a courtesy (RFC 2181 §9), except the glue
+// of a referral below its cut (RFC 9471 §3: "If message size constraints
+// prevent the inclusion of all in-domain glue records over UDP, the server
+// MUST set the TC flag"); cut is the referral's cut or nil.
 func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
+	return r.additionalFor(s, nil, flags)
+}
+
+func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint16 {
+	k := 0 // index into s.written, one per address RRset considered
 	for i := 0; i < s.naddl; i++ {
-		n := s.addl[i]
-		dup := false
-		for j := 0; j < i; j++ {
-			if s.addl[j] == n {
-				dup = true
+		for _, n := range s.addl[i].Additional {
+			if s.dupAdditional(i, n) {
+				continue
+			}
+			for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
+				set := n.Get(t)
+				if set == nil {
+					continue
+				}
+				ok := r.putPlain(s, additionalSec, set, n.Name, -1)
+				if !ok && cut != nil && (n.Cut == cut || n == cut) {
+					flags |= wire.FlagTC
+				}
+				if k < len(s.written) {
+					s.written[k] = ok
+					k++
+				}
 			}
 		}
-		if dup {
-			continue
-		}
-		for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
-			if set := n.Get(t); set != nil && !r.put(s, additionalSec, set, n.Name, -1) {
-				return flags
+	}
+	if !s.dnssec {
+		return flags
+	}
+	// The signatures go after all the addresses, as Knot places them:
+	// RFC 4035 §3.1.1: "If space does not permit inclusion of both the
+	// RRset and its associated RRSIG RRs, the name server MAY retain the
+	// RRset while dropping the RRSIG RRs."
+	k = 0
+	for i := 0; i < s.naddl; i++ {
+		for _, n := range s.addl[i].Additional {
+			if s.dupAdditional(i, n) {
+				continue
+			}
+			for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
+				set := n.Get(t)
+				if set == nil {
+					continue
+				}
+				if k < len(s.written) && s.written[k] && set.Sigs != nil {
+					r.putPlain(s, additionalSec, set.Sigs, n.Name, -1)
+				}
+				k++
 			}
 		}
 	}
 	return flags
+}
+
+// dupAdditional reports whether node n is among the targets of the
+// RRsets queued before the i-th (each RRset's own list has no duplicates).
+func (s *Scratch) dupAdditional(i int, n *zone.Node) bool {
+	for j := 0; j < i; j++ {
+		for _, m := range s.addl[j].Additional {
+			if m == n {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dname writes the DNAME of node d and the CNAME it synthesizes for the

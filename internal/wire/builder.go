@@ -3,8 +3,10 @@ package wire
 import "encoding/binary"
 
 // maxCompress bounds the compression table. Names beyond it are written
-// uncompressed, which is correct, only longer.
-const maxCompress = 48
+// uncompressed, which is correct, only longer. The table costs only the
+// entries a response fills, so the bound is set for the largest TCP
+// answers (a thousand MX targets with their addresses).
+const maxCompress = 2048
 
 // compEntry records that the name bytes (canonical wire form, lowercase) are
 // present in the message at offset off.
