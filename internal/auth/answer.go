@@ -83,9 +83,9 @@ type Scratch struct {
 
 	// name holds the current name of a CNAME/DNAME chain, lowercased, and
 	// labels its label offsets.
-	name    [wire.MaxName]byte
-	labels  [wire.MaxLabels]uint8
-	tail    [wire.MaxName + 10]byte
+	name   [wire.MaxName]byte
+	labels [wire.MaxLabels]uint8
+	tail   [wire.MaxName + 10]byte
 	// addl are the RRsets whose Additional nodes follow the answer;
 	// written marks which addresses went in, for their RRSIGs.
 	addl    [8]*zone.RRset
