@@ -92,9 +92,37 @@ type Zone struct {
 	// File is the zone file; Parse resolves relative paths against the
 	// directory of the configuration file.
 	File string `toml:"file"`
+	// Signing, when present, makes the server sign the zone itself and
+	// keep it signed: keys, rollovers and signature refresh.
+	Signing *Signing `toml:"signing"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.
 	Line int `toml:"-"`
+}
+
+// Signing is a zone's [zone.signing] table: the automatic signing policy.
+// Durations left out take the defaults of dnssec.DefaultPolicy.
+type Signing struct {
+	// KeyDir holds the zone's keys, rollover state and last signed copy;
+	// relative paths are resolved against the config file's directory.
+	KeyDir string `toml:"key-dir"`
+	// Algorithm is "ecdsap256sha256" (the default) or "ed25519".
+	Algorithm string `toml:"algorithm"`
+	// NSEC3 selects NSEC3 (RFC 5155, RFC 9276 parameters) over NSEC;
+	// OptOut leaves unsigned delegations out of the NSEC3 chain.
+	NSEC3  bool `toml:"nsec3"`
+	OptOut bool `toml:"opt-out"`
+	// Key lifetimes (0 or absent: the default), signature validity and
+	// how long before expiry signatures are refreshed.
+	ZSKLifetime       Duration `toml:"zsk-lifetime"`
+	KSKLifetime       Duration `toml:"ksk-lifetime"`
+	SignatureValidity Duration `toml:"signature-validity"`
+	SignatureRefresh  Duration `toml:"signature-refresh"`
+	// PropagationDelay and ParentDelay feed the rollover timing of RFC
+	// 7583: the time for a change to reach every secondary, and for a
+	// CDS to become a DS served by the parent.
+	PropagationDelay Duration `toml:"propagation-delay"`
+	ParentDelay      Duration `toml:"parent-delay"`
 }
 
 // Duration is a time.Duration written in TOML as a string such as "10s".
@@ -187,6 +215,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if z.Origin != "" {
 			z.Origin = canonicalOrigin(z.Origin)
+		}
+		if sg := z.Signing; sg != nil && sg.KeyDir != "" && path != "" && !filepath.IsAbs(sg.KeyDir) {
+			sg.KeyDir = filepath.Join(filepath.Dir(path), sg.KeyDir)
 		}
 		if z.File != "" && path != "" && !filepath.IsAbs(z.File) {
 			z.File = filepath.Join(filepath.Dir(path), z.File)

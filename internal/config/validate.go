@@ -97,6 +97,31 @@ func (c *Config) Validate() error {
 		if z.File == "" {
 			v.addZone(at, "%s: missing file", name)
 		}
+		if sg := z.Signing; sg != nil {
+			if sg.KeyDir == "" {
+				v.addZone(at, "%s: signing: missing key-dir", name)
+			}
+			switch strings.ToLower(sg.Algorithm) {
+			case "", "ecdsap256sha256", "ed25519":
+			default:
+				v.addZone(at, "%s: signing: algorithm %q (want ecdsap256sha256 or ed25519)", name, sg.Algorithm)
+			}
+			if sg.OptOut && !sg.NSEC3 {
+				v.addZone(at, "%s: signing: opt-out needs nsec3", name)
+			}
+			for _, d := range []struct {
+				key string
+				val Duration
+			}{{"zsk-lifetime", sg.ZSKLifetime}, {"ksk-lifetime", sg.KSKLifetime}, {"signature-validity", sg.SignatureValidity},
+				{"signature-refresh", sg.SignatureRefresh}, {"propagation-delay", sg.PropagationDelay}, {"parent-delay", sg.ParentDelay}} {
+				if d.val.Duration < 0 {
+					v.addZone(at, "%s: signing: %s is negative", name, d.key)
+				}
+			}
+			if sg.SignatureValidity.Duration > 0 && sg.SignatureRefresh.Duration >= sg.SignatureValidity.Duration {
+				v.addZone(at, "%s: signing: signature-refresh must be shorter than signature-validity", name)
+			}
+		}
 	}
 	return errors.Join(v.errs...)
 }
