@@ -183,7 +183,7 @@ func protocolQueries() []Query {
 		p(Query{Name: "example.test.", Type: dns.TypeDNSKEY, EDNS: 1232, DO: true})
 		p(Query{Name: "www.example.test.", Type: dns.TypeOPT, EDNS: 1232})
 		for _, m := range []string{"two-opt", "opt-owner", "unknown-option", "no-question",
-			"two-questions", "answer-in-query", "qr-set", "trailing", "short", "header-z", "opt-z"} {
+			"two-questions", "answer-in-query", "qr-set", "trailing", "short", "header-z", "opt-z", "cd-ad"} {
 			p(Query{Name: "www.example.test.", EDNS: 1232, Mutate: m})
 		}
 		p(Query{Name: "www.example.test.", Mutate: "no-question"})

@@ -90,6 +90,10 @@ func mutations() map[string]mutation {
 				o.Hdr.Ttl |= 0x1234
 			}
 		}},
+		// CD and AD set in the query: CD is copied into the response (RFC
+		// 4035 section 3.1.6); an authoritative server that does not validate
+		// leaves AD clear (RFC 4035 section 3.1.6, RFC 6840 section 5.8).
+		"cd-ad": {msg: func(m *dns.Msg) { m.CheckingDisabled, m.AuthenticatedData = true, true }},
 		// Octets after the last record.
 		"trailing": {wire: func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef) }},
 		// A truncated question: the message ends inside QTYPE.
