@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
+	"github.com/tern-dns/tern/internal/zones"
 )
 
 //go:embed demo.zone
@@ -37,9 +37,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("tern serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "", "config file (TOML)")
-	var listens, zones multiFlag
+	var listens, zoneFlags multiFlag
 	fs.Var(&listens, "listen", "address to listen on, host:port (repeatable)")
-	fs.Var(&zones, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
+	fs.Var(&zoneFlags, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
 	workers := fs.Int("workers", -1, "UDP workers per address (0: one per CPU)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -60,7 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(listens) > 0 {
 		cfg.Server.Listen = listens
 	}
-	for _, z := range zones {
+	for _, z := range zoneFlags {
 		origin, file, ok := strings.Cut(z, "=")
 		if !ok || origin == "" || file == "" {
 			fmt.Fprintf(stderr, "tern serve: --zone %q: want ORIGIN=FILE\n", z)
@@ -84,21 +84,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	demo := len(cfg.Zones) == 0
-	set, err := loadZones(cfg, demo)
-	if err != nil {
-		fmt.Fprintf(stderr, "tern serve: %v\n", err)
-		return 1
-	}
-	// Loading leaves garbage several times the size of the compiled
-	// zones (parsed records); hand it back before serving.
-	debug.FreeOSMemory()
 	nsid, err := cfg.Identity.NSIDBytes()
 	if err != nil {
 		fmt.Fprintf(stderr, "tern serve: %v\n", err)
 		return 1
 	}
-	resp := auth.New(set, auth.Options{
+	resp := auth.New(nil, auth.Options{
 		UDPPayload: cfg.Server.UDPPayload,
 		NSID:       nsid,
 		Chaos:      cfg.ChaosEnabled(),
@@ -112,6 +103,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
 		Logger:            log,
 	}, resp)
+	demo := len(cfg.Zones) == 0
+	var mgr *zones.Manager
+	if demo {
+		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
+		if err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		resp.Publish(zone.NewSet(z))
+	} else {
+		mgr = zones.New(cfg.Zones, resp.Publish, log, nil)
+		if err := mgr.Load(ctx); err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		go mgr.Run(ctx)
+	}
+	// Loading leaves garbage several times the size of the compiled
+	// zones (parsed records); hand it back before serving.
+	debug.FreeOSMemory()
+	set := resp.Zones()
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "tern serve: %v\n", err)
 		return 1
@@ -133,14 +145,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			srv.Close()
 			return 0
 		case <-hup:
+			if mgr == nil {
+				continue
+			}
 			// A failed reload keeps the old zones serving.
 			start := time.Now()
-			if newSet, err := loadZones(cfg, demo); err != nil {
+			if err := mgr.Reload(ctx); err != nil {
 				log.Error("reload failed, still serving the previous zones", "err", err)
 			} else {
-				resp.Publish(newSet)
 				debug.FreeOSMemory()
-				log.Info("reloaded", "zones", newSet.Len(), "took", time.Since(start))
+				log.Info("reloaded", "zones", resp.Zones().Len(), "took", time.Since(start))
 			}
 		}
 	}
@@ -159,36 +173,6 @@ func digHint(addr string, demo bool, origin string) string {
 		name = "www." + demoOrigin
 	}
 	return fmt.Sprintf("dig @%s -p %s %s A", host, port, name)
-}
-
-// loadZones compiles every configured zone (or the demo zone) into a Set.
-// All errors are reported, not just the first.
-func loadZones(cfg *config.Config, demo bool) (*zone.Set, error) {
-	if demo {
-		recs, err := zone.Parse(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
-		if err != nil {
-			return nil, err
-		}
-		z, err := zone.Compile(demoOrigin, recs)
-		if err != nil {
-			return nil, err
-		}
-		return zone.NewSet(z), nil
-	}
-	var zs []*zone.Zone
-	var errs []error
-	for _, zc := range cfg.Zones {
-		z, err := zone.Load(zc.File, zc.Origin)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("zone %s: %w", zc.Origin, err))
-			continue
-		}
-		zs = append(zs, z)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return zone.NewSet(zs...), nil
 }
 
 // runCheck implements 'tern check zone FILE --origin NAME' and
@@ -229,7 +213,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		if _, err := loadZones(cfg, false); err != nil {
+		if err := zones.Check(cfg.Zones); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}

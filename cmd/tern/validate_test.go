@@ -93,3 +93,61 @@ func TestValidatesInDelv(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoSignedZoneValidates serves a zone with a signing policy and
+// checks its answers in delv, with the served KSK as trust anchor.
+func TestAutoSignedZoneValidates(t *testing.T) {
+	delv, err := exec.LookPath("delv")
+	if err != nil {
+		if os.Getenv("TERN_REQUIRE_PEERS") == "1" {
+			t.Fatal("delv not installed (bind9-dnsutils)")
+		}
+		t.Skip("delv not installed")
+	}
+	dir := t.TempDir()
+	zoneFile := filepath.Join(dir, "auto.test.zone")
+	os.WriteFile(zoneFile, []byte("$ORIGIN auto.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.80\n"), 0o644)
+	cfg := filepath.Join(dir, "tern.toml")
+	os.WriteFile(cfg, []byte(`[server]
+listen = ["127.0.0.1:0"]
+workers = 1
+[[zone]]
+origin = "auto.test"
+file = "auto.test.zone"
+[zone.signing]
+key-dir = "keys"
+nsec3 = true
+`), 0o644)
+	addr := serve(t, "-c", cfg)
+	host, port, _ := strings.Cut(addr, ":")
+	m := new(dns.Msg)
+	m.SetQuestion("auto.test.", dns.TypeDNSKEY)
+	m.SetEdns0(4096, true)
+	r, err := dns.Exchange(m, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchors strings.Builder
+	anchors.WriteString("trust-anchors {\n")
+	for _, rr := range r.Answer {
+		if k, ok := rr.(*dns.DNSKEY); ok && k.Flags&1 == 1 {
+			fmt.Fprintf(&anchors, "  auto.test. static-key %d %d %d \"%s\";\n", k.Flags, k.Protocol, k.Algorithm, k.PublicKey)
+		}
+	}
+	anchors.WriteString("};\n")
+	af := filepath.Join(dir, "anchors.conf")
+	os.WriteFile(af, []byte(anchors.String()), 0o644)
+	for _, q := range []struct{ name, qtype, want string }{
+		{"www.auto.test.", "A", "; fully validated"},
+		{"nope.auto.test.", "A", "; negative response, fully validated"},
+		{"www.auto.test.", "TXT", "; negative response, fully validated"},
+	} {
+		out, _ := exec.Command(delv, "@"+host, "-p", port, "-a", af, "+root=auto.test.", q.name, q.qtype).CombinedOutput()
+		if !strings.Contains(string(out), q.want+"\n") {
+			t.Errorf("%s %s: delv did not report %q:\n%s", q.name, q.qtype, q.want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keys", "auto.test.signed")); err != nil {
+		t.Errorf("no signed copy kept: %v", err)
+	}
+}

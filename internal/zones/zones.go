@@ -1,0 +1,301 @@
+// Package zones keeps the set of zones a server answers from: it loads
+// them as the configuration says, signs those that have a signing policy
+// and keeps their signatures and keys fresh, reloads on request, and
+// publishes every new set whole. A load or reload that fails publishes
+// nothing, so the zones already served stay served.
+package zones
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/dnssec"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// Manager owns the served zones. Publish is called with each new set.
+type Manager struct {
+	cfg     []config.Zone
+	publish func(*zone.Set)
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu      sync.Mutex
+	current map[string]*zone.Zone
+	signed  map[string]*signedZone
+	wake    chan struct{}
+}
+
+// signedZone is the state of one automatically signed zone.
+type signedZone struct {
+	cfg      config.Zone
+	signer   *dnssec.ZoneSigner
+	unsigned []dns.RR  // the zone file's content, re-signed on schedule
+	next     time.Time // when signatures or keys next need work
+}
+
+// New returns a Manager for the configured zones; now is the clock (nil
+// for time.Now), injectable so rollovers can be tested.
+func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now func() time.Time) *Manager {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: zones, publish: publish, log: log, now: now,
+		current: map[string]*zone.Zone{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1)}
+}
+
+// Load loads every zone (signing those with a policy) and publishes the
+// set. Errors from all zones are reported together; on error nothing is
+// published.
+func (m *Manager) Load(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := map[string]*zone.Zone{}
+	var errs []error
+	for _, zc := range m.cfg {
+		z, err := m.load(ctx, zc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", zc.Origin, err))
+			continue
+		}
+		next[string(z.Origin)] = z
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	m.current = next
+	m.publishLocked()
+	m.poke()
+	return nil
+}
+
+// Reload is Load again: zone files are re-read, signed zones re-signed
+// incrementally (unchanged RRsets keep their signatures).
+func (m *Manager) Reload(ctx context.Context) error { return m.Load(ctx) }
+
+func (m *Manager) publishLocked() {
+	zs := make([]*zone.Zone, 0, len(m.current))
+	for _, z := range m.current {
+		zs = append(zs, z)
+	}
+	m.publish(zone.NewSet(zs...))
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) {
+	if zc.Signing == nil {
+		return zone.Load(zc.File, zc.Origin)
+	}
+	recs, err := zone.ParseFile(zc.File, zc.Origin)
+	if err != nil {
+		return nil, err
+	}
+	// The unsigned zone is checked first so that problems are reported
+	// with the zone file's lines.
+	if _, err := zone.Compile(zc.Origin, recs); err != nil {
+		return nil, err
+	}
+	rrs := make([]dns.RR, 0, len(recs))
+	for _, r := range recs {
+		switch r.RR.Header().Rrtype {
+		case dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY:
+			// The signer owns these; a zone file for automatic signing
+			// holds only the data.
+			continue
+		}
+		rrs = append(rrs, r.RR)
+	}
+	sz := m.signed[zc.Origin]
+	if sz == nil {
+		sz, err = m.newSigned(zc)
+		if err != nil {
+			return nil, err
+		}
+		m.signed[zc.Origin] = sz
+	}
+	sz.unsigned = rrs
+	return m.sign(ctx, sz)
+}
+
+func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
+	sg := zc.Signing
+	if err := os.MkdirAll(sg.KeyDir, 0o700); err != nil {
+		return nil, err
+	}
+	p := dnssec.DefaultPolicy()
+	if sg.Algorithm != "" {
+		alg, err := dnssec.ParseAlgorithm(sg.Algorithm)
+		if err != nil {
+			return nil, err
+		}
+		p.Algorithm = alg
+	}
+	set := func(dst *time.Duration, d config.Duration) {
+		if d.Duration > 0 {
+			*dst = d.Duration
+		}
+	}
+	set(&p.ZSKLifetime, sg.ZSKLifetime)
+	set(&p.KSKLifetime, sg.KSKLifetime)
+	set(&p.SignatureValidity, sg.SignatureValidity)
+	set(&p.SignatureRefresh, sg.SignatureRefresh)
+	set(&p.PropagationDelay, sg.PropagationDelay)
+	set(&p.ParentDelay, sg.ParentDelay)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	signer, err := dnssec.NewZoneSigner(sg.KeyDir, zc.Origin, p, dnssec.Options{NSEC3: sg.NSEC3, OptOut: sg.OptOut})
+	if err != nil {
+		return nil, err
+	}
+	// The last signed copy lets a restart keep every signature that is
+	// still fresh instead of signing the whole zone again.
+	if prev, err := readZone(signedPath(zc), zc.Origin); err == nil {
+		signer.SetPrevious(prev)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		m.log.Warn("ignoring the last signed copy", "zone", zc.Origin, "err", err)
+	}
+	return &signedZone{cfg: zc, signer: signer}, nil
+}
+
+// signedPath is where the last signed copy of a zone is kept.
+func signedPath(zc config.Zone) string {
+	return filepath.Join(zc.Signing.KeyDir, strings.TrimSuffix(zc.Origin, ".")+".signed")
+}
+
+// sign signs sz's content now, saves the signed copy and compiles it.
+func (m *Manager) sign(ctx context.Context, sz *signedZone) (*zone.Zone, error) {
+	now := m.now()
+	out, next, st, err := sz.signer.Sign(ctx, sz.unsigned, now)
+	if err != nil {
+		return nil, err
+	}
+	sz.next = next
+	var b strings.Builder
+	for _, rr := range out {
+		b.WriteString(rr.String())
+		b.WriteByte('\n')
+	}
+	if err := dnssec.WriteFileAtomic(signedPath(sz.cfg), []byte(b.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("saving the signed copy: %w", err)
+	}
+	recs := make([]zone.Record, len(out))
+	for i, rr := range out {
+		recs[i] = zone.Record{RR: rr, File: signedPath(sz.cfg), Line: i + 1}
+	}
+	z, err := zone.Compile(sz.cfg.Origin, recs)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the signed zone: %w", err)
+	}
+	m.log.Info("signed", "zone", sz.cfg.Origin, "signatures", st.Signed, "kept", st.Reused, "next", next.Format(time.RFC3339))
+	return z, nil
+}
+
+// Next returns the earliest time a signed zone needs work, zero if none.
+func (m *Manager) Next() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var t time.Time
+	for _, sz := range m.signed {
+		if !sz.next.IsZero() && (t.IsZero() || sz.next.Before(t)) {
+			t = sz.next
+		}
+	}
+	return t
+}
+
+// Maintain re-signs every signed zone whose time has come (signature
+// refresh, or a key event of a rollover) and publishes the result. A
+// failure keeps the zone's previous version and is retried a minute on.
+func (m *Manager) Maintain(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	changed := false
+	var errs []error
+	for origin, sz := range m.signed {
+		if sz.next.IsZero() || sz.next.After(now) {
+			continue
+		}
+		z, err := m.sign(ctx, sz)
+		if err != nil {
+			sz.next = now.Add(time.Minute)
+			errs = append(errs, fmt.Errorf("zone %s: %w", origin, err))
+			continue
+		}
+		m.current[string(z.Origin)] = z
+		changed = true
+	}
+	if changed {
+		m.publishLocked()
+	}
+	return errors.Join(errs...)
+}
+
+// Run calls Maintain when signed zones need it, until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	for {
+		wait := time.Hour
+		if t := m.Next(); !t.IsZero() {
+			wait = max(time.Until(t), 0)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-m.wake:
+			timer.Stop()
+		case <-timer.C:
+			if err := m.Maintain(ctx); err != nil {
+				m.log.Error("re-signing failed, the previous signatures stay served", "err", err)
+			}
+		}
+	}
+}
+
+// Check compiles every configured zone file without serving or signing
+// it, reporting all errors.
+func Check(zs []config.Zone) error {
+	var errs []error
+	for _, zc := range zs {
+		if _, err := zone.Load(zc.File, zc.Origin); err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", zc.Origin, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readZone(path, origin string) ([]dns.RR, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zp := dns.NewZoneParser(bufio.NewReader(f), origin, path)
+	var out []dns.RR
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		out = append(out, rr)
+	}
+	return out, zp.Err()
+}
