@@ -85,7 +85,7 @@ for t in $TOOLS; do
 		# the KSK signs DNSKEY, as tern; -N keep: leave the serial alone.
 		# BIND wants the DNSKEYs in the zone file.
 		cat "$WORK/zone" "$KSK.key" "$ZSK.key" >"$WORK/zone.bind"
-		run dnssec-signzone "$WORK/out.bind" "${PIN[@]}" dnssec-signzone -P -x -n 2 -N keep -q \
+		run dnssec-signzone "$WORK/out.bind" "${PIN[@]}" dnssec-signzone -P -x -n 2 -N keep -q -d "$WORK" \
 			-O full -o "$ORIGIN" -f "$WORK/out.bind" "${BIND_FLAGS[@]}" -k "$KSK" "$WORK/zone.bind" "$ZSK"
 		;;
 	ldns)
