@@ -24,6 +24,7 @@ func signedZones() []signedZone {
 		{"child.example.test.", true, false}, // first: its DS goes into the parent
 		{"example.test.", false, false},
 		{"gen.test.", true, true},
+		{".", false, false},
 	}
 }
 
@@ -47,7 +48,11 @@ func TestResignZones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byOrigin := map[string]*Zone{}
+	root, err := RootZone("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOrigin := map[string]*Zone{".": root}
 	for _, z := range zones {
 		byOrigin[z.Origin] = z
 	}
@@ -86,7 +91,7 @@ func TestResignZones(t *testing.T) {
 		// key); ldns-keygen prints its base name.
 		key := run(keygen, "-a", "ECDSAP256SHA256", "-k", sz.origin)
 		args := []string{"-i", "20260101000000", "-e", "20360101000000", "-o", sz.origin,
-			"-f", filepath.Join(dir, sz.origin+"signed")}
+			"-f", filepath.Join(dir, fileStem(sz.origin)+".signed")}
 		if sz.nsec3 {
 			if sz.optOut {
 				args = append(args, "-n", "-t", "0", "-p")
@@ -99,13 +104,13 @@ func TestResignZones(t *testing.T) {
 			ds := run(key2ds, "-n", "-2", key+".key")
 			extra = append(extra, ds)
 		}
-		signed, err := os.ReadFile(filepath.Join(dir, sz.origin+"signed"))
+		signed, err := os.ReadFile(filepath.Join(dir, fileStem(sz.origin)+".signed"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		header := "; Presigned copy of the " + sz.origin + " test zone, written by\n" +
 			"; TERN_DIFFTEST_RESIGN=1 go test -run TestResignZones ./internal/difftest/\n"
-		if err := os.WriteFile(filepath.Join("testdata", "signed", sz.origin+"signed"), append([]byte(header), signed...), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("testdata", "signed", fileStem(sz.origin)+".signed"), append([]byte(header), signed...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +121,7 @@ func loadSigned(t *testing.T) []*Zone {
 	t.Helper()
 	var zones []*Zone
 	for _, origin := range []string{"example.test.", "child.example.test.", "gen.test."} {
-		path, err := filepath.Abs(filepath.Join("testdata", "signed", origin+"signed"))
+		path, err := filepath.Abs(filepath.Join("testdata", "signed", fileStem(origin)+".signed"))
 		if err != nil {
 			t.Fatal(err)
 		}

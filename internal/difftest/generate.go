@@ -96,22 +96,22 @@ func Generate(zones []*Zone) []Query {
 		q(cat, name, types...)
 		// A missing name directly below each existing one: NXDOMAIN, or a
 		// wildcard, DNAME or referral answer depending on what is above.
-		below := "nx-probe." + name
+		below := under("nx-probe", name)
 		switch {
 		case strings.HasPrefix(name, "*."):
 			// Wildcard owners: names the wildcard synthesizes for, one
 			// and two labels down (RFC 4592 section 3.3.1).
 			rest := strings.TrimPrefix(name, "*.")
-			q("wildcard-synth", "foo."+rest, dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeCNAME, dns.TypeNS, dns.TypeANY, dns.TypeSRV)
-			q("wildcard-synth", "a.b."+rest, dns.TypeA, dns.TypeTXT)
-			q("wildcard-below", "nx."+name, dns.TypeA)
+			q("wildcard-synth", under("foo", rest), dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeCNAME, dns.TypeNS, dns.TypeANY, dns.TypeSRV)
+			q("wildcard-synth", under("a.b", rest), dns.TypeA, dns.TypeTXT)
+			q("wildcard-below", under("nx", name), dns.TypeA)
 		case slices.Contains(n.types, dns.TypeDNAME):
-			q("dname-below", "www."+name, dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeCNAME)
-			q("dname-below", "mail."+name, dns.TypeMX, dns.TypeA)
-			q("dname-below", "a.b."+name, dns.TypeA)
+			q("dname-below", under("www", name), dns.TypeA, dns.TypeAAAA, dns.TypeMX, dns.TypeTXT, dns.TypeCNAME)
+			q("dname-below", under("mail", name), dns.TypeMX, dns.TypeA)
+			q("dname-below", under("a.b", name), dns.TypeA)
 		case isCut(name):
-			q("below-delegation", "www."+name, dns.TypeA, dns.TypeNS, dns.TypeDS)
-			q("below-delegation", "a.b."+name, dns.TypeMX)
+			q("below-delegation", under("www", name), dns.TypeA, dns.TypeNS, dns.TypeDS)
+			q("below-delegation", under("a.b", name), dns.TypeMX)
 		default:
 			q("nxdomain", below, dns.TypeA, dns.TypeTXT)
 		}
@@ -278,6 +278,15 @@ func category(name string, n *nameInfo, isCut func(string) bool) string {
 		}
 	}
 	return "existing"
+}
+
+// under returns the name formed by putting labels in front of name, which
+// may be the root.
+func under(labels, name string) string {
+	if name == "." {
+		return labels + "."
+	}
+	return labels + "." + name
 }
 
 // parent returns the name one label up ("." stays ".").

@@ -98,11 +98,30 @@ func (z *Zone) WriteFlat(dir string) (string, error) {
 		b.WriteString(rr.String())
 		b.WriteByte('\n')
 	}
-	path := filepath.Join(dir, strings.TrimSuffix(z.Origin, ".")+".flat.zone")
+	path := filepath.Join(dir, fileStem(z.Origin)+".flat.zone")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return "", fmt.Errorf("write flattened zone %s: %w", z.Origin, err)
 	}
 	return path, nil
+}
+
+// fileStem names files for a zone: its origin without the final dot, or
+// "root" for the root zone.
+func fileStem(origin string) string {
+	if origin == "." {
+		return "root"
+	}
+	return strings.TrimSuffix(origin, ".")
+}
+
+// RootZone loads testdata/root.zone, which is served on its own because
+// it would answer every name the other test zones leave REFUSED.
+func RootZone(dir string) (*Zone, error) {
+	path, err := filepath.Abs(filepath.Join(dir, "root.zone"))
+	if err != nil {
+		return nil, fmt.Errorf("zone path: %w", err)
+	}
+	return LoadZone(path, ".")
 }
 
 // TestZones lists the zones under dir (normally testdata) that every
