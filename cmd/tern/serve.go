@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -42,12 +43,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&zoneFlags, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
 	workers := fs.Int("workers", -1, "UDP workers per address (0: one per CPU)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
+	poller := fs.Bool("udp-poller", false, "serve UDP from netpoller goroutines instead of blocking threads (for comparison)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tern serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg := config.Default()
 	if *cfgPath != "" {
@@ -101,6 +117,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Workers:           cfg.Server.Workers,
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
+		UDPPoller:         *poller,
 		Logger:            log,
 	}, resp)
 	demo := len(cfg.Zones) == 0
