@@ -151,7 +151,7 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
 		return 1
 	}
-	keys, created, err := dnssec.EnsureKeys(*keyDir, originName, alg, uint32(*dnskeyTTL), now)
+	keys, created, err := signingKeys(*keyDir, originName, alg, uint32(*dnskeyTTL), now)
 	if err != nil {
 		fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
 		return 1
@@ -183,6 +183,32 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		len(rrs), st.Records, st.RRsets, st.Signed, st.ChainRecords, map[bool]string{false: "NSEC", true: "NSEC3"}[*nsec3],
 		loaded.Sub(start).Seconds(), sigDone.Sub(loaded).Seconds(), time.Since(sigDone).Seconds())
 	return 0
+}
+
+// signingKeys returns the keys to sign with. A key directory managed by the
+// automatic signer (it has a state file for the zone) is used as its state
+// says at now, without advancing it; otherwise every key of the algorithm
+// in the directory is used and a missing KSK or ZSK is generated.
+func signingKeys(dir, origin string, alg uint8, ttl uint32, now time.Time) ([]*dnssec.Key, bool, error) {
+	st, err := dnssec.LoadState(dir, origin)
+	if err != nil {
+		return nil, false, err
+	}
+	if st == nil {
+		return dnssec.EnsureKeys(dir, origin, alg, ttl, now)
+	}
+	m, err := dnssec.NewManager(dir, origin, dnssec.DefaultPolicy())
+	if err != nil {
+		return nil, false, err
+	}
+	keys, err := m.Keys(now)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(keys) == 0 {
+		return nil, false, fmt.Errorf("managed key directory %s has no key published now", dir)
+	}
+	return keys, false, nil
 }
 
 // writeRecords writes rrs one per line in presentation format. Formatting

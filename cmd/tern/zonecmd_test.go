@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnssec"
 )
 
 const cliZone = `$ORIGIN example.org.
@@ -118,5 +120,39 @@ func TestParseTimeAndDuration(t *testing.T) {
 	}
 	if _, err := parseDuration("-1h"); err == nil {
 		t.Error("negative duration accepted")
+	}
+}
+
+// TestZoneSignManagedDir checks that offline signing of a key directory run
+// by the key manager uses the manager's keys and creates none.
+func TestZoneSignManagedDir(t *testing.T) {
+	dir := t.TempDir()
+	zf := filepath.Join(dir, "zone")
+	if err := os.WriteFile(zf, []byte(cliZone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keyDir := filepath.Join(dir, "keys")
+	m, err := dnssec.NewManager(keyDir, "example.org.", dnssec.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := m.Step(time.Now().Add(-time.Hour))
+	if err != nil || len(plan.Keys) != 2 {
+		t.Fatalf("Step: %v, %d keys", err, len(plan.Keys))
+	}
+	var out, errb bytes.Buffer
+	if code := runZone(context.Background(), []string{"sign", zf, "--origin", "example.org", "--key-dir", keyDir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if files, _ := filepath.Glob(filepath.Join(keyDir, "*.private")); len(files) != 2 {
+		t.Errorf("keys in managed dir: %v", files)
+	}
+	for _, k := range plan.Keys {
+		if !strings.Contains(out.String(), k.DNSKEY.PublicKey) {
+			t.Errorf("key %d not in the signed zone", k.Tag())
+		}
+	}
+	if !strings.Contains(out.String(), "\tCDS\t") {
+		t.Error("managed KSK has no CDS in the signed zone")
 	}
 }

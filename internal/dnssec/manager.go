@@ -315,13 +315,27 @@ func (m *Manager) Step(now time.Time) (Plan, error) {
 			return plan, err
 		}
 	}
+	keys, err := m.Keys(now)
+	if err != nil {
+		return plan, err
+	}
+	plan.Keys = keys
+	plan.Next = m.nextEvent(now)
+	return plan, nil
+}
+
+// Keys returns the keys to publish at now with their signing roles, from
+// the current state and without advancing it (Step does that). Offline
+// signing of a managed key directory uses it.
+func (m *Manager) Keys(now time.Time) ([]*Key, error) {
+	var keys []*Key
 	for _, ks := range m.state.Keys {
 		if !ks.published(now) {
 			continue
 		}
 		k := m.keys[ks.Tag]
 		if k == nil {
-			return plan, fmt.Errorf("key manager %s: key %d has no key files", m.zone, ks.Tag)
+			return nil, fmt.Errorf("key manager %s: key %d has no key files", m.zone, ks.Tag)
 		}
 		c := *k
 		act := ks.active(now)
@@ -331,10 +345,9 @@ func (m *Manager) Step(now time.Time) (Plan, error) {
 		// the parent's DS RRset follows the KSK set: both DS during a
 		// rollover (double-DS), only the new one afterwards.
 		c.CDS = ks.KSK
-		plan.Keys = append(plan.Keys, &c)
+		keys = append(keys, &c)
 	}
-	plan.Next = m.nextEvent(now)
-	return plan, nil
+	return keys, nil
 }
 
 // stepRole advances the keys of one role (KSK or ZSK).
