@@ -194,7 +194,7 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 	var lastErr error
 	for range tries {
 		var raw []byte
-		raw, lastErr = roundTrip(ctx, addr, q.Net, wire)
+		raw, lastErr = roundTrip(ctx, addr, q.Net, wire, q.Mutate != "")
 		if lastErr != nil {
 			var ne net.Error
 			if errors.As(lastErr, &ne) && ne.Timeout() && ctx.Err() == nil {
@@ -216,7 +216,10 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 
 // roundTrip sends one query and returns the raw answer. TCP messages carry
 // the two-octet length prefix of RFC 1035 section 4.2.2.
-func roundTrip(ctx context.Context, addr, network string, wire []byte) ([]byte, error) {
+//
+// short selects a 300 ms UDP wait, for malformed queries whose answer may
+// never come; loopback answers take well under a millisecond.
+func roundTrip(ctx context.Context, addr, network string, wire []byte, short bool) ([]byte, error) {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, network, addr)
 	if err != nil {
@@ -224,7 +227,10 @@ func roundTrip(ctx context.Context, addr, network string, wire []byte) ([]byte, 
 	}
 	defer conn.Close()
 	timeout := 700 * time.Millisecond
-	if network == "tcp" {
+	if short {
+		timeout = 300 * time.Millisecond
+	}
+	if network == "tcp" && !short {
 		timeout = 3 * time.Second
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
