@@ -266,7 +266,7 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 				}
 				// The precomputed referral was written after a question
 				// for the cut name: shift its pointers by the difference.
-				if blk := res.node.Referral[do]; blk != nil && s.copyBlock(blk, nameLen-len(res.node.Name)) {
+				if ref := res.node.Referral; ref != nil && ref[do] != nil && s.copyBlock(ref[do], nameLen-len(res.node.Name)) {
 					return flags
 				}
 			}
@@ -292,20 +292,21 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			n := res.node
 			// A CNAME answers a CNAME or ANY question itself; for other
 			// types the chain is followed (RFC 1034 §3.6.2).
-			if n.CNAME == nil || q.QType == wire.TypeCNAME || q.QType == wire.TypeANY {
+			cname := n.CNAME()
+			if cname == nil || q.QType == wire.TypeCNAME || q.QType == wire.TypeANY {
 				return r.positive(s, z, n, res.kind, ownerOff, flags)
 			}
 			if s.seen(n) {
 				// A loop: every link is in the answer already.
 				return r.done(s, z, flags)
 			}
-			if !r.put(s, answerSec, n.CNAME, nil, ownerOff) {
+			if !r.put(s, answerSec, cname, nil, ownerOff) {
 				return flags | wire.FlagTC
 			}
 			if res.kind == kindWildcard {
 				s.queueWildcard(n)
 			}
-			if !s.followCNAME(n.CNAME) {
+			if !s.followCNAME(cname) {
 				return r.done(s, z, flags)
 			}
 		}
@@ -455,7 +456,8 @@ func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uin
 	}
 	b := &s.b
 	m := b.Mark()
-	ok := r.putPlain(s, authoritySec, cut.NS, cut.Name, -1)
+	ns := cut.NS()
+	ok := r.putPlain(s, authoritySec, ns, cut.Name, -1)
 	if ok && s.dnssec {
 		if ds := cut.Get(wire.TypeDS); ds != nil {
 			ok = r.put(s, authoritySec, ds, cut.Name, -1)
@@ -467,7 +469,7 @@ func (r *Responder) referral(s *Scratch, z *zone.Zone, cut *zone.Node, flags uin
 		b.Rollback(m)
 		return flags | wire.FlagTC
 	}
-	s.queueAdditional(cut.NS)
+	s.queueAdditional(ns)
 	return r.additionalFor(s, cut, flags)
 }
 
@@ -527,18 +529,18 @@ func (r *Responder) writeRecords(s *Scratch, sec section, set *zone.RRset, owner
 	}
 	switch sec {
 	case answerSec:
-		b.CountAnswer(set.Count)
+		b.CountAnswer(int(set.Count))
 	case authoritySec:
-		b.CountAuthority(set.Count)
+		b.CountAuthority(int(set.Count))
 	default:
-		b.CountAdditional(set.Count)
+		b.CountAdditional(int(set.Count))
 	}
 	return ownerOff
 }
 
 // queueAdditional remembers that the addresses of set's targets follow.
 func (s *Scratch) queueAdditional(set *zone.RRset) {
-	if len(set.Additional) > 0 && s.naddl < len(s.addl) {
+	if len(set.Additional()) > 0 && s.naddl < len(s.addl) {
 		s.addl[s.naddl] = set
 		s.naddl++
 	}
@@ -557,7 +559,7 @@ func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
 func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint16 {
 	k := 0 // index into s.written, one per address RRset considered
 	for i := 0; i < s.naddl; i++ {
-		for _, n := range s.addl[i].Additional {
+		for _, n := range s.addl[i].Additional() {
 			if s.dupAdditional(i, n) {
 				continue
 			}
@@ -586,7 +588,7 @@ func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint
 	// RRset while dropping the RRSIG RRs."
 	k = 0
 	for i := 0; i < s.naddl; i++ {
-		for _, n := range s.addl[i].Additional {
+		for _, n := range s.addl[i].Additional() {
 			if s.dupAdditional(i, n) {
 				continue
 			}
@@ -609,7 +611,7 @@ func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint
 // RRsets queued before the i-th (each RRset's own list has no duplicates).
 func (s *Scratch) dupAdditional(i int, n *zone.Node) bool {
 	for j := 0; j < i; j++ {
-		for _, m := range s.addl[j].Additional {
+		for _, m := range s.addl[j].Additional() {
 			if m == n {
 				return true
 			}
@@ -624,7 +626,7 @@ func (s *Scratch) dupAdditional(i int, n *zone.Node) bool {
 // RFC 6672 §2.2), and ok false when the answer does not fit.
 func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen int) (rcode int, ok bool) {
 	b := &s.b
-	set := d.DNAME
+	set := d.DNAME()
 	m := b.Mark()
 	if !r.put(s, answerSec, set, d.Name, -1) {
 		return 0, false

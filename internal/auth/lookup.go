@@ -54,7 +54,7 @@ func lookup(z *zone.Zone, name []byte, labels []uint8, qtype uint16) result {
 			return result{kindReferral, ce}
 		}
 		// RFC 6672 §2.3: names below a DNAME owner are redirected.
-		if ce.DNAME != nil {
+		if ce.DNAME() != nil {
 			return result{kindDNAME, ce}
 		}
 		// RFC 4592 §3.3.1: the source of synthesis is "*" at the closest

@@ -21,12 +21,14 @@ func (r *Responder) prepare(set *zone.Set) {
 			if n.Flags&zone.Delegation == 0 || n.Cut != nil {
 				return
 			}
+			var ref [2]*zone.Block
 			for do := 0; do < 2; do++ {
 				if do == 1 && !z.Signed {
 					break
 				}
-				n.Referral[do] = r.referralBlock(&s, out, z, n, do == 1)
+				ref[do] = r.referralBlock(&s, out, z, n, do == 1)
 			}
+			n.Referral = &ref
 		})
 		z.Prepared.Store(true)
 	}

@@ -25,9 +25,9 @@ func Load(path, origin string) (*Zone, error) {
 	defer f.Close()
 	hint := 0
 	if st, err := f.Stat(); err == nil {
-		// About one name per 40 bytes of zone file: presizing the name
+		// About one name per 24 bytes of zone file, at most: presizing the name
 		// map saves rehashing it over and over as it grows.
-		hint = int(min(st.Size()/40, 1<<24))
+		hint = int(min(st.Size()/24, 1<<24))
 	}
 	return read(f, path, origin, hint)
 }
@@ -364,7 +364,7 @@ func (c *compiler) finish() (*Zone, error) {
 	for _, n := range c.list {
 		c.adjust(n)
 	}
-	if z.Apex.NS == nil {
+	if z.Apex.NS() == nil {
 		c.errorf(nil, "no NS records at the apex")
 	}
 	if soa := z.Apex.Get(dns.TypeSOA); soa != nil {
@@ -465,18 +465,27 @@ func (c *compiler) adjust(n *Node) {
 	}
 	n.Flags |= adjusted
 	c.attachSigs(n)
-	n.CNAME, n.DNAME, n.NS = n.Get(dns.TypeCNAME), n.Get(dns.TypeDNAME), n.Get(dns.TypeNS)
+	for _, s := range n.RRsets {
+		switch s.Type {
+		case dns.TypeCNAME:
+			n.Flags |= hasCNAME
+		case dns.TypeDNAME:
+			n.Flags |= hasDNAME
+		case dns.TypeNS:
+			n.Flags |= hasNS
+		}
+	}
 	if len(n.RRsets) == 0 {
 		n.Flags |= NonTerminal
 	}
-	if n.NS != nil && n.Flags&Apex == 0 {
+	if n.NS() != nil && n.Flags&Apex == 0 {
 		n.Flags |= Delegation
 	}
 	if p := n.Parent; p != nil {
 		c.adjust(p)
 		if p.Cut != nil {
 			n.Cut = p.Cut
-		} else if p.Flags&Delegation != 0 || p.DNAME != nil {
+		} else if p.Flags&Delegation != 0 || p.DNAME() != nil {
 			n.Cut = p
 		}
 		if n.Flags&Wildcard != 0 {
@@ -496,7 +505,7 @@ func setPos(n *Node, t uint16) *pos {
 
 // check applies the per-name rules of RFC 1034 and RFC 2181.
 func (c *compiler) check(n *Node) {
-	if n.CNAME != nil {
+	if cname := n.CNAME(); cname != nil {
 		// RFC 1034 §3.6.2, RFC 2181 §10.1: a CNAME has no other data,
 		// except the DNSSEC records about it (RFC 4035 §2.5).
 		for _, s := range n.RRsets {
@@ -507,7 +516,7 @@ func (c *compiler) check(n *Node) {
 					dns.TypeToString[s.Type], name(n))
 			}
 		}
-		if n.CNAME.Count > 1 {
+		if cname.Count > 1 {
 			c.errorf(setPos(n, dns.TypeCNAME), "more than one CNAME record at %s (RFC 2181 §10.1)", name(n))
 		}
 		if n.Flags&Apex != 0 {
@@ -517,7 +526,7 @@ func (c *compiler) check(n *Node) {
 	if soa := n.Get(dns.TypeSOA); soa != nil && n.Flags&Apex == 0 {
 		c.errorf(setPos(n, dns.TypeSOA), "SOA record at %s, not at the apex %s", name(n), c.origin)
 	}
-	if n.DNAME != nil && n.DNAME.Count > 1 {
+	if d := n.DNAME(); d != nil && d.Count > 1 {
 		c.errorf(setPos(n, dns.TypeDNAME), "more than one DNAME record at %s (RFC 6672 §2.4)", name(n))
 	}
 	if n.Cut != nil && n.Cut.Flags&Delegation != 0 {
@@ -577,7 +586,9 @@ func (c *compiler) additional(s *RRset) {
 		}
 		seen = append(seen, t)
 	})
-	s.Additional = seen
+	if len(seen) > 0 {
+		s.targets = &seen
+	}
 }
 
 func wireNameLen(p []byte) int {

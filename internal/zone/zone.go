@@ -15,13 +15,13 @@ import (
 
 // RRset is the pre-encoded records of one owner and type.
 type RRset struct {
-	Type  uint16
-	Count int    // number of records
-	TTL   uint32 // TTL of the first record
+	Type uint16
 	// Where the set's first record came from, for load-time messages;
 	// covered is the covered type of an RRSIG set while compiling.
 	covered uint16
 	file    uint16
+	Count   uint32 // number of records
+	TTL     uint32 // TTL of the first record
 	line    uint32
 	// Wire holds each record's TYPE, CLASS, TTL, RDLENGTH and RDATA in
 	// turn, names uncompressed: everything but the owner, which the
@@ -29,10 +29,20 @@ type RRset struct {
 	Wire []byte
 	// Sigs are the RRSIGs covering this RRset, nil in unsigned zones.
 	Sigs *RRset
-	// Additional are the nodes whose addresses belong in the additional
+	// targets are the nodes whose addresses belong in the additional
 	// section when this RRset is in a response: in-zone NS, MX and SRV
-	// targets (RFC 1034 §4.3.2 step 6, RFC 2782).
-	Additional []*Node
+	// targets (RFC 1034 §4.3.2 step 6, RFC 2782). A pointer, since most
+	// RRsets have none and a million-record zone feels every word.
+	targets *[]*Node
+}
+
+// Additional returns the nodes whose addresses follow this RRset in the
+// additional section.
+func (s *RRset) Additional() []*Node {
+	if s.targets == nil {
+		return nil
+	}
+	return *s.targets
 }
 
 // Each calls fn with the wire tail of every record of the set.
@@ -61,6 +71,9 @@ const (
 	NonTerminal
 
 	adjusted // compile-time: the adjust pass has seen the node
+	hasCNAME
+	hasDNAME
+	hasNS
 )
 
 // Node is one owner name of a zone.
@@ -77,16 +90,44 @@ type Node struct {
 	Cut *Node
 	// WildcardChild is the "*" node directly below, if any.
 	WildcardChild *Node
-	// CNAME, DNAME and NS point into RRsets for the checks every query
-	// makes; nil when absent.
-	CNAME, DNAME, NS *RRset
 	// NSEC3 is the NSEC3 node whose hash matches this name, in zones
 	// signed with NSEC3; nil if none (opt-out, or unsigned).
 	NSEC3 *Node
 	// Referral holds the precomputed referral of a delegation, without
 	// and with DNSSEC records; filled by auth before the zone is served.
-	Referral [2]*Block
+	Referral *[2]*Block
 }
+
+// CNAME, DNAME and NS return those RRsets, nil when absent; flags make the
+// common "absent" answer a bit test.
+func (n *Node) CNAME() *RRset {
+	if n.Flags&hasCNAME == 0 {
+		return nil
+	}
+	return n.Get(typeCNAME)
+}
+
+// DNAME returns the node's DNAME RRset or nil.
+func (n *Node) DNAME() *RRset {
+	if n.Flags&hasDNAME == 0 {
+		return nil
+	}
+	return n.Get(typeDNAME)
+}
+
+// NS returns the node's NS RRset or nil.
+func (n *Node) NS() *RRset {
+	if n.Flags&hasNS == 0 {
+		return nil
+	}
+	return n.Get(typeNS)
+}
+
+const (
+	typeNS    = 2
+	typeCNAME = 5
+	typeDNAME = 39
+)
 
 // Get returns the RRset of type t, or nil.
 func (n *Node) Get(t uint16) *RRset {

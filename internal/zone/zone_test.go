@@ -82,7 +82,7 @@ func TestCompiledFacts(t *testing.T) {
 	if n := get("b.ent.example.test."); n == nil || n.Flags&NonTerminal == 0 {
 		t.Error("b.ent is not an empty non-terminal")
 	}
-	if n := get("mx.example.test."); n == nil || len(n.Get(15).Additional) != 1 {
+	if n := get("mx.example.test."); n == nil || len(n.Get(15).Additional()) != 1 {
 		t.Error("MX target not linked for the additional section")
 	}
 	if n := get("dup.example.test."); n == nil || n.Get(1).Count != 1 {
