@@ -453,6 +453,8 @@ func BenchmarkAnswer(b *testing.B) {
 		{"positive", "www.example.test.", dns.TypeA},
 		{"nxdomain", "nope.example.test.", dns.TypeA},
 		{"referral", "www.sub.example.test.", dns.TypeA},
+		{"soa", "example.test.", dns.TypeSOA},
+		{"mx-with-additional", "example.test.", dns.TypeMX},
 	} {
 		m := query(tc.qname, tc.qtype)
 		m.SetEdns0(1232, false)
