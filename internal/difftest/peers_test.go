@@ -147,7 +147,10 @@ func freePortOn(host string) (int, error) {
 //
 // fatal lists log phrases that mean the server will never become ready
 // (a zone that failed to load): seeing one fails at once, without retry.
-func launch(t testing.TB, name, probeZone string, fatal []string, build func(port int) (*exec.Cmd, error)) *server {
+//
+// With launchNoWait among opts, launch returns once the process runs
+// and leaves readiness to the caller (for servers expected to fail).
+func launch(t testing.TB, name, probeZone string, fatal []string, build func(port int) (*exec.Cmd, error), opts ...launchOpt) *server {
 	t.Helper()
 	var lastErr error
 	for attempt := range 3 {
@@ -181,6 +184,10 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 				<-s.done
 			}
 		}
+		if len(opts) > 0 && opts[0] == launchNoWait {
+			t.Cleanup(stop)
+			return s
+		}
 		if err := waitReady(s, probeZone, fatal, 15*time.Second); err != nil {
 			stop()
 			var fatalErr *fatalLogError
@@ -201,6 +208,12 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 	t.Fatal(lastErr)
 	return nil
 }
+
+// launchOpt modifies launch.
+type launchOpt int
+
+// launchNoWait makes launch skip the readiness wait.
+const launchNoWait launchOpt = 1
 
 // fatalLogError reports a server log line that rules out readiness.
 type fatalLogError struct{ phrase string }
