@@ -48,7 +48,7 @@ func policyCases() []struct{ name, body string } {
 
 // knotLoads reports whether knotd loads the zone file: it starts knotd and
 // waits for either an authoritative SOA answer or a load error in its log.
-func knotLoads(t *testing.T, knotd, origin, file string) (bool, string) {
+func knotLoads(t *testing.T, knotd, origin, file string) (bool, string, *server) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "db"), 0o755); err != nil {
@@ -84,7 +84,7 @@ zone:
 	for time.Now().Before(deadline) {
 		logText = s.log.String()
 		if strings.Contains(logText, "failed to load zone") || strings.Contains(logText, "zone event 'load' failed") {
-			return false, logText
+			return false, logText, s
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		r, err := Exchange(ctx, s.addr, Query{Name: origin, Type: dns.TypeSOA, Net: "udp", EDNS: 1232}, 99)
@@ -95,7 +95,7 @@ zone:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return loaded, s.log.String()
+	return loaded, s.log.String(), s
 }
 
 // TestZoneLoadPolicy compares which questionable zones Tern and Knot
@@ -107,6 +107,10 @@ func TestZoneLoadPolicy(t *testing.T) {
 	if bin == "" {
 		t.Fatalf("no tern binary (set %s to use a prebuilt one): %s", ternBinaryEnv, os.Getenv(buildErrorEnv))
 	}
+	allow, err := LoadAllowlist("allowlist.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const origin = "policy.test."
 	head := "$ORIGIN policy.test.\n$TTL 300\n@ SOA ns hostmaster 1 3600 900 604800 60\n@ NS ns\nns A 192.0.2.1\n"
 	for _, c := range policyCases() {
@@ -115,13 +119,31 @@ func TestZoneLoadPolicy(t *testing.T) {
 			if err := os.WriteFile(file, []byte(head+c.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			knotOK, knotLog := knotLoads(t, knotd, origin, file)
+			knotOK, knotLog, knot := knotLoads(t, knotd, origin, file)
 			out, err := exec.Command(bin, "check", "zone", file, "--origin", origin).CombinedOutput()
 			ternOK := err == nil
 			t.Logf("knot loads: %v; tern loads: %v", knotOK, ternOK)
 			if knotOK != ternOK {
 				t.Errorf("zone %q: knot loads=%v, tern loads=%v\n--- zone ---\n%s--- tern check ---\n%s--- knot log ---\n%s",
 					c.name, knotOK, ternOK, c.body, out, tail(knotLog, 800))
+				return
+			}
+			if !knotOK {
+				return
+			}
+			// Both serve it: their answers must agree too, e.g. on the
+			// TTL of an RRset whose records disagree.
+			z, err := LoadZone(file, origin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs := Generate([]*Zone{z})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tern := startTern(t, []*Zone{z})
+			rep := compareOutcomes("knot", "tern", qs, runQueries(ctx, knot, qs), runQueries(ctx, tern, qs), allow)
+			if len(rep.items) > 0 {
+				t.Errorf("zone %q: Tern answers differ from Knot's:\n%s%s", c.name, rep.summary(), rep.details(maxShown(10)))
 			}
 		})
 	}
