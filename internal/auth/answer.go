@@ -557,28 +557,15 @@ func (r *Responder) additional(s *Scratch, flags uint16) uint16 {
 }
 
 func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint16 {
-	k := 0 // index into s.written, one per address RRset considered
-	for i := 0; i < s.naddl; i++ {
-		for _, n := range s.addl[i].Additional() {
-			if s.dupAdditional(i, n) {
-				continue
-			}
-			for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
-				set := n.Get(t)
-				if set == nil {
-					continue
-				}
-				ok := r.putPlain(s, additionalSec, set, n.Name, -1)
-				if !ok && cut != nil && (n.Cut == cut || n == cut) {
-					flags |= wire.FlagTC
-				}
-				if k < len(s.written) {
-					s.written[k] = ok
-					k++
-				}
-			}
+	s.eachAddress(func(k int, n *zone.Node, set *zone.RRset) {
+		ok := r.putPlain(s, additionalSec, set, n.Name, -1)
+		if !ok && cut != nil && (n.Cut == cut || n == cut) {
+			flags |= wire.FlagTC
 		}
-	}
+		if k < len(s.written) {
+			s.written[k] = ok
+		}
+	})
 	if !s.dnssec {
 		return flags
 	}
@@ -586,25 +573,31 @@ func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint
 	// RFC 4035 §3.1.1: "If space does not permit inclusion of both the
 	// RRset and its associated RRSIG RRs, the name server MAY retain the
 	// RRset while dropping the RRSIG RRs."
-	k = 0
+	s.eachAddress(func(k int, n *zone.Node, set *zone.RRset) {
+		if k < len(s.written) && s.written[k] && set.Sigs != nil {
+			r.putPlain(s, additionalSec, set.Sigs, n.Name, -1)
+		}
+	})
+	return flags
+}
+
+// eachAddress calls fn with the A and AAAA RRsets of every queued
+// additional target, in order, each target once; k counts the calls.
+func (s *Scratch) eachAddress(fn func(k int, n *zone.Node, set *zone.RRset)) {
+	k := 0
 	for i := 0; i < s.naddl; i++ {
 		for _, n := range s.addl[i].Additional() {
 			if s.dupAdditional(i, n) {
 				continue
 			}
 			for _, t := range [2]uint16{wire.TypeA, wire.TypeAAAA} {
-				set := n.Get(t)
-				if set == nil {
-					continue
+				if set := n.Get(t); set != nil {
+					fn(k, n, set)
+					k++
 				}
-				if k < len(s.written) && s.written[k] && set.Sigs != nil {
-					r.putPlain(s, additionalSec, set.Sigs, n.Name, -1)
-				}
-				k++
 			}
 		}
 	}
-	return flags
 }
 
 // dupAdditional reports whether node n is among the targets of the
