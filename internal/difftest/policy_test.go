@@ -98,6 +98,22 @@ zone:
 	return loaded, s.log.String(), s
 }
 
+// ternRejects returns the zones Knot loads (with a warning, dropping or
+// occluding the data) that Tern refuses to load, with the reason. Both
+// checks are required of Tern's loader: a zone file whose data cannot be
+// served as written is an error to fix, reported with its file:line, not
+// a warning to miss.
+func ternRejects() map[string]string {
+	const parts = `RFC 1034 section 4.2.1: "The data that describes a zone has four major parts: ` +
+		`Authoritative data for all nodes within the zone. Data that defines the top node of the zone ` +
+		`(...). Data that describes delegated subzones, i.e., cuts around the bottom of the zone. ` +
+		`Data that allows access to name servers for subzones (sometimes called "glue" data)."`
+	return map[string]string{
+		"data-below-cut": parts + " Other data below a cut is none of these.",
+		"out-of-zone":    parts + " A name outside the origin is not within the zone.",
+	}
+}
+
 // TestZoneLoadPolicy compares which questionable zones Tern and Knot
 // agree to load. A zone one server serves and the other rejects is a
 // difference operators meet on migration, so it fails the test.
@@ -123,6 +139,12 @@ func TestZoneLoadPolicy(t *testing.T) {
 			out, err := exec.Command(bin, "check", "zone", file, "--origin", origin).CombinedOutput()
 			ternOK := err == nil
 			t.Logf("knot loads: %v; tern loads: %v", knotOK, ternOK)
+			if why, strict := ternRejects()[c.name]; strict && knotOK && !ternOK {
+				// A reviewed, deliberate difference: Tern refuses what
+				// Knot loads with a warning.
+				t.Logf("Tern rejects on purpose: %s\n%s", why, out)
+				return
+			}
 			if knotOK != ternOK {
 				t.Errorf("zone %q: knot loads=%v, tern loads=%v\n--- zone ---\n%s--- tern check ---\n%s--- knot log ---\n%s",
 					c.name, knotOK, ternOK, c.body, out, tail(knotLog, 800))

@@ -290,6 +290,9 @@ func (c *compiler) add(rr dns.RR, file string, line int) {
 			c.z.NegTTL = min(s.Hdr.Ttl, s.Minttl)
 		}
 	}
+	if h.Ttl < set.TTL {
+		set.TTL = h.Ttl
+	}
 	set.Wire = append(set.Wire, tail...)
 	set.Count++
 	c.z.Records++
@@ -465,6 +468,9 @@ func (c *compiler) adjust(n *Node) {
 	}
 	n.Flags |= adjusted
 	c.attachSigs(n)
+	for i := range n.RRsets {
+		sameTTL(&n.RRsets[i])
+	}
 	for _, s := range n.RRsets {
 		switch s.Type {
 		case dns.TypeCNAME:
@@ -528,6 +534,12 @@ func (c *compiler) check(n *Node) {
 	}
 	if d := n.DNAME(); d != nil && d.Count > 1 {
 		c.errorf(setPos(n, dns.TypeDNAME), "more than one DNAME record at %s (RFC 6672 §2.4)", name(n))
+	}
+	if n.Cut != nil && n.Cut.Flags&Delegation == 0 && len(n.RRsets) > 0 {
+		// RFC 6672 §2.4: "Resource records MUST NOT exist at any
+		// subdomain of the owner of a DNAME RR."
+		c.errorf(setPos(n, n.RRsets[0].Type), "%s record at %s below the DNAME at %s (RFC 6672 §2.4)",
+			dns.TypeToString[n.RRsets[0].Type], name(n), name(n.Cut))
 	}
 	if n.Cut != nil && n.Cut.Flags&Delegation != 0 {
 		// RFC 1034 §4.2.1: below a cut only glue (addresses) may appear.
@@ -644,4 +656,16 @@ func NameString(wire []byte) string {
 		return fmt.Sprintf("%q", wire)
 	}
 	return s
+}
+
+// sameTTL gives every record of an RRset the set's lowest TTL. RFC 2181
+// §5.2: TTLs in an RRset must agree, and a set whose TTLs differ is to be
+// treated "as if all TTLs in the RRSet had been set to the value of the
+// lowest TTL in the RRSet."
+func sameTTL(s *RRset) {
+	for w := s.Wire; len(w) >= 10; w = w[10+int(binary.BigEndian.Uint16(w[8:])):] {
+		if binary.BigEndian.Uint32(w[4:]) != s.TTL {
+			binary.BigEndian.PutUint32(w[4:], s.TTL)
+		}
+	}
 }

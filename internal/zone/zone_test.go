@@ -30,6 +30,7 @@ func TestChecks(t *testing.T) {
 		{"two CNAMEs", head + "w CNAME ns1\nw CNAME www\n", []string{"t.zone:6: more than one CNAME"}},
 		{"data below a delegation", head + "sub NS ns.sub\nns.sub A 192.0.2.3\nx.sub TXT hi\n", []string{"t.zone:8: TXT record at x.sub.example.test. below the delegation sub.example.test."}},
 		{"non-glue at a delegation", head + "sub NS ns1\nsub MX 1 ns1\n", []string{"t.zone:7: MX record at the delegation sub.example.test."}},
+		{"data below a DNAME", head + "d DNAME t.example.\nx.d A 192.0.2.9\n", []string{"t.zone:7: A record at x.d.example.test. below the DNAME at d.example.test. (RFC 6672 §2.4)"}},
 		{"outside the zone", head + "www.other.test. A 192.0.2.9\n", []string{"t.zone:6: www.other.test. is outside the zone example.test."}},
 		{"syntax error", head + "x A not-an-address\n", []string{"t.zone:6:"}},
 		{"every error reported", head + "www.other.test. A 192.0.2.9\nw CNAME ns1\nw TXT x\n", []string{"t.zone:6:", "t.zone:8:"}},
@@ -114,4 +115,21 @@ func TestGenerateTTL(t *testing.T) {
 			t.Errorf("%v: TTL %d, want %d", r.RR, r.RR.Header().Ttl, want[i])
 		}
 	}
+}
+
+func TestRRsetTTLsAgree(t *testing.T) {
+	z, err := compileText(t, "example.test.", head+"x 120 A 192.0.2.10\nx 60 A 192.0.2.11\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := nameWire("x.example.test.")
+	set := z.Lookup(w).Get(1)
+	if set.TTL != 60 {
+		t.Errorf("set TTL %d, want the lowest, 60", set.TTL)
+	}
+	set.Each(func(tail []byte) {
+		if ttl := uint32(tail[4])<<24 | uint32(tail[5])<<16 | uint32(tail[6])<<8 | uint32(tail[7]); ttl != 60 {
+			t.Errorf("record TTL %d, want 60 (RFC 2181 §5.2)", ttl)
+		}
+	})
 }
