@@ -175,7 +175,8 @@ func (w *udpWorker) answerBatch() {
 			continue
 		}
 		j := w.ntx
-		w.txIov[j].Base = &w.txBuf[j][0]
+		// out may have outgrown txBuf[j] (a huge RRset): send out itself.
+		w.txIov[j].Base = &out[0]
 		w.txIov[j].SetLen(len(out))
 		t := &w.txHdr[j].Hdr
 		t.Name = h.Hdr.Name
