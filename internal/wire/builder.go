@@ -91,8 +91,7 @@ func (b *Builder) Flags() uint16 { return binary.BigEndian.Uint16(b.buf[2:]) }
 
 // Question copies the client's question (raw, with the client's case: the
 // answer echoes it) and makes its name and suffixes available for
-// compression. lname is the same name lowercased and labels the offsets of
-// its labels.
+// compression, using the lowercased name and label offsets parsed into q.
 func (b *Builder) Question(raw []byte, q *Query) {
 	start := len(b.buf)
 	b.buf = append(b.buf, raw...)
