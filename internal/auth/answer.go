@@ -102,6 +102,8 @@ type Scratch struct {
 	wild    [4]wildProof
 	nwild   int
 	key     [wire.MaxName + 1]byte
+	qend    int    // where the question ends in the response
+	out     []byte // a response buffer for precomputation
 	hashBuf [2*wire.MaxName + 20]byte
 	wname   [wire.MaxName + 2]byte
 }
@@ -139,6 +141,7 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 		return r.errorResponse(s, pkt, flags, rcode)
 	}
 	b.Question(pkt[wire.HeaderLen:q.QuestionEnd], q)
+	s.qend = b.Len()
 	if q.EDNS {
 		b.SetLimit(limit - r.optLen(q))
 	}
@@ -427,14 +430,27 @@ func (r *Responder) negative(s *Scratch, z *zone.Zone, n *zone.Node, k kind, fla
 		return flags
 	}
 	m := b.Mark()
-	b.RR(z.Origin, z.NegSOA)
-	b.CountAuthority(1)
-	ok := !b.Overflow()
-	if ok && s.dnssec {
-		if sig := z.NegSOASigs; sig != nil {
-			ok = r.putPlain(s, authoritySec, sig, z.Origin, -1)
+	ok := true
+	do := 0
+	if s.dnssec {
+		do = 1
+	}
+	if neg := z.Negative; neg != nil && neg[do] != nil && b.Len() == s.qend {
+		// Nothing before it but the question: the precomputed SOA (and
+		// its RRSIGs) fits, shifted from a question for the origin.
+		ok = s.copyBlock(neg[do], len(s.q.Name())-len(z.Origin))
+	} else {
+		b.RR(z.Origin, z.NegSOA)
+		b.CountAuthority(1)
+		ok = !b.Overflow()
+		if ok && s.dnssec {
+			if sig := z.NegSOASigs; sig != nil {
+				ok = r.putPlain(s, authoritySec, sig, z.Origin, -1)
+			}
 		}
-		if ok {
+	}
+	if ok && s.dnssec {
+		{
 			ok = r.denial(s, z, n, k)
 		}
 	}

@@ -16,7 +16,6 @@ func (r *Responder) prepare(set *zone.Set) {
 			continue
 		}
 		var s Scratch
-		out := make([]byte, 0, BufferSize)
 		z.Nodes(func(n *zone.Node) {
 			if n.Flags&zone.Delegation == 0 || n.Cut != nil {
 				return
@@ -26,28 +25,28 @@ func (r *Responder) prepare(set *zone.Set) {
 				if do == 1 && !z.Signed {
 					break
 				}
-				ref[do] = r.referralBlock(&s, out, z, n, do == 1)
+				ref[do] = r.referralBlock(&s, z, n, do == 1)
 			}
 			n.Referral = &ref
 		})
+		if z.NegSOA != nil {
+			var neg [2]*zone.Block
+			for do := 0; do < 2; do++ {
+				neg[do] = r.negativeBlock(&s, z, do == 1)
+			}
+			z.Negative = &neg
+		}
 		z.Prepared.Store(true)
 	}
 }
 
 // referralBlock writes the referral for cut after a question for the cut
 // name itself and keeps the records.
-func (r *Responder) referralBlock(s *Scratch, out []byte, z *zone.Zone, cut *zone.Node, do bool) *zone.Block {
+func (r *Responder) referralBlock(s *Scratch, z *zone.Zone, cut *zone.Node, do bool) *zone.Block {
 	b := &s.b
-	pkt := make([]byte, 0, wire.HeaderLen+len(cut.Name)+4)
-	pkt = append(pkt, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0)
-	pkt = append(pkt, cut.Name...)
-	pkt = append(pkt, 0, wire.TypeA, 0, wire.ClassINET)
-	if res, _ := s.q.Parse(pkt); res != wire.Answer {
+	if !s.questionFor(cut.Name) {
 		return nil
 	}
-	b.Reset(out, 65535)
-	b.Header(0, 0)
-	b.Question(pkt[wire.HeaderLen:], &s.q)
 	start := b.Len()
 	s.naddl, s.nproved, s.nwild = 0, 0, 0
 	s.dnssec = do
@@ -64,6 +63,45 @@ func (r *Responder) referralBlock(s *Scratch, out []byte, z *zone.Zone, cut *zon
 		return nil
 	}
 	return blk
+}
+
+// negativeBlock writes the SOA of negative answers (with DO, and its
+// RRSIGs) after a question for the origin and keeps the records.
+func (r *Responder) negativeBlock(s *Scratch, z *zone.Zone, do bool) *zone.Block {
+	b := &s.b
+	if !s.questionFor(z.Origin) {
+		return nil
+	}
+	start := b.Len()
+	b.RR(z.Origin, z.NegSOA)
+	b.CountAuthority(1)
+	if do && z.NegSOASigs != nil {
+		r.writeRecords(s, authoritySec, z.NegSOASigs, z.Origin, -1)
+	}
+	msg := b.Finish()
+	blk := &zone.Block{Wire: append([]byte(nil), msg[start:]...), Authority: binary.BigEndian.Uint16(msg[8:])}
+	if !findPointers(msg, start, int(blk.Authority), &blk.Ptrs) {
+		return nil
+	}
+	return blk
+}
+
+// questionFor starts a message in s whose question is name, type A.
+func (s *Scratch) questionFor(name []byte) bool {
+	pkt := make([]byte, 0, wire.HeaderLen+len(name)+4)
+	pkt = append(pkt, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0)
+	pkt = append(pkt, name...)
+	pkt = append(pkt, 0, wire.TypeA, 0, wire.ClassINET)
+	if res, _ := s.q.Parse(pkt); res != wire.Answer {
+		return false
+	}
+	if cap(s.out) == 0 {
+		s.out = make([]byte, 0, BufferSize)
+	}
+	s.b.Reset(s.out, 65535)
+	s.b.Header(0, 0)
+	s.b.Question(pkt[wire.HeaderLen:], &s.q)
+	return true
 }
 
 // findPointers records the offsets (relative to start) of the

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -108,5 +109,18 @@ func TestPrecomputedReferrals(t *testing.T) {
 	})
 	if n < 1000 {
 		t.Errorf("only %d delegations compared", n)
+	}
+	// Negative answers: the precomputed SOA block against the built one.
+	for i := 0; i < 300; i++ {
+		for _, do := range []bool{false, true} {
+			q := doQuery(fmt.Sprintf("www.nx%d-%c.", i, 'a'+i%26), dns.TypeA, do)
+			if i%10 == 0 {
+				q = doQuery(".", dns.TypeTXT, do) // NODATA at the apex
+			}
+			a, b := ask(t, fast, q, false), ask(t, slow, q, false)
+			if a.String() != b.String() {
+				t.Fatalf("%s do=%v:\nprecomputed:\n%v\nbuilt:\n%v", q.Question[0].Name, do, a, b)
+			}
+		}
 	}
 }

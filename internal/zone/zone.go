@@ -155,6 +155,9 @@ type Zone struct {
 	// SOA and signatures live only as long as the negative TTL.
 	NegSOA     []byte
 	NegSOASigs *RRset
+	// Negative is the authority section's SOA of negative answers,
+	// precomputed without and with its RRSIGs; filled by auth.
+	Negative *[2]*Block
 	Serial     uint32
 
 	// Records, Names: counts for reports.
