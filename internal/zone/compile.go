@@ -25,9 +25,11 @@ func Load(path, origin string) (*Zone, error) {
 	defer f.Close()
 	hint := 0
 	if st, err := f.Stat(); err == nil {
-		// About one name per 24 bytes of zone file, at most: presizing the name
+		// About one name per 24 bytes of zone file, at most a million (a
+		// signed zone has several long records per name: the cap keeps
+		// a wrong guess from reserving gigabytes): presizing the name
 		// map saves rehashing it over and over as it grows.
-		hint = int(min(st.Size()/24, 1<<24))
+		hint = int(min(st.Size()/24, 1<<20))
 	}
 	return read(f, path, origin, hint)
 }
@@ -439,7 +441,9 @@ func (c *compiler) attachSigs(n *Node) {
 			orphans = append(orphans, sig)
 		}
 	}
-	n.RRsets = keep
+	// The slice grew while signatures were collected; keep only what
+	// stays (a signed zone has a million of these).
+	n.RRsets = append(make([]RRset, 0, len(keep)+min(len(orphans), 1)), keep...)
 	if len(orphans) > 0 {
 		merged := RRset{Type: dns.TypeRRSIG, TTL: orphans[0].TTL, file: orphans[0].file, line: orphans[0].line}
 		for _, o := range orphans {
