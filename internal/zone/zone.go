@@ -158,7 +158,7 @@ type Zone struct {
 	// Negative is the authority section's SOA of negative answers,
 	// precomputed without and with its RRSIGs; filled by auth.
 	Negative *[2]*Block
-	Serial     uint32
+	Serial   uint32
 
 	// Records, Names: counts for reports.
 	Records int
