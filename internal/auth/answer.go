@@ -314,10 +314,10 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			}
 		}
 		// The chain continues at s.name (set by followCNAME or dname).
-		nameLen = wireLen(s.name[:])
+		nameLen = wire.NameLen(s.name[:])
 		nlabels = labelOffsets(s.name[:nameLen], s.labels[:])
 		ownerOff = -1
-		if chain+1 >= MaxChain || !inZone(s.name[:nameLen], z.Origin) {
+		if chain+1 >= MaxChain || !wire.InZone(s.name[:nameLen], z.Origin) {
 			// RFC 1034 §4.3.2 step 3a follows chains; out of the zone or
 			// too long, we stop and the client continues.
 			return r.done(s, z, flags)
@@ -347,11 +347,11 @@ func (s *Scratch) seen(n *zone.Node) bool {
 // followCNAME sets s.name to the CNAME's target; false if it is malformed.
 func (s *Scratch) followCNAME(set *zone.RRset) bool {
 	rd := set.Wire[10:]
-	n := wireLen(rd)
+	n := wire.NameLen(rd)
 	if n > len(rd) {
 		return false
 	}
-	lower(s.name[:], rd[:n])
+	wire.Lower(s.name[:], rd[:n])
 	return true
 }
 
@@ -496,7 +496,7 @@ func (r *Responder) put(s *Scratch, sec section, set *zone.RRset, owner []byte, 
 	b := &s.b
 	m := b.Mark()
 	if owner == nil && ownerOff < 0 {
-		owner = s.name[:wireLen(s.name[:])]
+		owner = s.name[:wire.NameLen(s.name[:])]
 	}
 	off := r.writeRecords(s, sec, set, owner, ownerOff)
 	if s.dnssec && set.Sigs != nil {
@@ -517,7 +517,7 @@ func (r *Responder) putPlain(s *Scratch, sec section, set *zone.RRset, owner []b
 	b := &s.b
 	m := b.Mark()
 	if owner == nil && ownerOff < 0 {
-		owner = s.name[:wireLen(s.name[:])]
+		owner = s.name[:wire.NameLen(s.name[:])]
 	}
 	r.writeRecords(s, sec, set, owner, ownerOff)
 	if b.Overflow() {
@@ -641,7 +641,7 @@ func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen int) (rcod
 		return 0, false
 	}
 	target := set.Wire[10:]
-	target = target[:wireLen(target)]
+	target = target[:wire.NameLen(target)]
 	prefix := nameLen - len(d.Name)
 	newLen := prefix + len(target)
 	if newLen > wire.MaxName {
@@ -665,36 +665,13 @@ func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen int) (rcod
 		b.Rollback(m)
 		return 0, false
 	}
-	lower(s.name[:], t[10:10+newLen])
+	wire.Lower(s.name[:], t[10:10+newLen])
 	return 0, true
 }
 
 // tcp reports whether the current response goes over TCP (its limit is
 // the TCP one).
 func (s *Scratch) tcp() bool { return s.b.Limit() > 65535-512 }
-
-func inZone(name, origin []byte) bool {
-	if len(name) < len(origin) {
-		return false
-	}
-	if string(name[len(name)-len(origin):]) != string(origin) {
-		return false
-	}
-	// The match must start at a label boundary.
-	i := 0
-	for i < len(name)-len(origin) {
-		i += int(name[i]) + 1
-	}
-	return i == len(name)-len(origin)
-}
-
-func wireLen(p []byte) int {
-	n := 0
-	for n < len(p) && p[n] != 0 {
-		n += int(p[n]) + 1
-	}
-	return n + 1
-}
 
 func labelOffsets(name []byte, out []uint8) int {
 	n, i := 0, 0
@@ -707,15 +684,6 @@ func labelOffsets(name []byte, out []uint8) int {
 		i += int(name[i]) + 1
 	}
 	return n
-}
-
-func lower(dst, src []byte) {
-	for i, c := range src {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst[i] = c
-	}
 }
 
 // txtRData encodes s as the RDATA of a TXT record, nil for "".

@@ -21,7 +21,7 @@ func (s *Scratch) queueWildcard(w *zone.Node) {
 	}
 	p := &s.wild[s.nwild]
 	p.w = w
-	p.n = copy(p.name[:], s.name[:wireLen(s.name[:])])
+	p.n = copy(p.name[:], s.name[:wire.NameLen(s.name[:])])
 	s.nwild++
 }
 
@@ -49,7 +49,7 @@ func (r *Responder) wildcardProofs(s *Scratch, z *zone.Zone) bool {
 // denial writes the proof of a negative answer: n is the closest encloser
 // (NXDOMAIN), the node (NODATA) or the wildcard (wildcard NODATA).
 func (r *Responder) denial(s *Scratch, z *zone.Zone, n *zone.Node, k kind) bool {
-	name := s.name[:wireLen(s.name[:])]
+	name := s.name[:wire.NameLen(s.name[:])]
 	if ch := z.NSEC3; ch != nil {
 		switch k {
 		case kindNXDomain:

@@ -86,9 +86,6 @@ func (b *Builder) Header(id, flags uint16) {
 // SetFlags overwrites the header's flag word.
 func (b *Builder) SetFlags(flags uint16) { binary.BigEndian.PutUint16(b.buf[2:], flags) }
 
-// Flags returns the header's flag word.
-func (b *Builder) Flags() uint16 { return binary.BigEndian.Uint16(b.buf[2:]) }
-
 // Question copies the client's question (raw, with the client's case: the
 // answer echoes it) and makes its name and suffixes available for
 // compression, using the lowercased name and label offsets parsed into q.
@@ -175,22 +172,12 @@ func (b *Builder) rdataNames(tail []byte, pre, n int) {
 	start := lenAt + 2
 	rd := tail[10+pre:]
 	for ; n > 0; n-- {
-		l := nameLen(rd)
+		l := NameLen(rd)
 		b.Name(rd[:l])
 		rd = rd[l:]
 	}
 	b.buf = append(b.buf, rd...)
 	binary.BigEndian.PutUint16(b.buf[lenAt:], uint16(len(b.buf)-start))
-}
-
-// nameLen returns the length of the uncompressed name at the start of p.
-// Zone data is validated at compile time, so p always holds a whole name.
-func nameLen(p []byte) int {
-	n := 0
-	for n < len(p) && p[n] != 0 {
-		n += int(p[n]) + 1
-	}
-	return n + 1
 }
 
 // Raw appends bytes as they are.
@@ -201,9 +188,6 @@ func (b *Builder) Raw(p []byte) { b.buf = append(b.buf, p...) }
 func (b *Builder) CountAnswer(n int)     { b.an += uint16(n) }
 func (b *Builder) CountAuthority(n int)  { b.ns += uint16(n) }
 func (b *Builder) CountAdditional(n int) { b.ar += uint16(n) }
-
-// Answers is the number of answer records written so far.
-func (b *Builder) Answers() int { return int(b.an) }
 
 // OPT appends an OPT record (RFC 6891 §6.1.2) advertising payload, with the
 // extended rcode's upper bits, the DO bit, and an optional NSID option.

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // maxErrors bounds how many problems one compile reports.
@@ -152,13 +154,13 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 		buf:    make([]byte, 65535+512),
 		seen:   make(map[setID]map[string]bool),
 	}
-	wire, err := nameWire(origin)
+	owire, err := nameWire(origin)
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: invalid origin: %w", origin, err)
 	}
-	c.z.Origin = wire
+	c.z.Origin = owire
 	c.z.Labels = dns.CountLabel(origin) + 1
-	c.z.Apex = c.node(wire)
+	c.z.Apex = c.node(owire)
 	return c, nil
 }
 
@@ -192,22 +194,22 @@ func (c *compiler) errorf(p *pos, format string, args ...any) {
 }
 
 // intern copies a wire name into the name arena.
-func (c *compiler) intern(wire []byte) []byte {
-	if len(c.names)+len(wire) > cap(c.names) {
+func (c *compiler) intern(name []byte) []byte {
+	if len(c.names)+len(name) > cap(c.names) {
 		c.names = make([]byte, 0, 64<<10)
 	}
 	start := len(c.names)
-	c.names = append(c.names, wire...)
+	c.names = append(c.names, name...)
 	return c.names[start:len(c.names):len(c.names)]
 }
 
 // node returns the node for a canonical wire name, creating it and its
 // ancestors up to the apex (which makes empty non-terminals exist).
-func (c *compiler) node(wire []byte) *Node {
-	if n, ok := c.nodes[bytesString(wire)]; ok {
+func (c *compiler) node(owner []byte) *Node {
+	if n, ok := c.nodes[bytesString(owner)]; ok {
 		return n
 	}
-	name := c.intern(wire)
+	name := c.intern(owner)
 	n := &Node{Name: name}
 	c.nodes[bytesString(name)] = n
 	c.list = append(c.list, n)
@@ -224,14 +226,14 @@ func (c *compiler) node(wire []byte) *Node {
 
 // nsec3Node returns the node of an NSEC3 owner, kept out of the name tree
 // (RFC 5155 §7.2.8: NSEC3 owners are not part of the name space).
-func (c *compiler) nsec3Node(wire []byte) *Node {
-	if n, ok := c.n3map[bytesString(wire)]; ok {
+func (c *compiler) nsec3Node(name []byte) *Node {
+	if n, ok := c.n3map[bytesString(name)]; ok {
 		return n
 	}
 	if c.n3map == nil {
 		c.n3map = make(map[string]*Node)
 	}
-	n := &Node{Name: c.intern(wire)}
+	n := &Node{Name: c.intern(name)}
 	c.n3map[bytesString(n.Name)] = n
 	c.nsec3 = append(c.nsec3, n)
 	return n
@@ -255,9 +257,9 @@ func (c *compiler) add(rr dns.RR, file string, line int) {
 		c.errorf(&p, "owner %s: %v", h.Name, err)
 		return
 	}
-	wire := c.owner[:n]
-	lowerInPlace(wire)
-	if !inZone(wire, c.z.Origin) {
+	name := c.owner[:n]
+	wire.Lower(name, name)
+	if !wire.InZone(name, c.z.Origin) {
 		c.errorf(&p, "%s is outside the zone %s", h.Name, c.origin)
 		return
 	}
@@ -267,9 +269,9 @@ func (c *compiler) add(rr dns.RR, file string, line int) {
 	}
 	var node *Node
 	if h.Rrtype == dns.TypeNSEC3 || covered == dns.TypeNSEC3 {
-		node = c.nsec3Node(wire)
+		node = c.nsec3Node(name)
 	} else {
-		node = c.node(wire)
+		node = c.node(name)
 	}
 	tail, err := c.tail(rr)
 	if err != nil {
@@ -343,7 +345,7 @@ func (c *compiler) tail(rr dns.RR) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ownerLen := wireNameLen(c.buf[:n])
+	ownerLen := wire.NameLen(c.buf[:n])
 	if ownerLen+10 > n {
 		return nil, errors.New("short record")
 	}
@@ -587,10 +589,10 @@ func (c *compiler) additional(s *RRset) {
 			return
 		}
 		target := rd[off:]
-		target = target[:wireNameLen(target)]
+		target = target[:wire.NameLen(target)]
 		var low [256]byte
 		copy(low[:], target)
-		lowerInPlace(low[:len(target)])
+		wire.Lower(low[:len(target)], low[:len(target)])
 		t := c.nodes[bytesString(low[:len(target)])]
 		if t == nil || (t.Get(dns.TypeA) == nil && t.Get(dns.TypeAAAA) == nil) {
 			return
@@ -605,34 +607,6 @@ func (c *compiler) additional(s *RRset) {
 	if len(seen) > 0 {
 		s.targets = &seen
 	}
-}
-
-func wireNameLen(p []byte) int {
-	n := 0
-	for n < len(p) && p[n] != 0 {
-		n += int(p[n]) + 1
-	}
-	return n + 1
-}
-
-func lowerInPlace(p []byte) {
-	for i, b := range p {
-		if b >= 'A' && b <= 'Z' {
-			p[i] = b + 'a' - 'A'
-		}
-	}
-}
-
-// inZone reports whether the wire name is origin or below it.
-func inZone(name, origin []byte) bool {
-	if len(name) < len(origin) || string(name[len(name)-len(origin):]) != string(origin) {
-		return false
-	}
-	i := 0
-	for i < len(name)-len(origin) {
-		i += int(name[i]) + 1
-	}
-	return i == len(name)-len(origin)
 }
 
 // nameWire packs a presentation name (already lowercased) uncompressed.
@@ -654,10 +628,10 @@ func name(n *Node) string {
 }
 
 // NameString renders a wire name for messages.
-func NameString(wire []byte) string {
-	s, _, err := dns.UnpackDomainName(wire, 0)
+func NameString(name []byte) string {
+	s, _, err := dns.UnpackDomainName(name, 0)
 	if err != nil {
-		return fmt.Sprintf("%q", wire)
+		return fmt.Sprintf("%q", name)
 	}
 	return s
 }
