@@ -103,6 +103,7 @@ type Scratch struct {
 	nwild   int
 	key     [wire.MaxName + 1]byte
 	qend    int    // where the question ends in the response
+	overTCP bool   // the query came over TCP
 	out     []byte // a response buffer for precomputation
 	hashBuf [2*wire.MaxName + 20]byte
 	wname   [wire.MaxName + 2]byte
@@ -120,6 +121,7 @@ const BufferSize = 65535 + 512
 func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte {
 	q := &s.q
 	b := &s.b
+	s.overTCP = tcp
 	res, rcode := q.Parse(pkt)
 	if res == wire.Drop {
 		return nil
@@ -372,7 +374,7 @@ func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, k kind, own
 				return flags | wire.FlagTC
 			}
 			wrote = true
-			if !s.tcp() {
+			if !s.overTCP {
 				// RFC 8482 §4.2: over UDP one RRset is enough.
 				break
 			}
@@ -668,10 +670,6 @@ func (r *Responder) dname(s *Scratch, d *zone.Node, ownerOff, nameLen int) (rcod
 	wire.Lower(s.name[:], t[10:10+newLen])
 	return 0, true
 }
-
-// tcp reports whether the current response goes over TCP (its limit is
-// the TCP one).
-func (s *Scratch) tcp() bool { return s.b.Limit() > 65535-512 }
 
 func labelOffsets(name []byte, out []uint8) int {
 	n, i := 0, 0

@@ -469,3 +469,14 @@ func BenchmarkAnswer(b *testing.B) {
 		})
 	}
 }
+
+// A UDP client with a 65535-byte EDNS buffer still gets RFC 8482's one
+// RRset: the transport, not the size limit, decides.
+func TestANYLargeUDPBuffer(t *testing.T) {
+	r := testResponder(t, Options{UDPPayload: 65535})
+	m := query("www.example.test.", dns.TypeANY)
+	m.SetEdns0(65535, false)
+	if resp := ask(t, r, m, false); len(resp.Answer) != 1 {
+		t.Errorf("ANY over UDP with a 64 KiB buffer: %d records, want 1", len(resp.Answer))
+	}
+}
