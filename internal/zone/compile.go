@@ -43,6 +43,24 @@ func Read(r io.Reader, name, origin string) (*Zone, error) {
 }
 
 func read(r io.Reader, name, origin string, hint int) (*Zone, error) {
+	// The fast reader first, when the input can be read again should it
+	// decline (see fast.go).
+	if rs, ok := r.(io.ReadSeeker); ok {
+		if at, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			z, err := readFast(rs, name, origin, hint)
+			if err == nil {
+				return z, nil
+			}
+			if _, err := rs.Seek(at, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("zone %s: %w", dns.Fqdn(origin), err)
+			}
+		}
+	}
+	return readFull(r, name, origin, hint)
+}
+
+// readFull reads a zone with miekg/dns's parser.
+func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 	c, err := newCompiler(origin, hint)
 	if err != nil {
 		return nil, err
@@ -126,6 +144,12 @@ type compiler struct {
 	// names is an arena for owner names: one allocation per 64 KiB of
 	// names instead of one per name, and nothing for the GC to scan.
 	names []byte
+	// Slabs and an arena for nodes, first RRsets and small RRsets' wire
+	// form, and the parent of the node made last.
+	nodeSlab   []Node
+	setSlab    []RRset
+	wires      []byte
+	lastParent *Node
 }
 
 // setID names an RRset under construction (pointers into a node's slice
@@ -210,11 +234,19 @@ func (c *compiler) node(owner []byte) *Node {
 		return n
 	}
 	name := c.intern(owner)
-	n := &Node{Name: name}
+	n := c.newNode(name)
 	c.nodes[bytesString(name)] = n
 	c.list = append(c.list, n)
 	if c.z.Origin != nil && len(name) > len(c.z.Origin) {
-		n.Parent = c.node(name[int(name[0])+1:])
+		// Siblings come together in zone files: the last parent
+		// saves a map lookup per name.
+		up := name[int(name[0])+1:]
+		if p := c.lastParent; p != nil && string(p.Name) == string(up) {
+			n.Parent = p
+		} else {
+			n.Parent = c.node(up)
+			c.lastParent = n.Parent
+		}
 		if name[0] == 1 && name[1] == '*' {
 			n.Flags |= Wildcard
 		}
@@ -222,6 +254,40 @@ func (c *compiler) node(owner []byte) *Node {
 		n.Flags |= Apex
 	}
 	return n
+}
+
+// newNode allocates a node from a slab: a million nodes are a few hundred
+// allocations instead of a million.
+func (c *compiler) newNode(name []byte) *Node {
+	if len(c.nodeSlab) == cap(c.nodeSlab) {
+		c.nodeSlab = make([]Node, 0, 1024)
+	}
+	c.nodeSlab = append(c.nodeSlab, Node{Name: name})
+	return &c.nodeSlab[len(c.nodeSlab)-1]
+}
+
+// appendWire appends a record's tail to a set's wire form. Small sets
+// live in an arena of pointer-free memory the collector never scans; a
+// set that is the arena's last grows in place, which is the common case
+// of an RRset's records written one after another.
+func (c *compiler) appendWire(w, tail []byte) []byte {
+	const arenaSize, maxArenaSet = 256 << 10, 2 << 10
+	n := len(w) + len(tail)
+	if n > maxArenaSet {
+		return append(w, tail...)
+	}
+	end := len(c.wires)
+	if len(w) > 0 && end >= len(w) && cap(c.wires)-end >= len(tail) && &c.wires[end-1] == &w[len(w)-1] {
+		c.wires = append(c.wires, tail...)
+		return c.wires[end-len(w) : len(c.wires) : len(c.wires)]
+	}
+	if cap(c.wires)-end < n {
+		c.wires = make([]byte, 0, arenaSize)
+		end = 0
+	}
+	c.wires = append(c.wires, w...)
+	c.wires = append(c.wires, tail...)
+	return c.wires[end:len(c.wires):len(c.wires)]
 }
 
 // nsec3Node returns the node of an NSEC3 owner, kept out of the name tree
@@ -233,13 +299,13 @@ func (c *compiler) nsec3Node(name []byte) *Node {
 	if c.n3map == nil {
 		c.n3map = make(map[string]*Node)
 	}
-	n := &Node{Name: c.intern(name)}
+	n := c.newNode(c.intern(name))
 	c.n3map[bytesString(n.Name)] = n
 	c.nsec3 = append(c.nsec3, n)
 	return n
 }
 
-// add compiles one record.
+// add compiles one record parsed by miekg/dns.
 func (c *compiler) add(rr dns.RR, file string, line int) {
 	p := pos{c.fileIndex(file), uint32(line)}
 	h := rr.Header()
@@ -263,41 +329,66 @@ func (c *compiler) add(rr dns.RR, file string, line int) {
 		c.errorf(&p, "%s is outside the zone %s", h.Name, c.origin)
 		return
 	}
-	covered := uint16(0)
-	if sig, ok := rr.(*dns.RRSIG); ok {
-		covered = sig.TypeCovered
-	}
-	var node *Node
-	if h.Rrtype == dns.TypeNSEC3 || covered == dns.TypeNSEC3 {
-		node = c.nsec3Node(name)
-	} else {
-		node = c.node(name)
-	}
 	tail, err := c.tail(rr)
 	if err != nil {
 		c.errorf(&p, "cannot encode %s record: %v", dns.TypeToString[h.Rrtype], err)
 		return
 	}
-	set := node.set(h.Rrtype, covered)
-	if set == nil {
-		node.RRsets = append(node.RRsets, RRset{Type: h.Rrtype, covered: covered, TTL: h.Ttl, file: p.file, line: p.line})
+	c.addTail(p, name, tail)
+}
+
+// addTail compiles one record given as its lower-cased owner, inside the
+// zone, and its tail (TYPE, CLASS IN, TTL, RDLENGTH, RDATA, as tail
+// returns it). Both readers end here: miekg/dns's through add, the fast
+// reader directly.
+func (c *compiler) addTail(p pos, name, tail []byte) {
+	typ := binary.BigEndian.Uint16(tail)
+	ttl := binary.BigEndian.Uint32(tail[4:])
+	rdata := tail[10:]
+	covered := uint16(0)
+	if typ == dns.TypeRRSIG && len(rdata) >= 2 {
+		covered = binary.BigEndian.Uint16(rdata)
+	}
+	var node *Node
+	if typ == dns.TypeNSEC3 || covered == dns.TypeNSEC3 {
+		node = c.nsec3Node(name)
+	} else {
+		node = c.node(name)
+	}
+	set := node.set(typ, covered)
+	if set == nil && node.RRsets == nil {
+		// A node's first RRset comes from a slab; most nodes have one.
+		if len(c.setSlab) == cap(c.setSlab) {
+			c.setSlab = make([]RRset, 0, 1024)
+		}
+		c.setSlab = append(c.setSlab, RRset{Type: typ, covered: covered, TTL: ttl, file: p.file, line: p.line})
+		i := len(c.setSlab) - 1
+		node.RRsets = c.setSlab[i : i+1 : i+1]
+		set = &node.RRsets[0]
+	} else if set == nil {
+		node.RRsets = append(node.RRsets, RRset{Type: typ, covered: covered, TTL: ttl, file: p.file, line: p.line})
 		set = &node.RRsets[len(node.RRsets)-1]
-	} else if c.duplicate(setID{node, h.Rrtype, covered}, set, tail) {
+	} else if c.duplicate(setID{node, typ, covered}, set, tail) {
 		// RFC 2181 §5: identical records are one record.
 		return
 	}
-	if h.Rrtype == dns.TypeSOA {
+	if typ == dns.TypeSOA {
 		c.soa = append(c.soa, p)
 		if len(c.soa) == 1 {
-			s := rr.(*dns.SOA)
-			c.z.Serial = s.Serial
-			c.z.NegTTL = min(s.Hdr.Ttl, s.Minttl)
+			// SOA RDATA: MNAME, RNAME, then SERIAL ... MINIMUM.
+			if off := wire.NameLen(rdata); off < len(rdata) {
+				if m := wire.NameLen(rdata[off:]); len(rdata) == off+m+20 {
+					fixed := rdata[off+m:]
+					c.z.Serial = binary.BigEndian.Uint32(fixed)
+					c.z.NegTTL = min(ttl, binary.BigEndian.Uint32(fixed[16:]))
+				}
+			}
 		}
 	}
-	if h.Ttl < set.TTL {
-		set.TTL = h.Ttl
+	if ttl < set.TTL {
+		set.TTL = ttl
 	}
-	set.Wire = append(set.Wire, tail...)
+	set.Wire = c.appendWire(set.Wire, tail)
 	set.Count++
 	c.z.Records++
 }
