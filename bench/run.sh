@@ -79,6 +79,7 @@ root-referral-do |main|root-referral.txt |-D     |NOERROR |referral
 root-nxdomain    |main|root-nxdomain.txt |-e     |NXDOMAIN|nxdomain
 root-nxdomain-do |main|root-nxdomain.txt |-D     |NXDOMAIN|nxdomain
 big-success      |big |big-success.txt   |       |NOERROR |answer
+bigsigned-do     |bigsigned|big-success.txt|-D     |NOERROR |answer
 "
 declare -A W_PHASE=() W_QF=() W_FLAGS=() W_RC=() W_CHECK=()
 ALL_WORKLOADS=()
@@ -100,8 +101,13 @@ DATA=$OUT/data
 declare -A ZONESET=(
 	[main]=".=$DATA/root.zone bench.test.=$DATA/small.zone"
 	[big]="big.test.=$DATA/big.zone"
+	[bigsigned]="big.test.=$DATA/big.signed.zone"
 )
-declare -A PROBE_NAME=([main]=bench.test. [big]=big.test.)
+declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test.)
+# BIND and PowerDNS take minutes over a signed zone of millions of
+# records and are not the servers the issue's targets name: the
+# bigsigned phase runs Tern, NSD, Knot and the floor.
+declare -A PHASE_SKIP=([bigsigned]="bind pdns")
 
 BIN=$OUT/bin
 RUN=$OUT/run
@@ -223,6 +229,14 @@ if [[ ! -r $ROOT_ZONE ]]; then
 fi
 log "generating data (big zone: $BIG records)"
 "$BT" gen -out "$DATA" -root "$ROOT_ZONE" -big "$BIG"
+if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
+	# The big zone signed by Tern itself (ECDSA P-256, NSEC), with keys
+	# kept in the data directory from run to run.
+	log "signing the big zone for the bigsigned phase"
+	mkdir -p "$DATA/keys"
+	"$BIN/tern" zone sign "$DATA/big.zone" --origin big.test. --key-dir "$DATA/keys" >"$DATA/big.signed.zone.tmp" 2>"$OUT/sign.log"
+	mv "$DATA/big.signed.zone.tmp" "$DATA/big.signed.zone"
+fi
 
 # Ports: one per server, fixed offsets from PORT_BASE.
 declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5)
@@ -238,8 +252,10 @@ source "$HERE/lib/servers.sh"
 
 # tern perf is used only if it answers a smoke test with parseable JSON.
 ternperf_ok() {
-	local port=$1 f=$RUN/ternperf-smoke.txt
-	timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "$port" -d "$DATA/small-soa.txt" \
+	local port=$1 phase=$2 f=$RUN/ternperf-smoke.txt q=$RUN/ternperf-smoke-$2.txt
+	# The SOA of the phase's own zone: the big phase serves no small zone.
+	echo "${PROBE_NAME[$phase]} SOA" >"$q"
+	timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "$port" -d "$q" \
 		-l 1 -c 1 -q 10 --json >"$f" 2>&1 || true
 	"$BT" parse -gen ternperf -expect NOERROR "$f" | awk -F'\t' '{exit !($3=="ok")}'
 }
@@ -367,7 +383,7 @@ for w in $WORKLOADS; do
 done
 est=$((est * $(wc -w <<<"$CLIENTS") * $(wc -w <<<"$GENS") * REPS))
 log "about $est load runs of ${DURATION} s: roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
-for phase in main big; do
+for phase in main big bigsigned; do
 	ws=()
 	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
 	((${#ws[@]})) || continue
@@ -375,14 +391,15 @@ for phase in main big; do
 	PID=()
 	BROKEN=()
 	for s in $SERVERS; do
+		[[ " ${PHASE_SKIP[$phase]:-} " == *" $s "* ]] && continue
 		start_server "$s" "$phase" || true
 	done
 	phase_gens=$GENS
 	TERNPERF_TCP=0
 	if [[ " $GENS " == *" ternperf "* ]]; then
-		if [[ -n ${PID[echo]:-} ]] && ternperf_ok "${PORT[echo]}"; then
+		if [[ -n ${PID[echo]:-} ]] && ternperf_ok "${PORT[echo]}" "$phase"; then
 			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
-		elif [[ -n ${PID[nsd]:-} ]] && ternperf_ok "${PORT[nsd]}"; then
+		elif [[ -n ${PID[nsd]:-} ]] && ternperf_ok "${PORT[nsd]}" "$phase"; then
 			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
 		else
 			loud "tern perf does not work yet ($(head -c 200 "$RUN/ternperf-smoke.txt" | tr '\n' ' ')): generator ternperf skipped"

@@ -148,8 +148,13 @@ type compiler struct {
 	// form, and the parent of the node made last.
 	nodeSlab   []Node
 	setSlab    []RRset
+	sigSlab    []RRset
+	finalSlab  []RRset
 	wires      []byte
 	lastParent *Node
+	lastNode   *Node
+	// sigScratch collects a node's RRSIG sets in attachSigs.
+	sigScratch []RRset
 }
 
 // setID names an RRset under construction (pointers into a node's slice
@@ -230,13 +235,19 @@ func (c *compiler) intern(name []byte) []byte {
 // node returns the node for a canonical wire name, creating it and its
 // ancestors up to the apex (which makes empty non-terminals exist).
 func (c *compiler) node(owner []byte) *Node {
+	// A name's records come together: the last node saves the lookup.
+	if n := c.lastNode; n != nil && string(n.Name) == string(owner) {
+		return n
+	}
 	if n, ok := c.nodes[bytesString(owner)]; ok {
+		c.lastNode = n
 		return n
 	}
 	name := c.intern(owner)
 	n := c.newNode(name)
 	c.nodes[bytesString(name)] = n
 	c.list = append(c.list, n)
+	defer func() { c.lastNode = n }()
 	if c.z.Origin != nil && len(name) > len(c.z.Origin) {
 		// Siblings come together in zone files: the last parent
 		// saves a map lookup per name.
@@ -264,6 +275,24 @@ func (c *compiler) newNode(name []byte) *Node {
 	}
 	c.nodeSlab = append(c.nodeSlab, Node{Name: name})
 	return &c.nodeSlab[len(c.nodeSlab)-1]
+}
+
+// appendSet appends an RRset to a node's list: in place when the list
+// is the set slab's last (the node's records came together), else by
+// copying it to the slab's end.
+func (c *compiler) appendSet(l []RRset, s RRset) []RRset {
+	end := len(c.setSlab)
+	if len(l) > 0 && end > 0 && end < cap(c.setSlab) && &c.setSlab[end-1] == &l[len(l)-1] {
+		c.setSlab = append(c.setSlab, s)
+		return c.setSlab[end-len(l) : end+1 : end+1]
+	}
+	if cap(c.setSlab)-end < len(l)+1 {
+		c.setSlab = make([]RRset, 0, max(1024, len(l)+1))
+		end = 0
+	}
+	c.setSlab = append(c.setSlab, l...)
+	c.setSlab = append(c.setSlab, s)
+	return c.setSlab[end:len(c.setSlab):len(c.setSlab)]
 }
 
 // appendWire appends a record's tail to a set's wire form. Small sets
@@ -356,17 +385,9 @@ func (c *compiler) addTail(p pos, name, tail []byte) {
 		node = c.node(name)
 	}
 	set := node.set(typ, covered)
-	if set == nil && node.RRsets == nil {
-		// A node's first RRset comes from a slab; most nodes have one.
-		if len(c.setSlab) == cap(c.setSlab) {
-			c.setSlab = make([]RRset, 0, 1024)
-		}
-		c.setSlab = append(c.setSlab, RRset{Type: typ, covered: covered, TTL: ttl, file: p.file, line: p.line})
-		i := len(c.setSlab) - 1
-		node.RRsets = c.setSlab[i : i+1 : i+1]
-		set = &node.RRsets[0]
-	} else if set == nil {
-		node.RRsets = append(node.RRsets, RRset{Type: typ, covered: covered, TTL: ttl, file: p.file, line: p.line})
+	if set == nil {
+		rs := RRset{Type: typ, covered: covered, TTL: ttl, file: p.file, line: p.line}
+		node.RRsets = c.appendSet(node.RRsets, rs)
 		set = &node.RRsets[len(node.RRsets)-1]
 	} else if c.duplicate(setID{node, typ, covered}, set, tail) {
 		// RFC 2181 §5: identical records are one record.
@@ -512,7 +533,7 @@ func (c *compiler) finish() (*Zone, error) {
 // whose RRset is absent stay as data, so a query for RRSIG finds them.
 func (c *compiler) attachSigs(n *Node) {
 	keep := n.RRsets[:0]
-	var sigs []RRset
+	sigs := c.sigScratch[:0]
 	for _, s := range n.RRsets {
 		if s.Type == dns.TypeRRSIG {
 			sigs = append(sigs, s)
@@ -520,23 +541,31 @@ func (c *compiler) attachSigs(n *Node) {
 			keep = append(keep, s)
 		}
 	}
-	if sigs == nil {
+	c.sigScratch = sigs
+	if len(sigs) == 0 {
 		sortSets(n.RRsets)
 		return
 	}
 	var orphans []RRset
 	for _, sig := range sigs {
 		if t := n.set(sig.covered, 0); t != nil {
-			s := sig
-			s.covered = 0
-			t.Sigs = &s
+			sig.covered = 0
+			t.Sigs = c.sigSet(sig)
 		} else {
 			orphans = append(orphans, sig)
 		}
 	}
-	// The slice grew while signatures were collected; keep only what
-	// stays (a signed zone has a million of these).
-	n.RRsets = append(make([]RRset, 0, len(keep)+min(len(orphans), 1)), keep...)
+	// Only what stays, copied to a slab that holds nothing else, so the
+	// slabs the sets were built in become garbage: a signed zone has a
+	// million of these.
+	need := len(keep) + min(len(orphans), 1)
+	if cap(c.finalSlab)-len(c.finalSlab) < need {
+		c.finalSlab = make([]RRset, 0, max(1024, need))
+	}
+	at := len(c.finalSlab)
+	c.finalSlab = append(c.finalSlab, keep...)
+	n.RRsets = c.finalSlab[at : len(c.finalSlab) : at+need]
+	c.finalSlab = c.finalSlab[:at+need]
 	if len(orphans) > 0 {
 		merged := RRset{Type: dns.TypeRRSIG, TTL: orphans[0].TTL, file: orphans[0].file, line: orphans[0].line}
 		for _, o := range orphans {
@@ -546,6 +575,15 @@ func (c *compiler) attachSigs(n *Node) {
 		n.RRsets = append(n.RRsets, merged)
 	}
 	sortSets(n.RRsets)
+}
+
+// sigSet keeps an RRSIG set in a slab.
+func (c *compiler) sigSet(s RRset) *RRset {
+	if len(c.sigSlab) == cap(c.sigSlab) {
+		c.sigSlab = make([]RRset, 0, 1024)
+	}
+	c.sigSlab = append(c.sigSlab, s)
+	return &c.sigSlab[len(c.sigSlab)-1]
 }
 
 // sortSets orders a node's RRsets by type (insertion sort: nodes have few).
