@@ -41,6 +41,10 @@ type Key struct {
 	// CDS publishes CDS and CDNSKEY records for this key at the apex so
 	// the parent can pick up its DS (RFC 7344 §4, RFC 8078).
 	CDS bool
+	// CDSOnly leaves the key out of the DNSKEY RRset while its CDS and
+	// CDNSKEY are published: the incoming KSK of a double-DS rollover
+	// (RFC 7583 §3.3.2). It implies that the key signs nothing.
+	CDSOnly bool
 }
 
 // Tag returns the key tag (RFC 4034 Appendix B).

@@ -85,24 +85,25 @@ func (p Policy) zskPublishInterval() time.Duration { return p.PropagationDelay +
 // retired key stay in caches for up to the largest TTL of signed data.
 func (p Policy) zskRetireInterval() time.Duration { return p.PropagationDelay + p.MaxZoneTTL }
 
-// kskPublishInterval is the time from publishing a new KSK and its CDS
-// until it may sign the DNSKEY RRset: the DNSKEY must be in caches (Ipub)
-// and the parent's new DS must be served and the old DS RRset expired from
-// caches (RFC 7583 §3.3.2, Dreg + DprpP + TTLds).
-func (p Policy) kskPublishInterval() time.Duration {
-	return max(p.PropagationDelay+p.DNSKEYTTL, p.ParentDelay+p.DSTTL)
-}
+// kskPublishInterval is the first phase of a double-DS KSK rollover
+// (RFC 7583 §3.3.2): from publishing the new key's CDS/CDNSKEY, its DNSKEY
+// not yet in the zone, until the parent serves the new DS and DS RRsets
+// without it have expired from caches (Dreg + DprpP + TTLds). Then the
+// DNSKEY RRset swaps the old KSK for the new one in one step.
+func (p Policy) kskPublishInterval() time.Duration { return p.ParentDelay + p.DSTTL }
 
-// kskRetireInterval is how long after a KSK stops signing its DNSKEY and
-// CDS stay: until DNSKEY RRsets signed by it have expired from caches
+// kskRetireInterval is how long after the swap the old KSK's CDS stays:
+// until DNSKEY RRsets that hold it, signed by it, have expired from caches
 // (Dprp + TTLkey). Withdrawing its CDS then lets the parent drop its DS.
 func (p Policy) kskRetireInterval() time.Duration { return p.PropagationDelay + p.DNSKEYTTL }
 
 // KeyState is the persistent record of one managed key. The times are
-// those of RFC 7583 §3.1: Publish (DNSKEY appears; for a KSK also its
-// CDS/CDNSKEY), Ready (safe to sign), Activate (signs), Retire (stops
-// signing), Remove (DNSKEY, CDS and CDNSKEY disappear). A zero Retire or
-// Remove means not yet scheduled.
+// those of RFC 7583 §3.1: Publish (DNSKEY appears), Ready (safe to sign),
+// Activate (signs), Retire (stops signing), Remove (DNSKEY disappears). A
+// KSK's CDS/CDNSKEY are published from DSPublish (or Publish when zero)
+// until DSRemove (or Remove when zero): in a double-DS rollover the new
+// key's CDS comes before its DNSKEY, and the old key's CDS stays after
+// its DNSKEY has gone. A zero Retire or Remove means not yet scheduled.
 type KeyState struct {
 	Tag       uint16    `json:"tag"`
 	KSK       bool      `json:"ksk"`
@@ -114,6 +115,8 @@ type KeyState struct {
 	Activate  time.Time `json:"activate"`
 	Retire    time.Time `json:"retire,omitzero"`
 	Remove    time.Time `json:"remove,omitzero"`
+	DSPublish time.Time `json:"ds_publish,omitzero"`
+	DSRemove  time.Time `json:"ds_remove,omitzero"`
 	// Successor is the tag of the key that replaces this one.
 	Successor uint16 `json:"successor,omitempty"`
 }
@@ -121,6 +124,8 @@ type KeyState struct {
 // Phase names the key's state at now.
 func (k *KeyState) Phase(now time.Time) string {
 	switch {
+	case now.Before(k.Publish) && k.cdsPublished(now):
+		return "DS pending"
 	case now.Before(k.Publish):
 		return "generated"
 	case !k.Remove.IsZero() && !now.Before(k.Remove):
@@ -135,9 +140,33 @@ func (k *KeyState) Phase(now time.Time) string {
 	return "published"
 }
 
-// published reports whether the DNSKEY (and, for a KSK, CDS) is in the zone.
+// published reports whether the DNSKEY is in the zone.
 func (k *KeyState) published(now time.Time) bool {
 	return !now.Before(k.Publish) && (k.Remove.IsZero() || now.Before(k.Remove))
+}
+
+// cdsPublished reports whether a KSK's CDS and CDNSKEY are in the zone.
+func (k *KeyState) cdsPublished(now time.Time) bool {
+	if !k.KSK {
+		return false
+	}
+	from, to := k.Publish, k.Remove
+	if !k.DSPublish.IsZero() {
+		from = k.DSPublish
+	}
+	if !k.DSRemove.IsZero() {
+		to = k.DSRemove
+	}
+	return !now.Before(from) && (to.IsZero() || now.Before(to))
+}
+
+// gone reports whether nothing of the key is in the zone any more.
+func (k *KeyState) gone(now time.Time) bool {
+	end := k.Remove
+	if k.DSRemove.After(end) {
+		end = k.DSRemove
+	}
+	return !end.IsZero() && !now.Before(end)
 }
 
 // active reports whether the key signs at now.
@@ -156,7 +185,7 @@ type State struct {
 func (s *State) Describe(now time.Time) []string {
 	var lines []string
 	for _, k := range s.Keys {
-		if k.Successor == 0 || k.Phase(now) == "removed" {
+		if k.Successor == 0 || k.gone(now) {
 			continue
 		}
 		kind := "ZSK rollover (pre-publication)"
@@ -173,12 +202,12 @@ func dsState(k *KeyState, now time.Time) string {
 	if !k.KSK {
 		return "-"
 	}
-	if k.published(now) {
+	if k.cdsPublished(now) {
 		if now.Before(k.Ready) {
 			return "CDS published, waiting for parent"
 		}
 		if !k.Retire.IsZero() && !now.Before(k.Retire) {
-			return "CDS published until removal"
+			return "CDS kept until old DNSKEY RRsets expire"
 		}
 		return "CDS published, DS assumed at parent"
 	}
@@ -330,7 +359,7 @@ func (m *Manager) Step(now time.Time) (Plan, error) {
 func (m *Manager) Keys(now time.Time) ([]*Key, error) {
 	var keys []*Key
 	for _, ks := range m.state.Keys {
-		if !ks.published(now) {
+		if !ks.published(now) && !ks.cdsPublished(now) {
 			continue
 		}
 		k := m.keys[ks.Tag]
@@ -341,10 +370,12 @@ func (m *Manager) Keys(now time.Time) ([]*Key, error) {
 		act := ks.active(now)
 		c.SignZone = !ks.KSK && act
 		c.SignKeys = ks.KSK && act
-		// RFC 7344 §4: CDS/CDNSKEY for every KSK in the DNSKEY RRset, so
-		// the parent's DS RRset follows the KSK set: both DS during a
-		// rollover (double-DS), only the new one afterwards.
-		c.CDS = ks.KSK
+		// RFC 7344 §4: the CDS/CDNSKEY RRset is the DS RRset the parent
+		// should serve: both keys' during a double-DS rollover (RFC 7583
+		// §3.3.2), the new key's before its DNSKEY is published and the
+		// old key's until DNSKEY RRsets holding it have expired.
+		c.CDS = ks.cdsPublished(now)
+		c.CDSOnly = !ks.published(now)
 		keys = append(keys, &c)
 	}
 	return keys, nil
@@ -367,7 +398,7 @@ func (m *Manager) stepRole(ksk bool, now time.Time) ([]string, error) {
 	if current == nil {
 		// Is a successor already scheduled to take over (between keys)?
 		for _, k := range m.state.Keys {
-			if k.KSK == ksk && k.published(now) && k.Retire.IsZero() {
+			if k.KSK == ksk && (k.published(now) || k.cdsPublished(now)) && k.Retire.IsZero() {
 				return nil, nil
 			}
 		}
@@ -390,19 +421,30 @@ func (m *Manager) stepRole(ksk bool, now time.Time) ([]string, error) {
 			if act.Before(ready) {
 				act = ready
 			}
-			ks, err := m.newKey(ksk, now, ready, act)
+			var ks *KeyState
+			var err error
+			if ksk {
+				// Double-DS (RFC 7583 §3.3.2): CDS now, the DNSKEY swap
+				// at act, the old key's CDS withdrawn Iret later.
+				ks, err = m.newKey(ksk, act, act, act)
+				if err == nil {
+					ks.Created, ks.DSPublish = now, now
+					current.Retire, current.Remove, current.DSRemove = act, act, act.Add(iret)
+				}
+			} else {
+				ks, err = m.newKey(ksk, now, ready, act)
+				current.Retire, current.Remove = act, act.Add(iret)
+			}
 			if err != nil {
 				return nil, err
 			}
 			current.Successor = ks.Tag
-			current.Retire = act
-			current.Remove = act.Add(iret)
 			events = append(events, fmt.Sprintf("%s rollover %d -> %d started: new key signs at %s", role(ksk),
 				current.Tag, ks.Tag, act.UTC().Format(time.RFC3339)))
 		}
 	}
 	for _, k := range m.state.Keys {
-		if k.KSK == ksk && !k.Remove.IsZero() && !now.Before(k.Remove) {
+		if k.KSK == ksk && k.gone(now) {
 			if _, loaded := m.keys[k.Tag]; loaded {
 				delete(m.keys, k.Tag)
 				events = append(events, fmt.Sprintf("%s %d removed from the zone", role(ksk), k.Tag))
@@ -457,6 +499,8 @@ func (m *Manager) nextEvent(now time.Time) time.Time {
 		consider(k.Activate)
 		consider(k.Retire)
 		consider(k.Remove)
+		consider(k.DSPublish)
+		consider(k.DSRemove)
 		if k.active(now) && k.Successor == 0 {
 			life, ipub := m.policy.ZSKLifetime, m.policy.zskPublishInterval()
 			if k.KSK {

@@ -171,13 +171,14 @@ func TestRollovers(t *testing.T) {
 			if !k.active(now) || k.Publish.Equal(t0) {
 				continue
 			}
-			ipub := p.zskPublishInterval()
+			ipub, pub := p.zskPublishInterval(), k.Publish
 			if k.KSK {
-				ipub = p.kskPublishInterval()
+				// Double-DS: what must be in place first is the DS.
+				ipub, pub = p.kskPublishInterval(), k.DSPublish
 			}
-			if now.Sub(k.Publish) < ipub {
+			if now.Sub(pub) < ipub {
 				t.Errorf("at %s: key %s signs %s after publication, before Ipub %s",
-					now.Sub(t0), l.names[k.Tag], now.Sub(k.Publish), ipub)
+					now.Sub(t0), l.names[k.Tag], now.Sub(pub), ipub)
 			}
 			if k.Successor != 0 {
 				continue
@@ -246,10 +247,11 @@ func TestRollovers(t *testing.T) {
 		{30 * day, "Z2 signs, Z1 still published", snapshot{ls("K1", "Z1", "Z2"), ls("K1"), ls("K1"), ls("Z2"), ls("K1")}},
 		{31*day + time.Hour - time.Second, "Z1 kept for Iret = Dprp + TTLsig", snapshot{ls("K1", "Z1", "Z2"), ls("K1"), ls("K1"), ls("Z2"), ls("K1")}},
 		{31*day + time.Hour, "Z1 removed", snapshot{ls("K1", "Z2"), ls("K1"), ls("K1"), ls("Z2"), ls("K1")}},
-		{88 * day, "K2 published with CDS for both KSKs (double-DS)", snapshot{ls("K1", "K2", "Z3"), ls("K1", "K2"), ls("K1", "K2"), ls("Z3"), ls("K1")}},
-		{90*day - time.Second, "K1 signs until the new DS is in caches", snapshot{ls("K1", "K2", "Z3", "Z4"), ls("K1", "K2"), ls("K1", "K2"), ls("Z3"), ls("K1")}},
-		{90 * day, "K2 signs DNSKEY; Z4 signs the zone", snapshot{ls("K1", "K2", "Z3", "Z4"), ls("K1", "K2"), ls("K1", "K2"), ls("Z4"), ls("K2")}},
-		{90*day + 2*time.Hour, "K1 and its CDS gone: parent drops the old DS", snapshot{ls("K2", "Z3", "Z4"), ls("K2"), ls("K2"), ls("Z4"), ls("K2")}},
+		{88 * day, "K2's CDS beside K1's, its DNSKEY not yet (double-DS)", snapshot{ls("K1", "Z3"), ls("K1", "K2"), ls("K1", "K2"), ls("Z3"), ls("K1")}},
+		{90*day - time.Second, "K1 signs until the new DS is in caches", snapshot{ls("K1", "Z3", "Z4"), ls("K1", "K2"), ls("K1", "K2"), ls("Z3"), ls("K1")}},
+		{90 * day, "DNSKEY swaps K1 for K2, which signs it; Z4 signs the zone", snapshot{ls("K2", "Z3", "Z4"), ls("K1", "K2"), ls("K1", "K2"), ls("Z4"), ls("K2")}},
+		{90*day + 2*time.Hour - time.Second, "K1's CDS kept while DNSKEY RRsets with K1 are cached", snapshot{ls("K2", "Z3", "Z4"), ls("K1", "K2"), ls("K1", "K2"), ls("Z4"), ls("K2")}},
+		{90*day + 2*time.Hour, "K1's CDS gone: parent drops the old DS", snapshot{ls("K2", "Z3", "Z4"), ls("K2"), ls("K2"), ls("Z4"), ls("K2")}},
 		{91*day + time.Hour, "Z3 removed", snapshot{ls("K2", "Z4"), ls("K2"), ls("K2"), ls("Z4"), ls("K2")}},
 	} {
 		if got := at(c.at); !reflect.DeepEqual(got, c.want) {

@@ -163,6 +163,9 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 		if (k.SignZone || k.SignKeys) && k.Signer == nil {
 			return nil, st, fmt.Errorf("sign %s: key %d is to sign but has no private key", origin, k.Tag())
 		}
+		if k.CDSOnly && (k.SignZone || k.SignKeys) {
+			return nil, st, fmt.Errorf("sign %s: key %d signs but is not in the DNSKEY RRset", origin, k.Tag())
+		}
 		if k.SignZone {
 			zoneSigners = append(zoneSigners, k)
 		}
@@ -220,9 +223,11 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 		dnskeyTTL = min(dnskeyTTL, k.DNSKEY.Hdr.Ttl)
 	}
 	for _, k := range keys {
-		pub := dns.Copy(k.DNSKEY).(*dns.DNSKEY)
-		pub.Hdr.Name = origin
-		apex.add(pub)
+		if !k.CDSOnly {
+			pub := dns.Copy(k.DNSKEY).(*dns.DNSKEY)
+			pub.Hdr.Name = origin
+			apex.add(pub)
+		}
 		if k.CDS {
 			ds := k.DNSKEY.ToDS(dns.SHA256)
 			if ds == nil {
