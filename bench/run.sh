@@ -250,6 +250,14 @@ done
 
 source "$HERE/lib/servers.sh"
 
+# ternperf_has_tcp: does this tern perf take -T? (Its -h exits non-zero,
+# which pipefail would count against a pipe into grep.)
+ternperf_has_tcp() {
+	local help
+	help=$("$BIN/tern" perf -h 2>&1 || true)
+	grep -qE '^ +-T\b' <<<"$help"
+}
+
 # tern perf is used only if it answers a smoke test with parseable JSON.
 ternperf_ok() {
 	local port=$1 phase=$2 f=$RUN/ternperf-smoke.txt q=$RUN/ternperf-smoke-$2.txt
@@ -398,9 +406,9 @@ for phase in main big bigsigned; do
 	TERNPERF_TCP=0
 	if [[ " $GENS " == *" ternperf "* ]]; then
 		if [[ -n ${PID[echo]:-} ]] && ternperf_ok "${PORT[echo]}" "$phase"; then
-			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
+			ternperf_has_tcp && TERNPERF_TCP=1
 		elif [[ -n ${PID[nsd]:-} ]] && ternperf_ok "${PORT[nsd]}" "$phase"; then
-			"$BIN/tern" perf -h 2>&1 | grep -qE '^ +-T\b' && TERNPERF_TCP=1
+			ternperf_has_tcp && TERNPERF_TCP=1
 		else
 			loud "tern perf does not work yet ($(head -c 200 "$RUN/ternperf-smoke.txt" | tr '\n' ' ')): generator ternperf skipped"
 			phase_gens=$(tr ' ' '\n' <<<"$GENS" | grep -vx ternperf | xargs)
