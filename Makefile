@@ -37,6 +37,7 @@ test: deps vet
 fuzz:
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/zone -run '^$$' -fuzz FuzzCompile -fuzztime 30s
+	$(GO) test ./internal/zone -run '^$$' -fuzz FuzzFastReader -fuzztime 30s
 	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParse -fuzztime 30s
 
