@@ -80,6 +80,9 @@ func (r *Responder) Zones() *zone.Set { return r.zones.Load() }
 type Scratch struct {
 	q wire.Query
 	b wire.Builder
+	// sigs holds the RRSIG view of the RRset being written (a local
+	// would escape through the writers' pointer parameters).
+	sigs zone.RRset
 
 	// name holds the current name of a CNAME/DNAME chain, lowercased, and
 	// labels its label offsets.
@@ -381,8 +384,9 @@ func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, k kind, own
 		}
 	case wire.TypeRRSIG:
 		for i := range n.RRsets {
-			if sig := n.RRsets[i].Sigs; sig != nil {
-				if !r.putPlain(s, answerSec, sig, nil, ownerOff) {
+			if sig, ok := n.RRsets[i].Sigs(); ok {
+				s.sigs = sig
+				if !r.putPlain(s, answerSec, &s.sigs, nil, ownerOff) {
 					return flags | wire.FlagTC
 				}
 				wrote = true
@@ -501,8 +505,11 @@ func (r *Responder) put(s *Scratch, sec section, set *zone.RRset, owner []byte, 
 		owner = s.name[:wire.NameLen(s.name[:])]
 	}
 	off := r.writeRecords(s, sec, set, owner, ownerOff)
-	if s.dnssec && set.Sigs != nil {
-		r.writeRecords(s, sec, set.Sigs, nil, off)
+	if s.dnssec {
+		if sig, ok := set.Sigs(); ok {
+			s.sigs = sig
+			r.writeRecords(s, sec, &s.sigs, nil, off)
+		}
 	}
 	if b.Overflow() {
 		b.Rollback(m)
@@ -592,8 +599,11 @@ func (r *Responder) additionalFor(s *Scratch, cut *zone.Node, flags uint16) uint
 	// RRset and its associated RRSIG RRs, the name server MAY retain the
 	// RRset while dropping the RRSIG RRs."
 	s.eachAddress(func(k int, n *zone.Node, set *zone.RRset) {
-		if k < len(s.written) && s.written[k] && set.Sigs != nil {
-			r.putPlain(s, additionalSec, set.Sigs, n.Name, -1)
+		if k < len(s.written) && s.written[k] {
+			if sig, ok := set.Sigs(); ok {
+				s.sigs = sig
+				r.putPlain(s, additionalSec, &s.sigs, n.Name, -1)
+			}
 		}
 	})
 	return flags

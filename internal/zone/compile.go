@@ -146,13 +146,14 @@ type compiler struct {
 	names []byte
 	// Slabs and an arena for nodes, first RRsets and small RRsets' wire
 	// form, and the parent of the node made last.
-	nodeSlab   []Node
-	setSlab    []RRset
-	sigSlab    []RRset
-	finalSlab  []RRset
-	wires      []byte
-	lastParent *Node
-	lastNode   *Node
+	nodeSlab []Node
+	setSlab  []RRset
+	// signedWires is the arena of RRsets with their signatures.
+	signedWires []byte
+	finalSlab   []RRset
+	wires       []byte
+	lastParent  *Node
+	lastNode    *Node
 	// sigScratch collects a node's RRSIG sets in attachSigs.
 	sigScratch []RRset
 }
@@ -491,10 +492,9 @@ func (c *compiler) finish() (*Zone, error) {
 		end := 10 + int(binary.BigEndian.Uint16(soa.Wire[8:]))
 		z.NegSOA = append([]byte(nil), soa.Wire[:end]...)
 		binary.BigEndian.PutUint32(z.NegSOA[4:], z.NegTTL)
-		if soa.Sigs != nil {
-			sigs := *soa.Sigs
+		if sigs, ok := soa.Sigs(); ok {
 			sigs.TTL = z.NegTTL
-			sigs.Wire = append([]byte(nil), soa.Sigs.Wire...)
+			sigs.Wire = append([]byte(nil), sigs.Wire...)
 			for w := sigs.Wire; len(w) >= 10; w = w[10+int(binary.BigEndian.Uint16(w[8:])):] {
 				binary.BigEndian.PutUint32(w[4:], z.NegTTL)
 			}
@@ -549,8 +549,7 @@ func (c *compiler) attachSigs(n *Node) {
 	var orphans []RRset
 	for _, sig := range sigs {
 		if t := n.set(sig.covered, 0); t != nil {
-			sig.covered = 0
-			t.Sigs = c.sigSet(sig)
+			c.attach(t, &sig)
 		} else {
 			orphans = append(orphans, sig)
 		}
@@ -577,13 +576,29 @@ func (c *compiler) attachSigs(n *Node) {
 	sortSets(n.RRsets)
 }
 
-// sigSet keeps an RRSIG set in a slab.
-func (c *compiler) sigSet(s RRset) *RRset {
-	if len(c.sigSlab) == cap(c.sigSlab) {
-		c.sigSlab = make([]RRset, 0, 1024)
+// attach puts the signatures of set t behind its records, in the spare
+// capacity of t.Wire (RRset.Sigs reads them there). The copies come from
+// an arena of their own, so the arena the sets were built in becomes
+// garbage once a node's sets have all moved.
+func (c *compiler) attach(t, sig *RRset) {
+	const arenaSize, maxArenaSet = 256 << 10, 4 << 10
+	n := len(t.Wire) + len(sig.Wire)
+	var w []byte
+	if n > maxArenaSet {
+		w = make([]byte, 0, n)
+	} else {
+		if cap(c.signedWires)-len(c.signedWires) < n {
+			c.signedWires = make([]byte, 0, arenaSize)
+		}
+		at := len(c.signedWires)
+		w = c.signedWires[at : at : at+n]
+		c.signedWires = c.signedWires[:at+n]
 	}
-	c.sigSlab = append(c.sigSlab, s)
-	return &c.sigSlab[len(c.sigSlab)-1]
+	w = append(w, t.Wire...)
+	w = append(w, sig.Wire...)
+	t.Wire = w[:len(t.Wire):n]
+	t.sigCount = uint16(min(sig.Count, 0xffff))
+	t.sigTTL = sig.TTL
 }
 
 // sortSets orders a node's RRsets by type (insertion sort: nodes have few).

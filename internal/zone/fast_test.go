@@ -28,8 +28,8 @@ func dump(z *Zone) string {
 	}
 	set := func(s *RRset) {
 		fmt.Fprintf(&b, "  type %d ttl %d count %d wire %x\n", s.Type, s.TTL, s.Count, s.Wire)
-		if s.Sigs != nil {
-			fmt.Fprintf(&b, "   sigs ttl %d count %d wire %x\n", s.Sigs.TTL, s.Sigs.Count, s.Sigs.Wire)
+		if sigs, ok := s.Sigs(); ok {
+			fmt.Fprintf(&b, "   sigs ttl %d count %d wire %x\n", sigs.TTL, sigs.Count, sigs.Wire)
 		}
 		for _, t := range s.Additional() {
 			fmt.Fprintf(&b, "   additional %s\n", name(t))

@@ -20,20 +20,32 @@ type RRset struct {
 	// covered is the covered type of an RRSIG set while compiling.
 	covered uint16
 	file    uint16
-	Count   uint32 // number of records
-	TTL     uint32 // TTL of the first record
-	line    uint32
+	// sigCount and sigTTL describe the RRSIGs covering the set, whose
+	// wire form follows Wire in its spare capacity (see Sigs): a header
+	// of their own would cost a signed zone 64 bytes per RRset.
+	sigCount uint16
+	Count    uint32 // number of records
+	TTL      uint32 // TTL of the first record
+	line     uint32
+	sigTTL   uint32
 	// Wire holds each record's TYPE, CLASS, TTL, RDLENGTH and RDATA in
 	// turn, names uncompressed: everything but the owner, which the
 	// writer supplies (usually as a compression pointer).
 	Wire []byte
-	// Sigs are the RRSIGs covering this RRset, nil in unsigned zones.
-	Sigs *RRset
 	// targets are the nodes whose addresses belong in the additional
 	// section when this RRset is in a response: in-zone NS, MX and SRV
 	// targets (RFC 1034 §4.3.2 step 6, RFC 2782). A pointer, since most
 	// RRsets have none and a million-record zone feels every word.
 	targets *[]*Node
+}
+
+// Sigs returns the RRSIGs covering the set (RFC 4035 §2.2) as an RRset
+// of their own, and false when there are none.
+func (s *RRset) Sigs() (RRset, bool) {
+	if s.sigCount == 0 {
+		return RRset{}, false
+	}
+	return RRset{Type: typeRRSIG, Count: uint32(s.sigCount), TTL: s.sigTTL, Wire: s.Wire[len(s.Wire):cap(s.Wire)]}, true
 }
 
 // Additional returns the nodes whose addresses follow this RRset in the
@@ -127,6 +139,7 @@ const (
 	typeNS    = 2
 	typeCNAME = 5
 	typeDNAME = 39
+	typeRRSIG = 46
 )
 
 // Get returns the RRset of type t, or nil.
