@@ -248,7 +248,6 @@ func (c *compiler) node(owner []byte) *Node {
 	n := c.newNode(name)
 	c.nodes[bytesString(name)] = n
 	c.list = append(c.list, n)
-	defer func() { c.lastNode = n }()
 	if c.z.Origin != nil && len(name) > len(c.z.Origin) {
 		// Siblings come together in zone files: the last parent
 		// saves a map lookup per name.
@@ -265,6 +264,7 @@ func (c *compiler) node(owner []byte) *Node {
 	} else {
 		n.Flags |= Apex
 	}
+	c.lastNode = n // after the parents' lookups, which set it too
 	return n
 }
 

@@ -509,10 +509,10 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 		}
 	case dns.TypeDS:
 		return len(rd) >= 4 && f.num(tok(0), 0xffff, 2) && f.num(tok(1), 0xff, 1) &&
-			f.num(tok(2), 0xff, 1) && f.blob(data, rd[3:], hexDecode)
+			f.num(tok(2), 0xff, 1) && f.blob(data, rd[3:], hex.Decode)
 	case dns.TypeDNSKEY:
 		return len(rd) >= 4 && f.num(tok(0), 0xffff, 2) && f.num(tok(1), 0xff, 1) &&
-			f.num(tok(2), 0xff, 1) && f.blob(data, rd[3:], base64Decode)
+			f.num(tok(2), 0xff, 1) && f.blob(data, rd[3:], base64.StdEncoding.Decode)
 	case dns.TypeRRSIG:
 		if len(rd) < 9 {
 			return false
@@ -524,7 +524,7 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 		f.out = binary.BigEndian.AppendUint16(f.out, covered)
 		return f.num(tok(1), 0xff, 1) && f.num(tok(2), 0xff, 1) && f.num(tok(3), 0xffffffff, 4) &&
 			f.time(tok(4)) && f.time(tok(5)) && f.num(tok(6), 0xffff, 2) && f.name(tok(7)) &&
-			f.blob(data, rd[8:], base64Decode)
+			f.blob(data, rd[8:], base64.StdEncoding.Decode)
 	case dns.TypeNSEC:
 		return f.name(tok(0)) && f.bitmap(data, rd[1:])
 	case dns.TypeNSEC3:
@@ -540,7 +540,7 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 			}
 			at := len(f.out)
 			f.out = append(f.out, 0)
-			if !f.blob(data, rd[3:4], hexDecode) {
+			if !f.blob(data, rd[3:4], hex.Decode) {
 				return false
 			}
 			f.out[at] = byte(len(f.out) - at - 1)
@@ -673,10 +673,6 @@ func sigTime(t []byte) (uint32, bool) {
 }
 
 type decoder func(dst, src []byte) (int, error)
-
-func hexDecode(dst, src []byte) (int, error) { return hex.Decode(dst, src) }
-
-func base64Decode(dst, src []byte) (int, error) { return base64.StdEncoding.Decode(dst, src) }
 
 var base32Hex = base32.HexEncoding.WithPadding(base32.NoPadding)
 
