@@ -144,16 +144,19 @@ type compiler struct {
 	// names is an arena for owner names: one allocation per 64 KiB of
 	// names instead of one per name, and nothing for the GC to scan.
 	names []byte
-	// Slabs and an arena for nodes, first RRsets and small RRsets' wire
-	// form, and the parent of the node made last.
-	nodeSlab []Node
-	setSlab  []RRset
-	// signedWires is the arena of RRsets with their signatures.
-	signedWires []byte
+	// Slabs for nodes and for RRsets while they are built (setSlab) and
+	// once their signatures are attached (finalSlab); pointer-free arenas
+	// for small RRsets' wire form, without (wires) and with their
+	// signatures (signedWires).
+	nodeSlab    []Node
+	setSlab     []RRset
 	finalSlab   []RRset
 	wires       []byte
-	lastParent  *Node
-	lastNode    *Node
+	signedWires []byte
+	// The nodes made or found last: records of a name, and names under
+	// one parent, come together.
+	lastParent *Node
+	lastNode   *Node
 	// sigScratch collects a node's RRSIG sets in attachSigs.
 	sigScratch []RRset
 }
@@ -301,9 +304,8 @@ func (c *compiler) appendSet(l []RRset, s RRset) []RRset {
 // set that is the arena's last grows in place, which is the common case
 // of an RRset's records written one after another.
 func (c *compiler) appendWire(w, tail []byte) []byte {
-	const arenaSize, maxArenaSet = 256 << 10, 2 << 10
-	n := len(w) + len(tail)
-	if n > maxArenaSet {
+	const maxArenaSet = 2 << 10
+	if len(w)+len(tail) > maxArenaSet {
 		return append(w, tail...)
 	}
 	end := len(c.wires)
@@ -311,13 +313,18 @@ func (c *compiler) appendWire(w, tail []byte) []byte {
 		c.wires = append(c.wires, tail...)
 		return c.wires[end-len(w) : len(c.wires) : len(c.wires)]
 	}
-	if cap(c.wires)-end < n {
-		c.wires = make([]byte, 0, arenaSize)
-		end = 0
+	return append(append(carve(&c.wires, len(w)+len(tail)), w...), tail...)
+}
+
+// carve takes an empty slice with capacity n from the end of a byte
+// arena, starting a new 256 KiB chunk when the current one is too full.
+func carve(arena *[]byte, n int) []byte {
+	if cap(*arena)-len(*arena) < n {
+		*arena = make([]byte, 0, max(256<<10, n))
 	}
-	c.wires = append(c.wires, w...)
-	c.wires = append(c.wires, tail...)
-	return c.wires[end:len(c.wires):len(c.wires)]
+	at := len(*arena)
+	*arena = (*arena)[:at+n]
+	return (*arena)[at : at : at+n]
 }
 
 // nsec3Node returns the node of an NSEC3 owner, kept out of the name tree
@@ -581,18 +588,13 @@ func (c *compiler) attachSigs(n *Node) {
 // an arena of their own, so the arena the sets were built in becomes
 // garbage once a node's sets have all moved.
 func (c *compiler) attach(t, sig *RRset) {
-	const arenaSize, maxArenaSet = 256 << 10, 4 << 10
+	const maxArenaSet = 4 << 10
 	n := len(t.Wire) + len(sig.Wire)
 	var w []byte
 	if n > maxArenaSet {
 		w = make([]byte, 0, n)
 	} else {
-		if cap(c.signedWires)-len(c.signedWires) < n {
-			c.signedWires = make([]byte, 0, arenaSize)
-		}
-		at := len(c.signedWires)
-		w = c.signedWires[at : at : at+n]
-		c.signedWires = c.signedWires[:at+n]
+		w = carve(&c.signedWires, n)
 	}
 	w = append(w, t.Wire...)
 	w = append(w, sig.Wire...)
