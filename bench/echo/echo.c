@@ -29,10 +29,15 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s ADDR PORT\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s ADDR PORT [SIZE]\n", argv[0]);
 		return 2;
 	}
+	/* SIZE: pad every reply with zeros to this many bytes, so that the
+	 * floor can carry as many bytes as a server's real answers do. */
+	unsigned int pad = argc == 4 ? (unsigned int)atoi(argv[3]) : 0;
+	if (pad > BUFSZ)
+		pad = BUFSZ;
 
 	struct sockaddr_in addr;
 	memset(&addr, 0, sizeof(addr));
@@ -89,6 +94,10 @@ int main(int argc, char **argv)
 			if (len < 12)
 				continue; /* not even a DNS header: drop */
 			bufs[i][2] |= (char)0x80; /* QR = 1: this is a response */
+			if (len < pad) {
+				memset(bufs[i] + len, 0, pad - len);
+				len = pad;
+			}
 			iov[i].iov_len = len;
 			if (m != i)
 				msgs[m] = msgs[i];
