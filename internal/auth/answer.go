@@ -110,6 +110,8 @@ type Scratch struct {
 	out     []byte // a response buffer for precomputation
 	hashBuf [2*wire.MaxName + 20]byte
 	wname   [wire.MaxName + 2]byte
+	// cache, when set, answers repeated UDP questions (see Cache).
+	cache *Cache
 }
 
 // Query returns the query most recently parsed into s.
@@ -137,6 +139,19 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 		// RFC 6891 §6.2.5: never less than 512; never more than we chose.
 		limit = max(512, min(int(q.UDPSize), r.payload))
 	}
+	var (
+		question []byte
+		v        uint32
+		h        uint64
+	)
+	c := s.cache
+	if c != nil && !tcp && res == wire.Answer && q.Opcode == wire.OpcodeQuery {
+		question, v = pkt[wire.HeaderLen:q.QuestionEnd], variant(q, limit)
+		var hit []byte
+		if hit, h = c.get(r.zones.Load(), q, question, v, out); hit != nil {
+			return hit
+		}
+	}
 	b.Reset(out, limit)
 	// RFC 1035 §4.1.1: the ID, opcode and RD are copied; CD too (RFC
 	// 4035 §3.2.2 asks it of everyone who copies a query into a reply).
@@ -161,7 +176,11 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 		flags |= wire.RcodeRefused
 	}
 	b.SetFlags(flags)
-	return r.finish(s, 0)
+	resp := r.finish(s, 0)
+	if question != nil {
+		c.put(h, question, v, resp)
+	}
+	return resp
 }
 
 func (r *Responder) optLen(q *wire.Query) int {

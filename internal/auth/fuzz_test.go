@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -24,10 +25,20 @@ func FuzzAnswer(f *testing.F) {
 		f.Add(p)
 	}
 	r := testResponder(f, Options{NSID: []byte("n"), Chaos: true, ID: "id", Version: "v"})
-	var s Scratch
+	var s, cached Scratch
+	cached.UseCache(NewCache())
 	out := make([]byte, 0, BufferSize)
+	out2 := make([]byte, 0, BufferSize)
 	f.Fuzz(func(t *testing.T, pkt []byte) {
-		resp := r.Answer(&s, pkt, out, len(pkt)%2 == 0)
+		tcp := len(pkt)%2 == 0
+		resp := r.Answer(&s, pkt, out, tcp)
+		// The cache, once it holds the answer (the second time a
+		// question is seen), must give the same bytes.
+		for i := 0; i < 3; i++ {
+			if got := r.Answer(&cached, pkt, out2, tcp); !bytes.Equal(got, resp) {
+				t.Fatalf("cached answer %d differs\nquery % x\ncached   % x\nuncached % x", i, pkt, got, resp)
+			}
+		}
 		if resp == nil {
 			return
 		}

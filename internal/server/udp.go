@@ -53,6 +53,7 @@ func newUDPWorker(conn *net.UDPConn, resp *auth.Responder) (*udpWorker, error) {
 		return nil, err
 	}
 	w := &udpWorker{conn: conn, raw: raw, resp: resp}
+	w.scr.UseCache(auth.NewCache())
 	for i := 0; i < batch; i++ {
 		w.rxBuf[i] = make([]byte, rxSize)
 		w.txBuf[i] = make([]byte, auth.BufferSize)

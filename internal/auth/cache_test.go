@@ -1,0 +1,199 @@
+package auth
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// cacheQueries are questions of every answer kind, in the variants that
+// make up a cache key: EDNS or not, DO, NSID, payload sizes that truncate
+// or not, case, RD and CD.
+func cacheQueries(t testing.TB) [][]byte {
+	t.Helper()
+	var pkts [][]byte
+	add := func(m *dns.Msg) {
+		p, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkts = append(pkts, p)
+	}
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"www.example.test.", dns.TypeA}, {"WwW.ExAmple.TEST.", dns.TypeA},
+		{"example.test.", dns.TypeMX}, {"example.test.", dns.TypeANY},
+		{"nope.example.test.", dns.TypeA}, {"www.example.test.", dns.TypeMX},
+		{"www.sub.example.test.", dns.TypeA}, {"x.wild.example.test.", dns.TypeA},
+		{"a.example.test.", dns.TypeA}, {"x.dn.example.test.", dns.TypeA},
+		{"www.other.test.", dns.TypeA}, {"big.example.test.", dns.TypeTXT},
+		{"www.signed.test.", dns.TypeA}, {"nope.signed.test.", dns.TypeA},
+		{"nope.nsec3.test.", dns.TypeA}, {"www.insecure.signed.test.", dns.TypeA},
+	} {
+		for i := 0; i < 8; i++ {
+			m := query(q.name, q.qtype)
+			m.Id = uint16(1000 + i)
+			m.RecursionDesired = i&1 != 0
+			m.CheckingDisabled = i&2 != 0
+			switch i / 2 {
+			case 1:
+				m.SetEdns0(1232, false)
+			case 2:
+				m.SetEdns0(4096, true)
+			case 3:
+				m.SetEdns0(512, true)
+				o := m.IsEdns0()
+				o.Option = append(o.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID})
+			}
+			add(m)
+		}
+	}
+	// Not cacheable: a NOTIFY and a malformed query.
+	n := query("example.test.", dns.TypeSOA)
+	n.Opcode = dns.OpcodeNotify
+	add(n)
+	pkts = append(pkts, []byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 'w'})
+	return pkts
+}
+
+func cacheResponder(t testing.TB) *Responder {
+	t.Helper()
+	r := testResponder(t, Options{NSID: []byte("n")})
+	signed, _ := signedResponder(t)
+	zs := append(r.Zones().Zones(), signed.Zones().Zones()...)
+	r.Publish(zone.NewSet(zs...))
+	return r
+}
+
+// TestCacheMatchesUncached: every query, asked often enough to be stored
+// and then hit, gets byte for byte the response the uncached path gives,
+// with its own ID, RD, CD and case.
+func TestCacheMatchesUncached(t *testing.T) {
+	r := cacheResponder(t)
+	var plain, cached Scratch
+	c := NewCache()
+	cached.UseCache(c)
+	out1 := make([]byte, 0, BufferSize)
+	out2 := make([]byte, 0, BufferSize)
+	pkts := cacheQueries(t)
+	for round := 0; round < 3; round++ {
+		for _, pkt := range pkts {
+			want := r.Answer(&plain, pkt, out1, false)
+			got := r.Answer(&cached, pkt, out2, false)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("round %d: query % x\ncached   % x\nuncached % x", round, pkt, got, want)
+			}
+		}
+	}
+	// Every cacheable key must have been stored in round 2 and hit in
+	// round 3, unless two keys share a slot.
+	hits := 0
+	for _, pkt := range pkts {
+		if hit, _ := c.get(r.Zones(), &cached.q, cachedQuestion(t, r, &cached, pkt), variantOf(r, &cached, pkt), out2); hit != nil {
+			hits++
+		}
+	}
+	if hits < 100 {
+		t.Errorf("%d of %d queries are in the cache, want most", hits, len(pkts))
+	}
+	// TCP never uses the cache: the same question may have a longer answer.
+	m := query("big.example.test.", dns.TypeTXT)
+	pkt, _ := m.Pack()
+	for i := 0; i < 3; i++ {
+		r.Answer(&cached, pkt, out2, false)
+	}
+	if got, want := r.Answer(&cached, pkt, out2, true), r.Answer(&plain, pkt, out1, true); !bytes.Equal(got, want) {
+		t.Fatalf("TCP answer differs from the uncached one")
+	}
+}
+
+// cachedQuestion parses pkt into s and returns its question bytes.
+func cachedQuestion(t testing.TB, r *Responder, s *Scratch, pkt []byte) []byte {
+	t.Helper()
+	s.q.Parse(pkt)
+	if s.q.QuestionEnd < 12 {
+		return nil
+	}
+	return pkt[12:s.q.QuestionEnd]
+}
+
+func variantOf(r *Responder, s *Scratch, pkt []byte) uint32 {
+	q := &s.q
+	limit := 512
+	if q.EDNS {
+		limit = max(512, min(int(q.UDPSize), r.payload))
+	}
+	return variant(q, limit)
+}
+
+// TestCachePublish: publishing new zones empties the cache, so no answer
+// from the old data is served after the swap.
+func TestCachePublish(t *testing.T) {
+	r := testResponder(t, Options{})
+	var s Scratch
+	s.UseCache(NewCache())
+	out := make([]byte, 0, BufferSize)
+	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
+	for i := 0; i < 3; i++ {
+		r.Answer(&s, pkt, out, false)
+	}
+	z, err := zone.Read(bytes.NewReader([]byte("$ORIGIN example.test.\n@ 3600 SOA ns hm 2 1 1 1 60\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.99\n")), "new.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Publish(zone.NewSet(z))
+	var m dns.Msg
+	if err := m.Unpack(r.Answer(&s, pkt, out, false)); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.99" {
+		t.Fatalf("after Publish the cache answered %v, want the new address", m.Answer)
+	}
+}
+
+// TestCacheAdmission: a question seen once is not stored, so a stream of
+// one-off names never evicts what repeats.
+func TestCacheAdmission(t *testing.T) {
+	r := testResponder(t, Options{})
+	var s Scratch
+	c := NewCache()
+	s.UseCache(c)
+	out := make([]byte, 0, BufferSize)
+	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
+	r.Answer(&s, pkt, out, false)
+	for i := range c.slots {
+		if c.slots[i].hash != 0 {
+			t.Fatal("stored after one sighting")
+		}
+	}
+	r.Answer(&s, pkt, out, false)
+	stored := 0
+	for i := range c.slots {
+		if c.slots[i].hash != 0 {
+			stored++
+		}
+	}
+	if stored != 1 {
+		t.Fatalf("%d slots used after the second sighting, want 1", stored)
+	}
+}
+
+func TestCacheZeroAllocs(t *testing.T) {
+	r := cacheResponder(t)
+	var s Scratch
+	s.UseCache(NewCache())
+	out := make([]byte, 0, BufferSize)
+	pkts := cacheQueries(t)
+	if n := testing.AllocsPerRun(20, func() {
+		for _, pkt := range pkts {
+			r.Answer(&s, pkt, out, false)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per round of queries with the cache, want 0", n)
+	}
+}
