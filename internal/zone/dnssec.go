@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/base32"
+	"encoding/binary"
 	"sort"
 
 	"github.com/miekg/dns"
@@ -90,19 +91,40 @@ func (z *Zone) NSECCover(key []byte) *Node {
 	if len(z.nsec) == 0 {
 		return nil
 	}
-	lo, hi := 0, len(z.nsecKeys)
+	i := upperBound(z.nsecHeads, z.nsecKeys, key)
+	if i == 0 {
+		return z.nsec[len(z.nsec)-1]
+	}
+	return z.nsec[i-1]
+}
+
+// upperBound returns how many of the sorted keys are <= key; heads[i] is
+// keyHead(keys[i]). Heads order keys as the keys do, ties aside (a zero
+// pad byte may tie with a zero separator), so keys[i] <= key exactly when
+// its head is smaller, or equal with the whole key <= key.
+func upperBound(heads []uint64, keys [][]byte, key []byte) int {
+	h := keyHead(key)
+	lo, hi := 0, len(keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if string(z.nsecKeys[m]) <= string(key) {
+		if hm := heads[m]; hm < h || hm == h && string(keys[m]) <= string(key) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo == 0 {
-		return z.nsec[len(z.nsec)-1]
+	return lo
+}
+
+// keyHead is the first 8 bytes of a canonical key as a big-endian word,
+// zero-padded.
+func keyHead(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
 	}
-	return z.nsec[lo-1]
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // buildDNSSEC indexes the NSEC and NSEC3 chains of a signed zone.
@@ -129,9 +151,11 @@ func (c *compiler) buildDNSSEC() {
 	}
 	sort.Slice(idx, func(a, b int) bool { return string(keys[idx[a]]) < string(keys[idx[b]]) })
 	z.nsecKeys = make([][]byte, len(idx))
+	z.nsecHeads = make([]uint64, len(idx))
 	sorted := make([]*Node, len(idx))
 	for i, j := range idx {
 		z.nsecKeys[i] = keys[j]
+		z.nsecHeads[i] = keyHead(keys[j])
 		sorted[i] = z.nsec[j]
 	}
 	z.nsec = sorted

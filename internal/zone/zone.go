@@ -189,6 +189,11 @@ type Zone struct {
 	nodes    map[string]*Node
 	nsec     []*Node  // nodes with NSEC, in canonical order
 	nsecKeys [][]byte // their CanonicalKey, for binary search
+	// nsecHeads are the first 8 bytes of each key, big-endian and
+	// zero-padded: the search compares these dense words and reads a
+	// whole key only when they tie, instead of following a pointer to
+	// a key elsewhere in memory at every step.
+	nsecHeads []uint64
 }
 
 // Lookup returns the node named name (canonical wire form), or nil.
