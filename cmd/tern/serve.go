@@ -118,7 +118,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
 		UDPPoller:         *poller,
-		Logger:            log,
+		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
+		DontFragment: cfg.Server.UDPPayload <= 1400,
+		Logger:       log,
 	}, resp)
 	demo := len(cfg.Zones) == 0
 	var mgr *zones.Manager

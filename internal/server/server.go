@@ -42,7 +42,12 @@ type Config struct {
 	// epoll) instead of the default: a blocking recvmmsg on a locked OS
 	// thread per worker, which costs less per wakeup.
 	UDPPoller bool
-	Logger    *slog.Logger
+	// DontFragment sends UDP answers with DF set (IPv4) and never
+	// fragmented (IPv6), as RFC 9715 §3.1 recommends; an answer larger
+	// than the interface MTU is then not sent. For payload limits of at
+	// most 1400 bytes (RFC 9715 R3), which fit any Ethernet-sized MTU.
+	DontFragment bool
+	Logger       *slog.Logger
 }
 
 // Server serves DNS over UDP and TCP.
@@ -79,14 +84,21 @@ func New(cfg Config, resp *auth.Responder) *Server {
 	return &Server{cfg: cfg, resp: resp, log: log, active: make(map[net.Conn]struct{})}
 }
 
-func reusePort(network, address string, c syscall.RawConn) error {
+// control sets the options of every socket before it is bound:
+// SO_REUSEPORT, so that each worker has a socket of its own, and for UDP
+// big buffers and, with DontFragment, the DF bit.
+func (s *Server) control(network, address string, c syscall.RawConn) error {
 	var serr error
 	err := c.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		if serr == nil && (network == "udp4" || network == "udp6" || network == "udp") {
-			// Room for bursts: a full receive queue drops queries.
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+		if serr != nil || (network != "udp4" && network != "udp6" && network != "udp") {
+			return
+		}
+		// Room for bursts: a full receive queue drops queries.
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+		if s.cfg.DontFragment {
+			serr = dontFragment(int(fd), network)
 		}
 	})
 	if err != nil {
@@ -95,10 +107,29 @@ func reusePort(network, address string, c syscall.RawConn) error {
 	return serr
 }
 
+// dontFragment makes the kernel send datagrams whole or not at all: DF
+// set on IPv4, no fragment header on IPv6 (RFC 9715 §3.1, R1 and R2).
+// PMTUDISC_PROBE does that while ignoring path-MTU updates, so that
+// forged ICMP "fragmentation needed" messages cannot shrink what we send.
+// Without DF the kernel also draws an IP ID for every datagram from a
+// shared table, a cost per packet that DF avoids.
+func dontFragment(fd int, network string) error {
+	if network != "udp4" {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_PROBE); err != nil && network == "udp6" {
+			return fmt.Errorf("IPV6_MTU_DISCOVER: %w", err)
+		}
+	}
+	// On an IPv6 socket this covers the IPv4 traffic of a dual-stack one.
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE); err != nil && network == "udp4" {
+		return fmt.Errorf("IP_MTU_DISCOVER: %w", err)
+	}
+	return nil
+}
+
 // Start binds every socket and starts serving; it returns once all are
 // bound, or the first bind error (after closing what it bound).
 func (s *Server) Start(ctx context.Context) error {
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: s.control}
 	for _, addr := range s.cfg.Listen {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

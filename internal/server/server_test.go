@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/zone"
@@ -168,5 +169,46 @@ func TestGarbageDoesNotStopService(t *testing.T) {
 	r, err := dns.Exchange(m, s.Addrs()[0])
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("after garbage: %v %v", r, err)
+	}
+}
+
+// TestDontFragment: with DontFragment the UDP sockets send whole datagrams
+// or nothing (PMTUDISC_PROBE: DF on IPv4, no fragments on IPv6); without
+// it they keep the kernel's default.
+func TestDontFragment(t *testing.T) {
+	for _, tc := range []struct {
+		addr  string
+		level int
+		opt   int
+	}{
+		{"127.0.0.1:0", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER},
+		{"[::1]:0", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER},
+	} {
+		for _, df := range []bool{true, false} {
+			s := New(Config{Listen: []string{tc.addr}, Workers: 2, DontFragment: df}, auth.New(zone.NewSet(), auth.Options{}))
+			if err := s.Start(context.Background()); err != nil {
+				if strings.Contains(tc.addr, "::1") {
+					t.Logf("no IPv6 loopback: %v", err)
+					continue
+				}
+				t.Fatal(err)
+			}
+			for _, c := range s.udp {
+				raw, err := c.SyscallConn()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v int
+				var gerr error
+				raw.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), tc.level, tc.opt) })
+				if gerr != nil {
+					t.Fatal(gerr)
+				}
+				if probe := v == unix.IP_PMTUDISC_PROBE; probe != df {
+					t.Errorf("%s DontFragment=%v: MTU discovery mode %d", tc.addr, df, v)
+				}
+			}
+			s.Close()
+		}
 	}
 }
