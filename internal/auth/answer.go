@@ -39,7 +39,10 @@ type Options struct {
 
 // Responder answers queries from the zones published to it.
 type Responder struct {
-	zones   atomic.Pointer[zone.Set]
+	zones atomic.Pointer[zone.Set]
+	// gen counts publications, after each Store: a Cache tagged with an
+	// older count holds answers from replaced zones.
+	gen     atomic.Uint64
 	payload int
 	nsid    []byte
 	chaos   bool
@@ -69,6 +72,7 @@ func New(zones *zone.Set, opt Options) *Responder {
 func (r *Responder) Publish(zones *zone.Set) {
 	r.prepare(zones)
 	r.zones.Store(zones)
+	r.gen.Add(1)
 }
 
 // Zones returns the set being served.
@@ -148,7 +152,7 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 	if c != nil && !tcp && res == wire.Answer && q.Opcode == wire.OpcodeQuery {
 		question, v = pkt[wire.HeaderLen:q.QuestionEnd], variant(q, limit)
 		var hit []byte
-		if hit, h = c.get(r.zones.Load(), q, question, v, out); hit != nil {
+		if hit, h = c.get(r.gen.Load(), q, question, v, out); hit != nil {
 			return hit
 		}
 	}

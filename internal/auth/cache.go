@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 
 	"github.com/tern-dns/tern/internal/wire"
-	"github.com/tern-dns/tern/internal/zone"
 )
 
 // Cache remembers whole UDP responses by question, for one worker (a
@@ -17,16 +16,18 @@ import (
 // bytes, so the echoed case is the client's), of the query's EDNS state
 // (OPT present, DO, NSID, the size limit) and of the zones; the header's
 // ID, RD and CD are copied from each query (RFC 1035 §4.1.1, RFC 4035
-// §3.2.2). Those are the key, the zones by the identity of the published
-// zone.Set: a new Set empties the cache. Only plain QUERY-opcode
-// questions over UDP that parsed cleanly are cached.
+// §3.2.2). Those are the key, the zones by the Responder's publication
+// count: publishing new zones empties every cache at its next query. (A
+// count rather than the zone.Set itself, so that an idle worker's cache
+// does not keep replaced zones alive.) Only plain QUERY-opcode questions
+// over UDP that parsed cleanly are cached.
 //
 // The cache is direct-mapped. A response is stored the second time its
 // key lands on a slot in a row, so that a stream of one-off names (a
 // random-subdomain flood, NXDOMAIN benchmarks) costs a hash and a compare
 // rather than a copy per query, and cannot push out what repeats.
 type Cache struct {
-	set   *zone.Set
+	gen   uint64 // the Responder's publication count the entries are from
 	seed  maphash.Seed
 	slots []cacheSlot
 	data  []byte // slot i's key and response: data[i*slotData:]
@@ -86,10 +87,10 @@ const headerKeep = ^uint16(wire.FlagRD | wire.FlagCD)
 
 // get copies the cached response for question into out and fixes its
 // header for q, or returns nil. It also returns the key's hash, for put.
-func (c *Cache) get(set *zone.Set, q *wire.Query, question []byte, v uint32, out []byte) ([]byte, uint64) {
-	if c.set != set {
+func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []byte) ([]byte, uint64) {
+	if c.gen != gen {
 		clear(c.slots)
-		c.set = set
+		c.gen = gen
 	}
 	// The multiply spreads v over the high bits, which pick the slot.
 	h := (maphash.Bytes(c.seed, question) ^ uint64(v)) * 0x9E3779B97F4A7C15

@@ -94,7 +94,7 @@ func TestCacheMatchesUncached(t *testing.T) {
 	// round 3, unless two keys share a slot.
 	hits := 0
 	for _, pkt := range pkts {
-		if hit, _ := c.get(r.Zones(), &cached.q, cachedQuestion(t, r, &cached, pkt), variantOf(r, &cached, pkt), out2); hit != nil {
+		if hit, _ := c.get(r.gen.Load(), &cached.q, cachedQuestion(t, r, &cached, pkt), variantOf(r, &cached, pkt), out2); hit != nil {
 			hits++
 		}
 	}
