@@ -135,13 +135,9 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 	if res == wire.Drop {
 		return nil
 	}
-	limit := 512
-	switch {
-	case tcp:
-		limit = 65535
-	case q.EDNS:
-		// RFC 6891 §6.2.5: never less than 512; never more than we chose.
-		limit = max(512, min(int(q.UDPSize), r.payload))
+	limit := 65535
+	if !tcp {
+		limit = r.udpLimit(q)
 	}
 	var (
 		question []byte
@@ -185,6 +181,15 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 		c.put(h, question, v, resp)
 	}
 	return resp
+}
+
+// udpLimit is the largest UDP response to q: 512 without EDNS; with it,
+// RFC 6891 §6.2.5: never less than 512, never more than we chose.
+func (r *Responder) udpLimit(q *wire.Query) int {
+	if !q.EDNS {
+		return 512
+	}
+	return max(512, min(int(q.UDPSize), r.payload))
 }
 
 func (r *Responder) optLen(q *wire.Query) int {
