@@ -22,32 +22,46 @@ import (
 // does not keep replaced zones alive.) Only plain QUERY-opcode questions
 // over UDP that parsed cleanly are cached.
 //
-// The cache is direct-mapped. A response is stored the second time its
-// key lands on a slot in a row, so that a stream of one-off names (a
-// random-subdomain flood, NXDOMAIN benchmarks) costs a hash and a compare
-// rather than a copy per query, and cannot push out what repeats.
+// The cache is two-way set-associative: a question hashes to a set of
+// two slots, and a store replaces the one used less recently, so two
+// repeating questions that share a set both stay (direct-mapped, 2000
+// repeating names in 4096 slots lost a third of them to collisions). A
+// response is stored the second time its key misses in its set (each set
+// remembers its last two misses), so that a stream of one-off names (a
+// random-subdomain flood, NXDOMAIN benchmarks) costs a hash and two
+// compares rather than a copy per query, and cannot push out what repeats.
 type Cache struct {
-	gen   uint64 // the Responder's publication count the entries are from
-	seed  maphash.Seed
-	slots []cacheSlot
-	data  []byte // slot i's key and response: data[i*slotData:]
+	gen  uint64 // the Responder's publication count the entries are from
+	seed maphash.Seed
+	sets []cacheSet
+	data []byte // slot w of set i holds its key and response at data[(2*i+w)*slotData:]
 }
 
-// cacheSlots and slotData size a cache: 4096 responses of up to about a
-// kilobyte (a root referral with DS and RRSIG is 600-900 bytes), 4 MiB
-// per worker, of which only the slots in use become resident.
+// cacheSets and slotData size a cache: 4096 responses in 2048 sets, each
+// up to 1536 bytes of question and response, which holds every answer
+// within the default 1232-byte UDP limit (a root NXDOMAIN with DO is
+// about 1030 bytes). 6 MiB per worker, of which only the slots in use
+// become resident.
 const (
-	cacheBits  = 12
-	cacheSlots = 1 << cacheBits
-	slotData   = 1024
+	cacheBits = 11
+	cacheSets = 1 << cacheBits
+	slotData  = 1536
 )
 
-// slotOf is the slot of hash h: its top bits.
-func slotOf(h uint64) uint64 { return h >> (64 - cacheBits) }
+// setOf is the set of hash h: its top bits.
+func setOf(h uint64) uint64 { return h >> (64 - cacheBits) }
+
+// cacheSet is two slots, which was used last, and the last two keys that
+// missed in it.
+type cacheSet struct {
+	slot     [2]cacheSlot
+	seen     [2]uint64
+	mru      uint8 // the slot hit or stored last
+	seenNext uint8 // the seen entry the next miss overwrites
+}
 
 type cacheSlot struct {
 	hash    uint64 // of the stored key; 0: empty
-	seen    uint64 // of the last key that missed here
 	variant uint32
 	keyLen  uint16
 	respLen uint16
@@ -56,9 +70,9 @@ type cacheSlot struct {
 // NewCache returns an empty cache, for Scratch.UseCache.
 func NewCache() *Cache {
 	return &Cache{
-		seed:  maphash.MakeSeed(),
-		slots: make([]cacheSlot, cacheSlots),
-		data:  make([]byte, cacheSlots*slotData),
+		seed: maphash.MakeSeed(),
+		sets: make([]cacheSet, cacheSets),
+		data: make([]byte, 2*cacheSets*slotData),
 	}
 }
 
@@ -85,25 +99,35 @@ func variant(q *wire.Query, limit int) uint32 {
 // and CD are put in their place (opcode is always QUERY here).
 const headerKeep = ^uint16(wire.FlagRD | wire.FlagCD)
 
+// hash is the hash of a key; never 0, which marks an empty slot.
+func (c *Cache) hash(question []byte, v uint32) uint64 {
+	// The multiply spreads v over the high bits, which pick the set.
+	return (maphash.Bytes(c.seed, question)^uint64(v))*0x9E3779B97F4A7C15 | 1
+}
+
 // get copies the cached response for question into out and fixes its
 // header for q, or returns nil. It also returns the key's hash, for put.
 func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []byte) ([]byte, uint64) {
 	if c.gen != gen {
-		clear(c.slots)
+		clear(c.sets)
 		c.gen = gen
 	}
-	// The multiply spreads v over the high bits, which pick the slot.
-	h := (maphash.Bytes(c.seed, question) ^ uint64(v)) * 0x9E3779B97F4A7C15
-	h |= 1 // 0 marks an empty slot
-	i := slotOf(h)
-	sl := &c.slots[i]
+	h := c.hash(question, v)
+	i := setOf(h)
+	set := &c.sets[i]
+	w := 0
+	if set.slot[0].hash != h {
+		w = 1
+	}
+	sl := &set.slot[w]
 	if sl.hash != h || sl.variant != v || int(sl.keyLen) != len(question) || int(sl.respLen) > cap(out) {
 		return nil, h
 	}
-	d := c.data[i*slotData:]
+	d := c.data[(2*int(i)+w)*slotData:]
 	if !bytes.Equal(d[:sl.keyLen], question) {
 		return nil, h
 	}
+	set.mru = uint8(w)
 	resp := out[:sl.respLen]
 	copy(resp, d[sl.keyLen:int(sl.keyLen)+int(sl.respLen)])
 	resp[0], resp[1] = byte(q.ID>>8), byte(q.ID)
@@ -112,21 +136,28 @@ func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []
 	return resp, h
 }
 
-// put stores resp, the answer to question, when its slot saw the same
-// key miss last time and it fits.
+// put stores resp, the answer to question, in the less recently used slot
+// of its set when the same key missed there before and it fits.
 func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte) {
-	i := slotOf(h)
-	sl := &c.slots[i]
-	if sl.seen != h {
-		sl.seen = h
+	i := setOf(h)
+	set := &c.sets[i]
+	if set.seen[0] != h && set.seen[1] != h {
+		set.seen[set.seenNext] = h
+		set.seenNext ^= 1
 		return
 	}
 	if len(question)+len(resp) > slotData {
 		return
 	}
-	d := c.data[i*slotData:]
+	w := set.mru ^ 1
+	if set.slot[0].hash == h { // a stale or mismatched entry of this key
+		w = 0
+	} else if set.slot[1].hash == h {
+		w = 1
+	}
+	d := c.data[(2*int(i)+int(w))*slotData:]
 	copy(d, question)
 	copy(d[len(question):], resp)
-	sl.hash, sl.variant = h, v
-	sl.keyLen, sl.respLen = uint16(len(question)), uint16(len(resp))
+	set.slot[w] = cacheSlot{hash: h, variant: v, keyLen: uint16(len(question)), respLen: uint16(len(resp))}
+	set.mru = w
 }

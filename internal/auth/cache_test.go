@@ -2,6 +2,8 @@ package auth
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -160,19 +162,11 @@ func TestCacheAdmission(t *testing.T) {
 	out := make([]byte, 0, BufferSize)
 	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
 	r.Answer(&s, pkt, out, false)
-	for i := range c.slots {
-		if c.slots[i].hash != 0 {
-			t.Fatal("stored after one sighting")
-		}
+	if n := c.used(); n != 0 {
+		t.Fatalf("%d slots used after one sighting, want 0", n)
 	}
 	r.Answer(&s, pkt, out, false)
-	stored := 0
-	for i := range c.slots {
-		if c.slots[i].hash != 0 {
-			stored++
-		}
-	}
-	if stored != 1 {
+	if stored := c.used(); stored != 1 {
 		t.Fatalf("%d slots used after the second sighting, want 1", stored)
 	}
 }
@@ -189,5 +183,95 @@ func TestCacheZeroAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per round of queries with the cache, want 0", n)
+	}
+}
+
+// used counts the cache's stored responses.
+func (c *Cache) used() int {
+	n := 0
+	for i := range c.sets {
+		for _, sl := range c.sets[i].slot {
+			if sl.hash != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// holds reports whether pkt's response is stored in c.
+func (c *Cache) holds(r *Responder, pkt []byte) bool {
+	var s Scratch
+	question := cachedQuestion(&s, pkt)
+	h := c.hash(question, variant(&s.q, r.udpLimit(&s.q)))
+	set := &c.sets[setOf(h)]
+	return set.slot[0].hash == h || set.slot[1].hash == h
+}
+
+// TestCacheTwoWays: two repeating questions that share a set both stay
+// stored; a third one replaces the one used less recently.
+func TestCacheTwoWays(t *testing.T) {
+	r := testResponder(t, Options{})
+	var s Scratch
+	c := NewCache()
+	s.UseCache(c)
+	out := make([]byte, 0, BufferSize)
+	// Find three names of one set (the seed is random, so search).
+	var pkts [][]byte
+	bySet := map[uint64][][]byte{}
+	for i := 0; len(pkts) == 0; i++ {
+		pkt, _ := query(fmt.Sprintf("n%d.example.test.", i), dns.TypeA).Pack()
+		var ps Scratch
+		question := cachedQuestion(&ps, pkt)
+		set := setOf(c.hash(question, variant(&ps.q, r.udpLimit(&ps.q))))
+		bySet[set] = append(bySet[set], pkt)
+		if len(bySet[set]) == 3 {
+			pkts = bySet[set]
+		}
+	}
+	a, b, d := pkts[0], pkts[1], pkts[2]
+	for _, pkt := range [][]byte{a, b, a, b} {
+		r.Answer(&s, pkt, out, false)
+	}
+	if !c.holds(r, a) || !c.holds(r, b) {
+		t.Fatalf("after two sightings each, a stored %v, b stored %v; want both", c.holds(r, a), c.holds(r, b))
+	}
+	// b was stored last, a hit now: b is the one used less recently.
+	r.Answer(&s, a, out, false)
+	r.Answer(&s, d, out, false)
+	r.Answer(&s, d, out, false)
+	if !c.holds(r, a) || c.holds(r, b) || !c.holds(r, d) {
+		t.Fatalf("after a hit on a and two sightings of d: a %v, b %v, d %v; want a and d", c.holds(r, a), c.holds(r, b), c.holds(r, d))
+	}
+}
+
+// TestCacheLargeAnswer: an answer over a kilobyte within the default UDP
+// limit (a root NXDOMAIN with DO is about 1030 bytes) is stored too.
+func TestCacheLargeAnswer(t *testing.T) {
+	text := "$ORIGIN example.test.\n@ 3600 SOA ns hm 2 1 1 1 60\n@ NS ns\nns A 192.0.2.53\n"
+	for i := 0; i < 5; i++ {
+		text += "big TXT \"" + strings.Repeat(string(rune('a'+i)), 200) + "\"\n"
+	}
+	z, err := zone.Read(strings.NewReader(text), "large.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(zone.NewSet(z), Options{})
+	var s Scratch
+	c := NewCache()
+	s.UseCache(c)
+	out := make([]byte, 0, BufferSize)
+	m := query("big.example.test.", dns.TypeTXT)
+	m.SetEdns0(1232, false)
+	pkt, _ := m.Pack()
+	var resp []byte
+	for i := 0; i < 2; i++ {
+		resp = r.Answer(&s, pkt, out, false)
+	}
+	if len(resp) <= 1024 || len(resp) > 1232 {
+		t.Fatalf("test answer is %d bytes, want 1025-1232", len(resp))
+	}
+	if !c.holds(r, pkt) {
+		t.Fatalf("%d-byte answer not stored", len(resp))
 	}
 }
