@@ -52,15 +52,18 @@ type Config struct {
 
 // Server serves DNS over UDP and TCP.
 type Server struct {
-	cfg    Config
-	resp   *auth.Responder
-	log    *slog.Logger
-	udp    []*net.UDPConn
-	tcp    []net.Listener
-	addrs  []string
-	conns  atomic.Int64
-	closed atomic.Bool
-	wg     sync.WaitGroup
+	cfg  Config
+	resp *auth.Responder
+	log  *slog.Logger
+	udp  []*net.UDPConn // the sockets of netpoller workers (UDPPoller)
+	// workers are the UDP workers; the blocking ones own their sockets'
+	// descriptors and close them when they stop.
+	workers []*udpWorker
+	tcp     []net.Listener
+	addrs   []string
+	conns   atomic.Int64
+	closed  atomic.Bool
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	active map[net.Conn]struct{}
@@ -151,24 +154,34 @@ func (s *Server) Start(ctx context.Context) error {
 			s.Close()
 			return fmt.Errorf("listen %s: %w", addr, err)
 		}
-		for _, conn := range conns {
+		// A failure closes the sockets not yet handed to a worker; Close
+		// stops the workers started, which close theirs.
+		abort := func(i int, err error) error {
+			for _, c := range conns[i:] {
+				c.Close()
+			}
+			ln.Close()
+			s.Close()
+			return err
+		}
+		for i, conn := range conns {
 			w, err := newUDPWorker(conn, s.resp)
 			if err != nil {
-				for _, c := range conns {
-					c.Close()
-				}
-				ln.Close()
-				s.Close()
-				return err
+				return abort(i, err)
 			}
-			s.udp = append(s.udp, conn)
+			run := w.run
+			if s.cfg.UDPPoller {
+				s.udp = append(s.udp, conn)
+			} else {
+				if err := w.detach(); err != nil {
+					return abort(i, err)
+				}
+				run = func() error { return w.runBlocking(&s.closed) }
+			}
+			s.workers = append(s.workers, w)
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				run := w.run
-				if !s.cfg.UDPPoller {
-					run = func() error { return w.runBlocking(&s.closed) }
-				}
 				if err := run(); err != nil {
 					s.log.Error("udp worker stopped", "addr", addr, "err", err)
 				}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,14 +195,11 @@ func TestDontFragment(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			for _, c := range s.udp {
-				raw, err := c.SyscallConn()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var v int
-				var gerr error
-				raw.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), tc.level, tc.opt) })
+			if len(s.workers) != 2 {
+				t.Fatalf("%d workers, want 2", len(s.workers))
+			}
+			for _, w := range s.workers {
+				v, gerr := unix.GetsockoptInt(w.fd, tc.level, tc.opt)
 				if gerr != nil {
 					t.Fatal(gerr)
 				}
@@ -211,4 +210,82 @@ func TestDontFragment(t *testing.T) {
 			s.Close()
 		}
 	}
+}
+
+// TestBlockingWorkerLeavesNetpoller: a blocking worker's socket is in no
+// epoll set of the process, so the kernel runs no epoll callback for its
+// datagrams (see runBlocking); a netpoller worker's socket is in one.
+func TestBlockingWorkerLeavesNetpoller(t *testing.T) {
+	for _, poller := range []bool{false, true} {
+		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 2, UDPPoller: poller}, auth.New(zone.NewSet(), auth.Options{}))
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		watched := epollTargets(t)
+		var inodes []uint64
+		if poller {
+			for _, c := range s.udp {
+				raw, _ := c.SyscallConn()
+				raw.Control(func(fd uintptr) { inodes = append(inodes, inode(t, int(fd))) })
+			}
+		} else {
+			for _, w := range s.workers {
+				inodes = append(inodes, inode(t, w.fd))
+			}
+		}
+		if len(inodes) != 2 {
+			t.Fatalf("poller=%v: %d sockets, want 2", poller, len(inodes))
+		}
+		for _, ino := range inodes {
+			if watched[ino] != poller {
+				t.Errorf("poller=%v: socket inode %x in an epoll set: %v", poller, ino, watched[ino])
+			}
+		}
+		s.Close()
+	}
+}
+
+// epollTargets returns the inodes of the files in this process's epoll
+// sets, from /proc/self/fdinfo ("tfd: ... ino:HEX" lines).
+func epollTargets(t *testing.T) map[uint64]bool {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	targets := map[uint64]bool{}
+	for _, fd := range fds {
+		link, err := os.Readlink("/proc/self/fd/" + fd.Name())
+		if err != nil || link != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if !strings.HasPrefix(line, "tfd:") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "ino:"); ok {
+					ino, err := strconv.ParseUint(v, 16, 64)
+					if err != nil {
+						t.Fatalf("fdinfo line %q: %v", line, err)
+					}
+					targets[ino] = true
+				}
+			}
+		}
+	}
+	return targets
+}
+
+func inode(t *testing.T, fd int) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -29,6 +30,7 @@ const rxSize = 4096
 type udpWorker struct {
 	conn *net.UDPConn
 	raw  syscall.RawConn
+	fd   int // the socket of runBlocking, after detach; -1 before
 	resp *auth.Responder
 
 	rxHdr  [batch]unix.Mmsghdr
@@ -52,7 +54,7 @@ func newUDPWorker(conn *net.UDPConn, resp *auth.Responder) (*udpWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &udpWorker{conn: conn, raw: raw, resp: resp}
+	w := &udpWorker{conn: conn, raw: raw, fd: -1, resp: resp}
 	w.scr.UseCache(auth.NewCache())
 	for i := 0; i < batch; i++ {
 		w.rxBuf[i] = make([]byte, rxSize)
@@ -108,20 +110,40 @@ func (w *udpWorker) send(fd uintptr) bool {
 // and sleeps in a blocking recvmmsg, which saves the epoll round trip
 // per wakeup that a Go loop otherwise pays (about a microsecond when each
 // wakeup finds one packet). A receive timeout lets it notice Close.
+//
+// The socket also leaves the netpoller's epoll set, where it was put when
+// it was opened: while registered, every datagram received and every sent
+// one freed (sock_wfree wakes writers) ran epoll's callback under its
+// lock and could wake a runtime thread parked in epoll_wait, about 5% of
+// the CPU per answer on loopback with nobody waiting for the events. The
+// worker keeps a duplicate of the descriptor and closes the original,
+// which the runtime deregisters as it closes it; the duplicate is closed
+// by the worker when it stops, so its number cannot be reused under a
+// running loop.
 func (w *udpWorker) runBlocking(closed *atomic.Bool) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var serr error
-	// Inside RawConn.Read the descriptor holds a reference, so Close
-	// cannot release its number for reuse while this loop still uses it.
-	err := w.raw.Read(func(f uintptr) bool {
-		serr = w.blockingLoop(int(f), closed)
-		return true
-	})
-	if err != nil && !errors.Is(err, net.ErrClosed) {
+	defer unix.Close(w.fd)
+	return w.blockingLoop(w.fd, closed)
+}
+
+// detach takes the worker's socket out of the netpoller for runBlocking:
+// it keeps a duplicate descriptor in w.fd and closes the conn.
+func (w *udpWorker) detach() error {
+	var derr error
+	if err := w.raw.Control(func(f uintptr) {
+		w.fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
 		return err
 	}
-	return serr
+	if derr != nil {
+		return fmt.Errorf("dup udp socket: %w", derr)
+	}
+	if err := w.conn.Close(); err != nil {
+		unix.Close(w.fd)
+		return err
+	}
+	return nil
 }
 
 func (w *udpWorker) blockingLoop(fd int, closed *atomic.Bool) error {
