@@ -141,9 +141,6 @@ type compiler struct {
 	owner  [256]byte
 	// seen indexes the RDATA of large RRsets for duplicate detection.
 	seen map[setID]map[string]bool
-	// names is an arena for owner names: one allocation per 64 KiB of
-	// names instead of one per name, and nothing for the GC to scan.
-	names []byte
 	// Slabs for nodes and for RRsets while they are built (setSlab) and
 	// once their signatures are attached (finalSlab); pointer-free arenas
 	// for small RRsets' wire form, without (wires) and with their
@@ -226,14 +223,12 @@ func (c *compiler) errorf(p *pos, format string, args ...any) {
 	}
 }
 
-// intern copies a wire name into the name arena.
+// intern copies a wire name into the arena of small RRsets' wire form
+// (see appendWire): a zone file gives a name's records right after it, so
+// the name and its records' wire form share a cache line, and an answer
+// from a large zone compares the one and copies the other for one miss.
 func (c *compiler) intern(name []byte) []byte {
-	if len(c.names)+len(name) > cap(c.names) {
-		c.names = make([]byte, 0, 64<<10)
-	}
-	start := len(c.names)
-	c.names = append(c.names, name...)
-	return c.names[start:len(c.names):len(c.names)]
+	return append(carve(&c.wires, len(name)), name...)
 }
 
 // node returns the node for a canonical wire name, creating it and its
@@ -531,8 +526,8 @@ func (c *compiler) finish() (*Zone, error) {
 		return nil, errors.Join(errs...)
 	}
 	c.buildDNSSEC()
-	z.nodes = c.nodes
-	z.Names = len(c.nodes)
+	z.index = newIndex(c.list)
+	z.Names = len(c.list)
 	return z, nil
 }
 

@@ -35,13 +35,11 @@ func dump(z *Zone) string {
 			fmt.Fprintf(&b, "   additional %s\n", name(t))
 		}
 	}
-	keys := make([]string, 0, len(z.nodes))
-	for k := range z.nodes {
-		keys = append(keys, k)
-	}
+	var keys []string
+	z.Nodes(func(n *Node) { keys = append(keys, string(n.Name)) })
 	sort.Strings(keys)
 	for _, k := range keys {
-		n := z.nodes[k]
+		n := z.Lookup([]byte(k))
 		fmt.Fprintf(&b, "%s flags %d parent %s cut %s wild %s nsec3 %s\n", name(n), n.Flags, name(n.Parent), name(n.Cut), name(n.WildcardChild), name(n.NSEC3))
 		if n.NSEC3 != nil {
 			for i := range n.NSEC3.RRsets {

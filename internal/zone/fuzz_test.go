@@ -26,10 +26,21 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, n := range z.nodes {
+		count := 0
+		z.Nodes(func(n *Node) {
+			count++
 			if z.Lookup(n.Name) != n {
 				t.Fatalf("node %q not found by its own name", n.Name)
 			}
+			// A name one byte longer is a different name, and absent
+			// unless the zone has it.
+			longer := append([]byte{1, 'q'}, n.Name...)
+			if m := z.Lookup(longer); m != nil && string(m.Name) != string(longer) {
+				t.Fatalf("lookup %q found node %q", longer, m.Name)
+			}
+		})
+		if count != z.Names {
+			t.Fatalf("Nodes visited %d nodes, Names is %d", count, z.Names)
 		}
 	})
 }
