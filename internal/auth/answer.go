@@ -128,10 +128,15 @@ const BufferSize = 65535 + 512
 // needs capacity BufferSize) and returning it, or nil when the packet gets
 // no answer. tcp selects TCP's size limit instead of UDP's.
 func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte {
+	res, rcode := s.q.Parse(pkt)
+	return r.answerParsed(s, res, rcode, pkt, out, tcp)
+}
+
+// answerParsed is Answer for pkt parsed into s.q with result res, rcode.
+func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pkt []byte, out []byte, tcp bool) []byte {
 	q := &s.q
 	b := &s.b
 	s.overTCP = tcp
-	res, rcode := q.Parse(pkt)
 	if res == wire.Drop {
 		return nil
 	}
@@ -148,7 +153,9 @@ func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte 
 	if c != nil && !tcp && res == wire.Answer && q.Opcode == wire.OpcodeQuery {
 		question, v = pkt[wire.HeaderLen:q.QuestionEnd], variant(q, limit)
 		var hit []byte
-		if hit, h = c.get(r.gen.Load(), q, question, v, out); hit != nil {
+		hit, h = c.get(r.gen.Load(), q, question, v, out)
+		c.count(hit != nil)
+		if hit != nil {
 			return hit
 		}
 	}

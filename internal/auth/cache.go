@@ -31,10 +31,14 @@ import (
 // random-subdomain flood, NXDOMAIN benchmarks) costs a hash and two
 // compares rather than a copy per query, and cannot push out what repeats.
 type Cache struct {
-	gen  uint64 // the Responder's publication count the entries are from
-	seed maphash.Seed
-	sets []cacheSet
-	data []byte // slot w of set i holds its key and response at data[(2*i+w)*slotData:]
+	gen uint64 // the Responder's publication count the entries are from
+	// gets and misses count lookups in the current window of
+	// coldWindow; cold says whether the last full window missed often.
+	gets, misses uint32
+	cold         bool
+	seed         maphash.Seed
+	sets         []cacheSet
+	data         []byte // slot w of set i holds its key and response at data[(2*i+w)*slotData:]
 }
 
 // cacheSets and slotData size a cache: 4096 responses in 2048 sets, each
@@ -75,6 +79,30 @@ func NewCache() *Cache {
 		data: make([]byte, 2*cacheSets*slotData),
 	}
 }
+
+// coldWindow and coldMisses define a cold cache: more than an eighth
+// of a window's lookups missed.
+const (
+	coldWindow = 256
+	coldMisses = coldWindow / 8
+)
+
+// count records one lookup and whether it hit.
+func (c *Cache) count(hit bool) {
+	if !hit {
+		c.misses++
+	}
+	if c.gets++; c.gets == coldWindow {
+		c.cold = c.misses > coldMisses
+		c.gets, c.misses = 0, 0
+	}
+}
+
+// Cold reports whether answers need the zones: s has no cache, or its
+// cache missed more than an eighth of the queries of its last 256. A
+// worker then starts its batches' lookups ahead (see Ahead), which a
+// cache that answers nearly everything would only pay for.
+func (s *Scratch) Cold() bool { return s.cache == nil || s.cache.cold }
 
 // UseCache makes Answer use c for UDP queries answered with s. A cache
 // belongs to one Scratch.

@@ -275,3 +275,33 @@ func TestCacheLargeAnswer(t *testing.T) {
 		t.Fatalf("%d-byte answer not stored", len(resp))
 	}
 }
+
+// TestCacheCold: a window of names that do not repeat makes the cache
+// cold (the worker then starts lookups ahead); a window of one repeated
+// name makes it warm again. A Scratch without a cache is always cold.
+func TestCacheCold(t *testing.T) {
+	r := testResponder(t, Options{})
+	var s Scratch
+	if !s.Cold() {
+		t.Fatal("no cache, not cold")
+	}
+	s.UseCache(NewCache())
+	out := make([]byte, 0, BufferSize)
+	if s.Cold() {
+		t.Fatal("new cache is cold")
+	}
+	for i := 0; i < coldWindow; i++ {
+		pkt, _ := query(fmt.Sprintf("nx%d.example.test.", i), dns.TypeA).Pack()
+		r.Answer(&s, pkt, out, false)
+	}
+	if !s.Cold() {
+		t.Fatal("after a window of one-off names, not cold")
+	}
+	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
+	for i := 0; i < coldWindow; i++ {
+		r.Answer(&s, pkt, out, false)
+	}
+	if s.Cold() {
+		t.Fatal("after a window of one repeated name, still cold")
+	}
+}

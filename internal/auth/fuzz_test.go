@@ -25,7 +25,8 @@ func FuzzAnswer(f *testing.F) {
 		f.Add(p)
 	}
 	r := testResponder(f, Options{NSID: []byte("n"), Chaos: true, ID: "id", Version: "v"})
-	var s, cached Scratch
+	var s, cached, ahead Scratch
+	var a Ahead
 	cached.UseCache(NewCache())
 	out := make([]byte, 0, BufferSize)
 	out2 := make([]byte, 0, BufferSize)
@@ -37,6 +38,15 @@ func FuzzAnswer(f *testing.F) {
 		for i := 0; i < 3; i++ {
 			if got := r.Answer(&cached, pkt, out2, tcp); !bytes.Equal(got, resp) {
 				t.Fatalf("cached answer %d differs\nquery % x\ncached   % x\nuncached % x", i, pkt, got, resp)
+			}
+		}
+		// So must the batch path, for UDP.
+		if !tcp {
+			r.Start(&a, pkt)
+			a.Step()
+			a.Step()
+			if got := r.AnswerAhead(&ahead, &a, pkt, out2); !bytes.Equal(got, resp) {
+				t.Fatalf("AnswerAhead differs\nquery % x\nahead  % x\nAnswer % x", pkt, got, resp)
 			}
 		}
 		if resp == nil {

@@ -289,3 +289,64 @@ func inode(t *testing.T, fd int) uint64 {
 	}
 	return st.Ino
 }
+
+// TestColdBatches: names that do not repeat keep the response cache
+// cold, so the worker answers its batches through auth.Ahead; every
+// answer must still be the right one for its query.
+func TestColdBatches(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	c, err := net.Dial("udp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const bursts, per = 60, 24
+	want := map[uint16]string{}
+	buf := make([]byte, 1500)
+	for b := 0; b < bursts; b++ {
+		for i := 0; i < per; i++ {
+			id := uint16(b*per + i)
+			name := "www.example.test."
+			if i%2 == 1 {
+				name = "nx" + strconv.Itoa(int(id)) + ".example.test."
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			m.Id = id
+			p, _ := m.Pack()
+			if _, err := c.Write(p); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = name
+		}
+		// Read the burst's answers before the next, so the socket
+		// buffers never drop one.
+		for i := 0; i < per; i++ {
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("burst %d: %d answers: %v", b, i, err)
+			}
+			var r dns.Msg
+			if err := r.Unpack(buf[:n]); err != nil {
+				t.Fatal(err)
+			}
+			name, ok := want[r.Id]
+			if !ok || len(r.Question) != 1 || r.Question[0].Name != name {
+				t.Fatalf("answer %d: question %v, want %q", r.Id, r.Question, name)
+			}
+			delete(want, r.Id)
+			wantRcode, wantAnswers := dns.RcodeNameError, 0
+			if name == "www.example.test." {
+				wantRcode, wantAnswers = dns.RcodeSuccess, 1
+			}
+			if r.Rcode != wantRcode || len(r.Answer) != wantAnswers {
+				t.Fatalf("%s: rcode %d, %d answers", name, r.Rcode, len(r.Answer))
+			}
+		}
+	}
+	s.Close()
+	if s.workers[0].aheadBatches == 0 {
+		t.Error("no batch was answered ahead")
+	}
+}
