@@ -115,6 +115,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv := server.New(server.Config{
 		Listen:            cfg.Server.Listen,
 		Workers:           cfg.Server.Workers,
+		ResponseCache:     responseCache(cfg.Server.ResponseCache),
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
 		UDPPoller:         *poller,
@@ -264,4 +265,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// responseCache maps server.response-cache, where 0 turns the cache off,
+// to server.Config's, where 0 is the default and a negative size is off.
+func responseCache(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

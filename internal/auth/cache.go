@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"hash/maphash"
+	"slices"
 
 	"github.com/tern-dns/tern/internal/wire"
 )
@@ -22,45 +23,52 @@ import (
 // does not keep replaced zones alive.) Only plain QUERY-opcode questions
 // over UDP that parsed cleanly are cached.
 //
-// The cache is two-way set-associative: a question hashes to a set of
-// two slots, and a store replaces the one used less recently, so two
-// repeating questions that share a set both stay (direct-mapped, 2000
-// repeating names in 4096 slots lost a third of them to collisions). A
-// response is stored the second time its key misses in its set (each set
-// remembers its last two misses), so that a stream of one-off names (a
-// random-subdomain flood, NXDOMAIN benchmarks) costs a hash and two
-// compares rather than a copy per query, and cannot push out what repeats.
+// The cache is four-way set-associative: a question hashes to a set of
+// four slots, and a store replaces the one used least recently. Clients
+// and benchmarks repeat their names in cycles, and a cycle of more names
+// than a set has ways misses every time under LRU: with 2000 repeating
+// names in 4096 slots, two ways per set lost a quarter of them that way,
+// one way a third. A response is stored the second time its key misses
+// in its set (each set remembers its last four misses), so that a stream
+// of one-off names (a random-subdomain flood, NXDOMAIN benchmarks) costs
+// a hash and four compares rather than a copy per query, and cannot push
+// out what repeats.
 type Cache struct {
 	gen uint64 // the Responder's publication count the entries are from
 	// gets and misses count lookups in the current window of
 	// coldWindow; cold says whether the last full window missed often.
 	gets, misses uint32
 	cold         bool
+	shift        uint // a hash's set is its top bits: h >> shift
 	seed         maphash.Seed
 	sets         []cacheSet
-	data         []byte // slot w of set i holds its key and response at data[(2*i+w)*slotData:]
+	data         []byte // slot w of set i holds its key and response at data[(ways*i+w)*slotData:]
 }
 
-// cacheSets and slotData size a cache: 4096 responses in 2048 sets, each
-// up to 1536 bytes of question and response, which holds every answer
-// within the default 1232-byte UDP limit (a root NXDOMAIN with DO is
-// about 1030 bytes). 6 MiB per worker, of which only the slots in use
-// become resident.
+// ways is the slots per set; slotData the room per slot for question and
+// response: every answer within the default 1232-byte UDP limit fits (a
+// root NXDOMAIN with DO is about 1030 bytes). Larger ones are not cached.
 const (
-	cacheBits = 11
-	cacheSets = 1 << cacheBits
-	slotData  = 1536
+	ways     = 4
+	slotData = 1536
 )
 
-// setOf is the set of hash h: its top bits.
-func setOf(h uint64) uint64 { return h >> (64 - cacheBits) }
+// DefaultCacheSize is the responses a worker's cache holds unless
+// configured: 12 MiB per worker when full; memory becomes resident only
+// as slots are used.
+const DefaultCacheSize = 8192
 
-// cacheSet is two slots, which was used last, and the last two keys that
-// missed in it.
+// setOf is the set of hash h.
+func (c *Cache) setOf(h uint64) uint64 { return h >> c.shift }
+
+// cacheSet is four slots, when each was last used (a tick of the set's
+// clock), and the last four keys that missed in it: as many as it has
+// ways, so that a cycle of names that fits in the set is admitted.
 type cacheSet struct {
-	slot     [2]cacheSlot
-	seen     [2]uint64
-	mru      uint8 // the slot hit or stored last
+	slot     [ways]cacheSlot
+	seen     [ways]uint64
+	used     [ways]uint32
+	clock    uint32
 	seenNext uint8 // the seen entry the next miss overwrites
 }
 
@@ -71,12 +79,20 @@ type cacheSlot struct {
 	respLen uint16
 }
 
-// NewCache returns an empty cache, for Scratch.UseCache.
-func NewCache() *Cache {
+// NewCache returns an empty cache of about size responses (rounded up to
+// a power of two, at least ways), for Scratch.UseCache.
+func NewCache(size int) *Cache {
+	sets := 1
+	shift := uint(64)
+	for sets*ways < size {
+		sets *= 2
+		shift--
+	}
 	return &Cache{
-		seed: maphash.MakeSeed(),
-		sets: make([]cacheSet, cacheSets),
-		data: make([]byte, 2*cacheSets*slotData),
+		shift: shift,
+		seed:  maphash.MakeSeed(),
+		sets:  make([]cacheSet, sets),
+		data:  make([]byte, ways*sets*slotData),
 	}
 }
 
@@ -141,21 +157,25 @@ func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []
 		c.gen = gen
 	}
 	h := c.hash(question, v)
-	i := setOf(h)
+	i := c.setOf(h)
 	set := &c.sets[i]
 	w := 0
-	if set.slot[0].hash != h {
-		w = 1
+	for w < ways && set.slot[w].hash != h {
+		w++
 	}
-	sl := &set.slot[w]
-	if sl.hash != h || sl.variant != v || int(sl.keyLen) != len(question) || int(sl.respLen) > cap(out) {
+	if w == ways {
 		return nil, h
 	}
-	d := c.data[(2*int(i)+w)*slotData:]
+	sl := &set.slot[w]
+	if sl.variant != v || int(sl.keyLen) != len(question) || int(sl.respLen) > cap(out) {
+		return nil, h
+	}
+	d := c.data[(ways*int(i)+w)*slotData:]
 	if !bytes.Equal(d[:sl.keyLen], question) {
 		return nil, h
 	}
-	set.mru = uint8(w)
+	set.clock++
+	set.used[w] = set.clock
 	resp := out[:sl.respLen]
 	copy(resp, d[sl.keyLen:int(sl.keyLen)+int(sl.respLen)])
 	resp[0], resp[1] = byte(q.ID>>8), byte(q.ID)
@@ -164,28 +184,37 @@ func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []
 	return resp, h
 }
 
-// put stores resp, the answer to question, in the less recently used slot
-// of its set when the same key missed there before and it fits.
+// put stores resp, the answer to question, in the least recently used
+// slot of its set when the same key missed there before and it fits.
 func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte) {
-	i := setOf(h)
+	i := c.setOf(h)
 	set := &c.sets[i]
-	if set.seen[0] != h && set.seen[1] != h {
+	if !slices.Contains(set.seen[:], h) {
 		set.seen[set.seenNext] = h
-		set.seenNext ^= 1
+		set.seenNext = (set.seenNext + 1) % ways
 		return
 	}
 	if len(question)+len(resp) > slotData {
 		return
 	}
-	w := set.mru ^ 1
-	if set.slot[0].hash == h { // a stale or mismatched entry of this key
-		w = 0
-	} else if set.slot[1].hash == h {
-		w = 1
+	// The victim: a slot of this key (a stale or mismatched entry), else
+	// an empty one, else the one unused longest (ages are differences of
+	// ticks, right across the clock's wrap).
+	set.clock++
+	w, age := 0, uint32(0)
+	for j := 0; j < ways; j++ {
+		sl := &set.slot[j]
+		if sl.hash == h || sl.hash == 0 {
+			w = j
+			break
+		}
+		if a := set.clock - set.used[j]; a > age {
+			w, age = j, a
+		}
 	}
-	d := c.data[(2*int(i)+int(w))*slotData:]
+	d := c.data[(ways*int(i)+w)*slotData:]
 	copy(d, question)
 	copy(d[len(question):], resp)
 	set.slot[w] = cacheSlot{hash: h, variant: v, keyLen: uint16(len(question)), respLen: uint16(len(resp))}
-	set.mru = w
+	set.used[w] = set.clock
 }

@@ -81,7 +81,7 @@ func cacheResponder(t testing.TB) *Responder {
 func TestCacheMatchesUncached(t *testing.T) {
 	r := cacheResponder(t)
 	var plain, cached Scratch
-	c := NewCache()
+	c := NewCache(DefaultCacheSize)
 	cached.UseCache(c)
 	out1 := make([]byte, 0, BufferSize)
 	out2 := make([]byte, 0, BufferSize)
@@ -132,7 +132,7 @@ func cachedQuestion(s *Scratch, pkt []byte) []byte {
 func TestCachePublish(t *testing.T) {
 	r := testResponder(t, Options{})
 	var s Scratch
-	s.UseCache(NewCache())
+	s.UseCache(NewCache(DefaultCacheSize))
 	out := make([]byte, 0, BufferSize)
 	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
 	for i := 0; i < 3; i++ {
@@ -157,7 +157,7 @@ func TestCachePublish(t *testing.T) {
 func TestCacheAdmission(t *testing.T) {
 	r := testResponder(t, Options{})
 	var s Scratch
-	c := NewCache()
+	c := NewCache(DefaultCacheSize)
 	s.UseCache(c)
 	out := make([]byte, 0, BufferSize)
 	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
@@ -174,7 +174,7 @@ func TestCacheAdmission(t *testing.T) {
 func TestCacheZeroAllocs(t *testing.T) {
 	r := cacheResponder(t)
 	var s Scratch
-	s.UseCache(NewCache())
+	s.UseCache(NewCache(DefaultCacheSize))
 	out := make([]byte, 0, BufferSize)
 	pkts := cacheQueries(t)
 	if n := testing.AllocsPerRun(20, func() {
@@ -204,44 +204,64 @@ func (c *Cache) holds(r *Responder, pkt []byte) bool {
 	var s Scratch
 	question := cachedQuestion(&s, pkt)
 	h := c.hash(question, variant(&s.q, r.udpLimit(&s.q)))
-	set := &c.sets[setOf(h)]
-	return set.slot[0].hash == h || set.slot[1].hash == h
+	for _, sl := range c.sets[c.setOf(h)].slot {
+		if sl.hash == h {
+			return true
+		}
+	}
+	return false
 }
 
-// TestCacheTwoWays: two repeating questions that share a set both stay
-// stored; a third one replaces the one used less recently.
-func TestCacheTwoWays(t *testing.T) {
+// TestCacheFourWays: four repeating questions that share a set all stay
+// stored, however their hits are spread; a fifth replaces the one used
+// least recently.
+func TestCacheFourWays(t *testing.T) {
 	r := testResponder(t, Options{})
 	var s Scratch
-	c := NewCache()
+	c := NewCache(DefaultCacheSize)
 	s.UseCache(c)
 	out := make([]byte, 0, BufferSize)
-	// Find three names of one set (the seed is random, so search).
+	// Find five names of one set (the seed is random, so search).
 	var pkts [][]byte
 	bySet := map[uint64][][]byte{}
 	for i := 0; len(pkts) == 0; i++ {
 		pkt, _ := query(fmt.Sprintf("n%d.example.test.", i), dns.TypeA).Pack()
 		var ps Scratch
 		question := cachedQuestion(&ps, pkt)
-		set := setOf(c.hash(question, variant(&ps.q, r.udpLimit(&ps.q))))
+		set := c.setOf(c.hash(question, variant(&ps.q, r.udpLimit(&ps.q))))
 		bySet[set] = append(bySet[set], pkt)
-		if len(bySet[set]) == 3 {
+		if len(bySet[set]) == ways+1 {
 			pkts = bySet[set]
 		}
 	}
-	a, b, d := pkts[0], pkts[1], pkts[2]
-	for _, pkt := range [][]byte{a, b, a, b} {
-		r.Answer(&s, pkt, out, false)
+	held := func() string {
+		var b strings.Builder
+		for _, p := range pkts {
+			if c.holds(r, p) {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+			}
+		}
+		return b.String()
 	}
-	if !c.holds(r, a) || !c.holds(r, b) {
-		t.Fatalf("after two sightings each, a stored %v, b stored %v; want both", c.holds(r, a), c.holds(r, b))
+	for round := 0; round < 2; round++ {
+		for _, p := range pkts[:ways] {
+			r.Answer(&s, p, out, false)
+		}
 	}
-	// b was stored last, a hit now: b is the one used less recently.
-	r.Answer(&s, a, out, false)
-	r.Answer(&s, d, out, false)
-	r.Answer(&s, d, out, false)
-	if !c.holds(r, a) || c.holds(r, b) || !c.holds(r, d) {
-		t.Fatalf("after a hit on a and two sightings of d: a %v, b %v, d %v; want a and d", c.holds(r, a), c.holds(r, b), c.holds(r, d))
+	if got := held(); got != "11110" {
+		t.Fatalf("after two sightings of four names, held %s, want 11110", got)
+	}
+	// Many hits on all but the second, so the clock runs far (past 256
+	// ticks), then the fifth name twice: the second is the LRU victim.
+	for i := 0; i < 300; i++ {
+		r.Answer(&s, pkts[[]int{0, 2, 3}[i%3]], out, false)
+	}
+	r.Answer(&s, pkts[ways], out, false)
+	r.Answer(&s, pkts[ways], out, false)
+	if got := held(); got != "10111" {
+		t.Fatalf("after hits on names 1, 3, 4 and two sightings of the fifth, held %s, want 10111", got)
 	}
 }
 
@@ -258,7 +278,7 @@ func TestCacheLargeAnswer(t *testing.T) {
 	}
 	r := New(zone.NewSet(z), Options{})
 	var s Scratch
-	c := NewCache()
+	c := NewCache(DefaultCacheSize)
 	s.UseCache(c)
 	out := make([]byte, 0, BufferSize)
 	m := query("big.example.test.", dns.TypeTXT)
@@ -285,7 +305,7 @@ func TestCacheCold(t *testing.T) {
 	if !s.Cold() {
 		t.Fatal("no cache, not cold")
 	}
-	s.UseCache(NewCache())
+	s.UseCache(NewCache(DefaultCacheSize))
 	out := make([]byte, 0, BufferSize)
 	if s.Cold() {
 		t.Fatal("new cache is cold")

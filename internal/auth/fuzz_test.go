@@ -27,7 +27,7 @@ func FuzzAnswer(f *testing.F) {
 	r := testResponder(f, Options{NSID: []byte("n"), Chaos: true, ID: "id", Version: "v"})
 	var s, cached, ahead Scratch
 	var a Ahead
-	cached.UseCache(NewCache())
+	cached.UseCache(NewCache(DefaultCacheSize))
 	out := make([]byte, 0, BufferSize)
 	out2 := make([]byte, 0, BufferSize)
 	f.Fuzz(func(t *testing.T, pkt []byte) {

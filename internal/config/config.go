@@ -23,6 +23,8 @@ import (
 const (
 	defaultListen            = "127.0.0.1:5300"
 	defaultUDPPayload        = 1232
+	defaultResponseCache     = 8192
+	maxResponseCache         = 1 << 20
 	defaultTCPIdleTimeout    = 10 * time.Second
 	defaultTCPMaxConnections = 1024
 	defaultTCPMaxQueries     = 100
@@ -59,6 +61,10 @@ type Server struct {
 	// UDPPayload is the EDNS payload size advertised and used (512..65535).
 	// Default 1232, the DNS flag day 2020 value that avoids IP fragmentation.
 	UDPPayload int `toml:"udp-payload"`
+	// ResponseCache is how many UDP responses each worker remembers for
+	// questions that repeat (0: none). Default 8192, at most 12 MiB per
+	// worker.
+	ResponseCache int `toml:"response-cache"`
 	// TCPIdleTimeout closes TCP connections idle for this long. Default 10s.
 	TCPIdleTimeout Duration `toml:"tcp-idle-timeout"`
 	// TCPMaxConnections bounds concurrent TCP connections. Default 1024.
@@ -171,6 +177,7 @@ func Default() *Config {
 			Listen:            []string{defaultListen},
 			Workers:           0,
 			UDPPayload:        defaultUDPPayload,
+			ResponseCache:     defaultResponseCache,
 			TCPIdleTimeout:    Duration{defaultTCPIdleTimeout},
 			TCPMaxConnections: defaultTCPMaxConnections,
 			TCPMaxQueries:     defaultTCPMaxQueries,

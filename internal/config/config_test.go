@@ -16,7 +16,7 @@ func TestDefault(t *testing.T) {
 	if got := c.Server.Listen; len(got) != 1 || got[0] != "127.0.0.1:5300" {
 		t.Errorf("Listen = %v, want [127.0.0.1:5300]", got)
 	}
-	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
+	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.ResponseCache != 8192 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
 		c.Server.TCPMaxConnections != 1024 || c.Server.TCPMaxQueries != 100 || c.Server.LogLevel != "info" {
 		t.Errorf("server defaults wrong: %+v", c.Server)
 	}
@@ -76,6 +76,15 @@ log-level = "debug"
 				if len(s.Listen) != 3 || s.Listen[1] != "[::]:53" || s.Workers != 4 || s.UDPPayload != 4096 ||
 					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPMaxQueries != 1 || s.LogLevel != "debug" {
 					t.Errorf("server = %+v", s)
+				}
+			},
+		},
+		{
+			name:  "response cache off",
+			input: "[server]\nresponse-cache = 0\n",
+			check: func(t *testing.T, c *Config) {
+				if c.Server.ResponseCache != 0 {
+					t.Errorf("ResponseCache = %d", c.Server.ResponseCache)
 				}
 			},
 		},
@@ -252,6 +261,11 @@ func TestParseErrors(t *testing.T) {
 			name:  "negative workers",
 			input: "[server]\nworkers = -1\n",
 			want:  []string{"t.toml:2: server.workers: must be >= 0"},
+		},
+		{
+			name:  "negative response cache",
+			input: "[server]\nresponse-cache = -1\n",
+			want:  []string{"t.toml:2: server.response-cache: must be between 0 and 1048576, got -1"},
 		},
 		{
 			name:  "payload too small",

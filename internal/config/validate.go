@@ -58,6 +58,9 @@ func (c *Config) Validate() error {
 	if s.UDPPayload < minUDPPayload || s.UDPPayload > maxUDPPayload {
 		v.addf("server.udp-payload", "server.udp-payload: must be between %d and %d, got %d", minUDPPayload, maxUDPPayload, s.UDPPayload)
 	}
+	if s.ResponseCache < 0 || s.ResponseCache > maxResponseCache {
+		v.addf("server.response-cache", "server.response-cache: must be between 0 and %d, got %d", maxResponseCache, s.ResponseCache)
+	}
 	if s.TCPIdleTimeout.Duration <= 0 {
 		v.addf("server.tcp-idle-timeout", "server.tcp-idle-timeout: must be positive, got %s", s.TCPIdleTimeout.Duration)
 	}

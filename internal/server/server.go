@@ -33,6 +33,10 @@ type Config struct {
 	// Workers is the number of UDP sockets and goroutines per address; 0
 	// means one per CPU.
 	Workers int
+	// ResponseCache is the size of each UDP worker's response cache
+	// (auth.Cache), in responses; 0 means auth.DefaultCacheSize, and a
+	// negative size no cache.
+	ResponseCache int
 	// TCPIdleTimeout closes TCP connections idle this long (RFC 7766 §6.2.3).
 	TCPIdleTimeout time.Duration
 	// TCPMaxConnections bounds concurrent TCP connections; more are
@@ -73,6 +77,9 @@ type Server struct {
 func New(cfg Config, resp *auth.Responder) *Server {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU()
+	}
+	if cfg.ResponseCache == 0 {
+		cfg.ResponseCache = auth.DefaultCacheSize
 	}
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
@@ -165,7 +172,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 		for i, conn := range conns {
-			w, err := newUDPWorker(conn, s.resp)
+			w, err := newUDPWorker(conn, s.resp, s.cfg.ResponseCache)
 			if err != nil {
 				return abort(i, err)
 			}

@@ -350,3 +350,18 @@ func TestColdBatches(t *testing.T) {
 		t.Error("no batch was answered ahead")
 	}
 }
+
+// TestResponseCacheConfig: workers get a response cache by default and
+// none with a negative size (a Scratch without one is always cold).
+func TestResponseCacheConfig(t *testing.T) {
+	for _, tc := range []struct {
+		size     int
+		wantCold bool
+	}{{0, false}, {64, false}, {-1, true}} {
+		s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, ResponseCache: tc.size})
+		s.Close()
+		if got := s.workers[0].scr.Cold(); got != tc.wantCold {
+			t.Errorf("ResponseCache %d: Cold() = %v, want %v", tc.size, got, tc.wantCold)
+		}
+	}
+}

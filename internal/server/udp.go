@@ -52,13 +52,15 @@ type udpWorker struct {
 	writeF       func(fd uintptr) bool
 }
 
-func newUDPWorker(conn *net.UDPConn, resp *auth.Responder) (*udpWorker, error) {
+func newUDPWorker(conn *net.UDPConn, resp *auth.Responder, cacheSize int) (*udpWorker, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	w := &udpWorker{conn: conn, raw: raw, fd: -1, resp: resp}
-	w.scr.UseCache(auth.NewCache())
+	if cacheSize > 0 {
+		w.scr.UseCache(auth.NewCache(cacheSize))
+	}
 	for i := 0; i < batch; i++ {
 		w.rxBuf[i] = make([]byte, rxSize)
 		w.txBuf[i] = make([]byte, auth.BufferSize)
