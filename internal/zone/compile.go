@@ -548,6 +548,10 @@ func (c *compiler) attachSigs(n *Node) {
 		sortSets(n.RRsets)
 		return
 	}
+	// The name moves beside the signed sets' wire form, which attach
+	// carves next, so that an answer from a large signed zone reads name,
+	// records and signatures from neighbouring cache lines (see intern).
+	n.Name = append(carve(&c.signedWires, len(n.Name)), n.Name...)
 	var orphans []RRset
 	for _, sig := range sigs {
 		if t := n.set(sig.covered, 0); t != nil {

@@ -66,13 +66,14 @@ func (x *index) get(name []byte) *Node {
 // RRsets), so that the batch's cache misses overlap instead of following
 // one another. It only warms the cache; Lookup gives the answer.
 type Ahead struct {
-	slot *indexSlot
-	node *Node
+	slot   *indexSlot
+	node   *Node
+	signed bool // the zone is signed: prefetch the signatures' lines too
 }
 
 // Ahead starts the lookup of name (canonical wire form) into a.
 func (z *Zone) Ahead(a *Ahead, name []byte) {
-	a.slot, a.node = nil, nil
+	a.slot, a.node, a.signed = nil, nil, z.Signed
 	if len(z.index.slots) == 0 {
 		return
 	}
@@ -81,8 +82,10 @@ func (z *Zone) Ahead(a *Ahead, name []byte) {
 }
 
 // Step prefetches the next link: the node of the slot, then the node's
-// name (whose line also holds its small RRsets' wire form) and RRsets. A
-// lookup that probes past its first slot is left to Lookup.
+// name, whose line also holds its small RRsets' wire form (in a signed
+// zone, with the two lines after it, for the signatures: see intern and
+// attachSigs), and its RRsets. A lookup that probes past its first slot
+// is left to Lookup.
 func (a *Ahead) Step() {
 	switch {
 	case a.slot != nil:
@@ -94,7 +97,12 @@ func (a *Ahead) Step() {
 		n := a.node
 		a.node = nil
 		if len(n.Name) > 0 {
-			prefetch(unsafe.Pointer(&n.Name[0]))
+			p := unsafe.Pointer(&n.Name[0])
+			prefetch(p)
+			if a.signed {
+				prefetch(unsafe.Add(p, 64))
+				prefetch(unsafe.Add(p, 128))
+			}
 		}
 		if len(n.RRsets) > 0 {
 			prefetch(unsafe.Pointer(&n.RRsets[0]))
