@@ -129,11 +129,12 @@ const BufferSize = 65535 + 512
 // no answer. tcp selects TCP's size limit instead of UDP's.
 func (r *Responder) Answer(s *Scratch, pkt []byte, out []byte, tcp bool) []byte {
 	res, rcode := s.q.Parse(pkt)
-	return r.answerParsed(s, res, rcode, pkt, out, tcp)
+	return r.answerParsed(s, res, rcode, pkt, out, tcp, nil)
 }
 
-// answerParsed is Answer for pkt parsed into s.q with result res, rcode.
-func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pkt []byte, out []byte, tcp bool) []byte {
+// answerParsed is Answer for pkt parsed into s.q with result res, rcode;
+// a, when not nil, is the query's Ahead, with its cache key's hash.
+func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pkt []byte, out []byte, tcp bool, a *Ahead) []byte {
 	q := &s.q
 	b := &s.b
 	s.overTCP = tcp
@@ -153,7 +154,12 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	if c != nil && !tcp && res == wire.Answer && q.Opcode == wire.OpcodeQuery {
 		question, v = pkt[wire.HeaderLen:q.QuestionEnd], variant(q, limit)
 		var hit []byte
-		hit, h = c.get(r.gen.Load(), q, question, v, out)
+		if a != nil && a.keyed {
+			h = a.h
+			hit = c.getHashed(r.gen.Load(), q, question, v, h, out)
+		} else {
+			hit, h = c.get(r.gen.Load(), q, question, v, out)
+		}
 		c.count(hit != nil)
 		if hit != nil {
 			return hit

@@ -296,32 +296,69 @@ func TestCacheLargeAnswer(t *testing.T) {
 	}
 }
 
-// TestCacheCold: a window of names that do not repeat makes the cache
-// cold (the worker then starts lookups ahead); a window of one repeated
-// name makes it warm again. A Scratch without a cache is always cold.
-func TestCacheCold(t *testing.T) {
+// TestAheadPays: a window of names that do not repeat makes the cache
+// cold, and answering ahead pays; a window of one repeated name makes it
+// warm, and it does not; stored responses past aheadBytes make it pay
+// again, as hits then wait on memory. Without a cache it always pays.
+func TestAheadPays(t *testing.T) {
 	r := testResponder(t, Options{})
 	var s Scratch
-	if !s.Cold() {
-		t.Fatal("no cache, not cold")
+	if !s.AheadPays() {
+		t.Fatal("no cache: ahead does not pay")
 	}
-	s.UseCache(NewCache(DefaultCacheSize))
+	c := NewCache(DefaultCacheSize)
+	s.UseCache(c)
 	out := make([]byte, 0, BufferSize)
-	if s.Cold() {
-		t.Fatal("new cache is cold")
+	if s.AheadPays() {
+		t.Fatal("new cache: ahead pays")
 	}
 	for i := 0; i < coldWindow; i++ {
 		pkt, _ := query(fmt.Sprintf("nx%d.example.test.", i), dns.TypeA).Pack()
 		r.Answer(&s, pkt, out, false)
 	}
-	if !s.Cold() {
-		t.Fatal("after a window of one-off names, not cold")
+	if !s.AheadPays() {
+		t.Fatal("after a window of one-off names: ahead does not pay")
 	}
 	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
 	for i := 0; i < coldWindow; i++ {
 		r.Answer(&s, pkt, out, false)
 	}
-	if s.Cold() {
-		t.Fatal("after a window of one repeated name, still cold")
+	if s.AheadPays() {
+		t.Fatal("after a window of one repeated name: ahead pays")
+	}
+	// Large answers, each asked twice (stored), then hit for a window.
+	text := "$ORIGIN example.test.\n@ 3600 SOA ns hm 2 1 1 1 60\n@ NS ns\nns A 192.0.2.53\n"
+	const names = 400
+	for i := 0; i < names; i++ {
+		text += fmt.Sprintf("t%d TXT \"%s\" \"%s\" \"%s\"\n", i, strings.Repeat("a", 250), strings.Repeat("b", 250), strings.Repeat("c", 250))
+	}
+	z, err := zone.Read(strings.NewReader(text), "large.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Publish(zone.NewSet(z))
+	var big [][]byte
+	for i := 0; i < names; i++ {
+		m := query(fmt.Sprintf("t%d.example.test.", i), dns.TypeTXT)
+		m.SetEdns0(1232, false)
+		p, _ := m.Pack()
+		big = append(big, p)
+	}
+	for round := 0; round < 3; round++ {
+		for _, p := range big {
+			r.Answer(&s, p, out, false)
+		}
+	}
+	if c.bytes <= aheadBytes || c.cold {
+		t.Fatalf("%d bytes stored (cold %v), want more than %d and warm", c.bytes, c.cold, aheadBytes)
+	}
+	if !s.AheadPays() {
+		t.Fatal("warm cache holding more than aheadBytes: ahead does not pay")
+	}
+	// Publishing empties the cache, and the count with it.
+	r.Publish(zone.NewSet(z))
+	r.Answer(&s, big[0], out, false)
+	if c.bytes != 0 {
+		t.Fatalf("%d bytes counted after a publication, want 0", c.bytes)
 	}
 }

@@ -28,6 +28,7 @@ func FuzzAnswer(f *testing.F) {
 	var s, cached, ahead Scratch
 	var a Ahead
 	cached.UseCache(NewCache(DefaultCacheSize))
+	ahead.UseCache(NewCache(DefaultCacheSize))
 	out := make([]byte, 0, BufferSize)
 	out2 := make([]byte, 0, BufferSize)
 	f.Fuzz(func(t *testing.T, pkt []byte) {
@@ -42,9 +43,10 @@ func FuzzAnswer(f *testing.F) {
 		}
 		// So must the batch path, for UDP.
 		if !tcp {
-			r.Start(&a, pkt)
-			a.Step()
-			a.Step()
+			r.Start(&ahead, &a, pkt)
+			for j := 0; j < Steps; j++ {
+				r.Step(&ahead, &a)
+			}
 			if got := r.AnswerAhead(&ahead, &a, pkt, out2); !bytes.Equal(got, resp) {
 				t.Fatalf("AnswerAhead differs\nquery % x\nahead  % x\nAnswer % x", pkt, got, resp)
 			}

@@ -291,8 +291,9 @@ func inode(t *testing.T, fd int) uint64 {
 }
 
 // TestColdBatches: names that do not repeat keep the response cache
-// cold, so the worker answers its batches through auth.Ahead; every
-// answer must still be the right one for its query.
+// cold, so the worker answers its batches through auth.Ahead (and hits
+// on the repeated name come from the cache there too); every answer must
+// still be the right one for its query.
 func TestColdBatches(t *testing.T) {
 	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
 	c, err := net.Dial("udp", s.Addrs()[0])
@@ -352,16 +353,16 @@ func TestColdBatches(t *testing.T) {
 }
 
 // TestResponseCacheConfig: workers get a response cache by default and
-// none with a negative size (a Scratch without one is always cold).
+// none with a negative size (without one, answering ahead always pays).
 func TestResponseCacheConfig(t *testing.T) {
 	for _, tc := range []struct {
-		size     int
-		wantCold bool
+		size      int
+		wantAhead bool
 	}{{0, false}, {64, false}, {-1, true}} {
 		s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, ResponseCache: tc.size})
 		s.Close()
-		if got := s.workers[0].scr.Cold(); got != tc.wantCold {
-			t.Errorf("ResponseCache %d: Cold() = %v, want %v", tc.size, got, tc.wantCold)
+		if got := s.workers[0].scr.AheadPays(); got != tc.wantAhead {
+			t.Errorf("ResponseCache %d: AheadPays() = %v, want %v", tc.size, got, tc.wantAhead)
 		}
 	}
 }

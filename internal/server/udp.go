@@ -234,21 +234,21 @@ func (w *udpWorker) sendBatch(fd int) {
 }
 
 // answerBatch answers the nrx datagrams received and prepares ntx replies.
-// When the response cache misses often (the answers need the zones: a
-// large zone, or names that do not repeat), the batch's zone lookups are
-// started together and advanced in steps, so that their cache misses
-// overlap (auth.Ahead); otherwise each query is answered in turn.
+// Where it pays (auth.Scratch.AheadPays: answers that need the zones, or
+// a response cache larger than the CPU's fast caches), a batch of several
+// is started together and advanced in steps before any is answered, so
+// that the memory each answer reads (the cache's entry, or the zone
+// lookup's chain) loads for all of them at once (auth.Ahead).
 func (w *udpWorker) answerBatch() {
 	w.ntx = 0
-	if w.nrx > 1 && w.scr.Cold() {
+	if w.nrx > 1 && w.scr.AheadPays() {
 		w.aheadBatches++
 		for i := 0; i < w.nrx; i++ {
-			w.resp.Start(&w.ahead[i], w.packet(i))
+			w.resp.Start(&w.scr, &w.ahead[i], w.packet(i))
 		}
-		// Two steps: each slot's node, then each node's name and RRsets.
-		for step := 0; step < 2; step++ {
+		for step := 0; step < auth.Steps; step++ {
 			for i := 0; i < w.nrx; i++ {
-				w.ahead[i].Step()
+				w.resp.Step(&w.scr, &w.ahead[i])
 			}
 		}
 		for i := 0; i < w.nrx; i++ {

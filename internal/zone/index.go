@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"unsafe"
+
+	"github.com/tern-dns/tern/internal/prefetch"
 )
 
 // index finds a zone's nodes by name: an open-addressed table of (hash,
@@ -78,7 +80,7 @@ func (z *Zone) Ahead(a *Ahead, name []byte) {
 		return
 	}
 	a.slot = &z.index.slots[maphash.Bytes(z.index.seed, name)&z.index.mask]
-	prefetch(unsafe.Pointer(a.slot))
+	prefetch.Line(unsafe.Pointer(a.slot))
 }
 
 // Step prefetches the next link: the node of the slot, then the node's
@@ -91,21 +93,21 @@ func (a *Ahead) Step() {
 	case a.slot != nil:
 		a.node, a.slot = a.slot.node, nil
 		if a.node != nil {
-			prefetch(unsafe.Pointer(a.node))
+			prefetch.Line(unsafe.Pointer(a.node))
 		}
 	case a.node != nil:
 		n := a.node
 		a.node = nil
 		if len(n.Name) > 0 {
 			p := unsafe.Pointer(&n.Name[0])
-			prefetch(p)
+			prefetch.Line(p)
 			if a.signed {
-				prefetch(unsafe.Add(p, 64))
-				prefetch(unsafe.Add(p, 128))
+				prefetch.Line(unsafe.Add(p, 64))
+				prefetch.Line(unsafe.Add(p, 128))
 			}
 		}
 		if len(n.RRsets) > 0 {
-			prefetch(unsafe.Pointer(&n.RRsets[0]))
+			prefetch.Line(unsafe.Pointer(&n.RRsets[0]))
 		}
 	}
 }

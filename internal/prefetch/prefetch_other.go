@@ -1,0 +1,13 @@
+//go:build !amd64
+
+// Package prefetch asks the CPU to start loading memory that will be read
+// soon. The answer path uses it to overlap the cache misses of a batch of
+// queries (see zone.Ahead and auth.Ahead); Go has no prefetch intrinsic
+// outside the runtime.
+package prefetch
+
+import "unsafe"
+
+// Line does nothing where there is no assembly version: the lookups then
+// take their cache misses one after another, which is only slower.
+func Line(p unsafe.Pointer) {}
