@@ -21,7 +21,8 @@
 # Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
 # OUTSTANDING (generator -q), NOIDLE (0/1, see below),
 # SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
-# GENS ("dnsperf ternperf"), BIG (records in the big zone), BENCH_PORT_BASE,
+# GENS ("dnsperf ternperf"), TERNPERF_FLAGS (extra tern perf flags, e.g.
+# -spin), BIG (records in the big zone), BENCH_PORT_BASE,
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
 # addresses are ever used.
 
@@ -56,6 +57,7 @@ ROOT_ZONE=${ROOT_ZONE:-$REPO/../shared/data/root.zone}
 SERVER_CPU=0
 GEN_CPU=1
 OUTSTANDING=${OUTSTANDING:-100} # dnsperf -q: queries in flight
+TERNPERF_FLAGS=${TERNPERF_FLAGS:-} # e.g. -spin: see bench/README.md
 # NOIDLE=1: during each load run keep both CPUs from going idle with a
 # SCHED_IDLE busy loop (it runs only when nothing else wants the CPU, and is
 # not part of any measured process). In a VM an idle vCPU halts and its
@@ -343,6 +345,7 @@ one_run() {
 		cmd=("$BIN/tern" perf --json)
 		[[ $flags == *-D* || $flags == *-e* ]] || flags+=" -e=false"
 		flags=${flags/-m tcp/-T}
+		flags+=" $TERNPERF_FLAGS"
 	fi
 	# shellcheck disable=SC2206 # flags are words
 	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$DURATION" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
@@ -462,7 +465,7 @@ elapsed=$(($(date +%s) - START_TS))
 {
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $( ((QUICK)) && echo 'QUICK mode' || echo 'full mode'), took ${elapsed} s"
 	echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); servers on CPU $SERVER_CPU, generator on CPU $GEN_CPU (shared machine: other load adds noise)"
-	echo "runs: ${DURATION} s each, ${REPS} repeat(s), clients (-c): ${CLIENTS}, ${OUTSTANDING} queries outstanding, generators: ${GENS}"
+	echo "runs: ${DURATION} s each, ${REPS} repeat(s), clients (-c): ${CLIENTS}, ${OUTSTANDING} queries outstanding, generators: ${GENS}${TERNPERF_FLAGS:+ (tern perf with $TERNPERF_FLAGS)}"
 	if ((NOIDLE)); then
 		echo "NOIDLE=1: SCHED_IDLE busy loops kept both CPUs from idling during runs (no vCPU halt/wake-up latency); NOIDLE=0 to measure without"
 	else

@@ -10,7 +10,7 @@
  * path and the load generator impose on any single-threaded server on this
  * machine; bench/run.sh reports Tern's numbers relative to it.
  *
- * Usage: echo ADDR PORT      (e.g. echo 127.0.0.1 25300)
+ * Usage: echo ADDR PORT [SIZE]   (e.g. echo 127.0.0.1 25300; ADDR may be IPv6)
  * Build: gcc -O2 -Wall -o echo echo.c
  * Stops on SIGTERM/SIGINT (default action).
  */
@@ -39,16 +39,26 @@ int main(int argc, char **argv)
 	if (pad > BUFSZ)
 		pad = BUFSZ;
 
-	struct sockaddr_in addr;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
 	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((unsigned short)atoi(argv[2]));
-	if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
-		fprintf(stderr, "echo: bad IPv4 address %s\n", argv[1]);
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
+	unsigned short port = htons((unsigned short)atoi(argv[2]));
+	if (inet_pton(AF_INET, argv[1], &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = port;
+		addrlen = sizeof(*a4);
+	} else if (inet_pton(AF_INET6, argv[1], &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = port;
+		addrlen = sizeof(*a6);
+	} else {
+		fprintf(stderr, "echo: bad IP address %s\n", argv[1]);
 		return 2;
 	}
 
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = socket(addr.ss_family, SOCK_DGRAM, 0);
 	if (fd < 0) {
 		perror("socket");
 		return 1;
@@ -58,13 +68,13 @@ int main(int argc, char **argv)
 	int bufsz = 4 << 20;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	if (bind(fd, (struct sockaddr *)&addr, addrlen) < 0) {
 		perror("bind");
 		return 1;
 	}
 
 	static char bufs[BATCH][BUFSZ];
-	static struct sockaddr_in peers[BATCH];
+	static struct sockaddr_storage peers[BATCH];
 	static struct iovec iov[BATCH];
 	static struct mmsghdr msgs[BATCH];
 
