@@ -117,3 +117,14 @@ func TestServeBadZoneFails(t *testing.T) {
 		t.Fatalf("code %d err %q", code, errs)
 	}
 }
+
+// TestResponseCacheMapping: server.response-cache's 0 (off) becomes the
+// server's negative size; other sizes pass through (the server's 0 would
+// mean its default).
+func TestResponseCacheMapping(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{0, -1}, {1, 1}, {8192, 8192}} {
+		if got := responseCache(tc.in); got != tc.want {
+			t.Errorf("responseCache(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

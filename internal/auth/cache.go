@@ -134,6 +134,14 @@ func (s *Scratch) AheadPays() bool {
 	return c == nil || c.cold || c.bytes > aheadBytes
 }
 
+// CacheSize is how many responses s's cache holds at most; 0 without one.
+func (s *Scratch) CacheSize() int {
+	if s.cache == nil {
+		return 0
+	}
+	return ways * len(s.cache.sets)
+}
+
 // UseCache makes Answer use c for UDP queries answered with s. A cache
 // belongs to one Scratch.
 func (s *Scratch) UseCache(c *Cache) { s.cache = c }
@@ -170,11 +178,9 @@ func (c *Cache) get(gen uint64, q *wire.Query, question []byte, v uint32, out []
 	return c.getHashed(gen, q, question, v, h, out), h
 }
 
-// prefetchSet starts loading the set of hash h.
+// prefetchSet starts loading the set of hash h (two or three lines).
 func (c *Cache) prefetchSet(h uint64) {
-	p := unsafe.Pointer(&c.sets[c.setOf(h)])
-	prefetch.Line(p)
-	prefetch.Line(unsafe.Add(p, unsafe.Sizeof(cacheSet{})-1))
+	prefetch.Range(uintptr(unsafe.Pointer(&c.sets[c.setOf(h)])), unsafe.Sizeof(cacheSet{}))
 }
 
 // prefetchData starts loading the response stored for hash h, if there
@@ -187,9 +193,9 @@ func (c *Cache) prefetchData(gen uint64, h uint64) bool {
 	set := &c.sets[i]
 	for w := range set.slot {
 		if set.slot[w].hash == h {
-			p := unsafe.Pointer(&c.data[(ways*int(i)+w)*slotData])
-			prefetch.Line(p)
-			prefetch.Line(unsafe.Add(p, 64))
+			// The question and the response's start; the copy's
+			// sequential reads bring in the rest.
+			prefetch.Range(uintptr(unsafe.Pointer(&c.data[(ways*int(i)+w)*slotData])), 128)
 			return true
 		}
 	}

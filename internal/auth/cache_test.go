@@ -253,8 +253,8 @@ func TestCacheFourWays(t *testing.T) {
 	if got := held(); got != "11110" {
 		t.Fatalf("after two sightings of four names, held %s, want 11110", got)
 	}
-	// Many hits on all but the second, so the clock runs far (past 256
-	// ticks), then the fifth name twice: the second is the LRU victim.
+	// Many hits on all but the second, then the fifth name twice: the
+	// second is the LRU victim.
 	for i := 0; i < 300; i++ {
 		r.Answer(&s, pkts[[]int{0, 2, 3}[i%3]], out, false)
 	}

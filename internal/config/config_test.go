@@ -265,7 +265,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:  "negative response cache",
 			input: "[server]\nresponse-cache = -1\n",
-			want:  []string{"t.toml:2: server.response-cache: must be between 0 and 1048576, got -1"},
+			want:  []string{"t.toml:2: server.response-cache: must be between 0 and 131072, got -1"},
 		},
 		{
 			name:  "payload too small",

@@ -4,11 +4,15 @@
 // outside the runtime.
 package prefetch
 
-import "unsafe"
+// Line starts loading the cache line holding addr into all cache levels
+// and returns at once; unlike a load it never waits for the line, and it
+// never faults, so addr may be any address (an integer, not a pointer:
+// it may lie past the end of the object it was computed from).
+func Line(addr uintptr)
 
-// Line starts loading the cache line at p into all cache levels and
-// returns at once; unlike a load it never waits for the line, and it
-// never faults, so p may point anywhere.
-//
-//go:noescape
-func Line(p unsafe.Pointer)
+// Range starts loading every cache line of the n bytes at addr.
+func Range(addr uintptr, n uintptr) {
+	for a := addr &^ 63; a < addr+n; a += 64 {
+		Line(a)
+	}
+}

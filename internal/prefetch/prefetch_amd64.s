@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func Line(p unsafe.Pointer)
+// func Line(addr uintptr)
 TEXT ·Line(SB), NOSPLIT, $0-8
-	MOVQ p+0(FP), AX
+	MOVQ addr+0(FP), AX
 	PREFETCHT0 (AX)
 	RET

@@ -6,8 +6,9 @@
 // outside the runtime.
 package prefetch
 
-import "unsafe"
-
 // Line does nothing where there is no assembly version: the lookups then
 // take their cache misses one after another, which is only slower.
-func Line(p unsafe.Pointer) {}
+func Line(addr uintptr) {}
+
+// Range starts loading every cache line of the n bytes at addr.
+func Range(addr uintptr, n uintptr) {}

@@ -352,17 +352,17 @@ func TestColdBatches(t *testing.T) {
 	}
 }
 
-// TestResponseCacheConfig: workers get a response cache by default and
-// none with a negative size (without one, answering ahead always pays).
+// TestResponseCacheConfig: workers get a response cache of the default
+// size when none is given, of the size given (rounded up to a power of
+// two), and none with a negative size.
 func TestResponseCacheConfig(t *testing.T) {
-	for _, tc := range []struct {
-		size      int
-		wantAhead bool
-	}{{0, false}, {64, false}, {-1, true}} {
+	for _, tc := range []struct{ size, want int }{
+		{0, auth.DefaultCacheSize}, {64, 64}, {100, 128}, {-1, 0},
+	} {
 		s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, ResponseCache: tc.size})
 		s.Close()
-		if got := s.workers[0].scr.AheadPays(); got != tc.wantAhead {
-			t.Errorf("ResponseCache %d: AheadPays() = %v, want %v", tc.size, got, tc.wantAhead)
+		if got := s.workers[0].scr.CacheSize(); got != tc.want {
+			t.Errorf("ResponseCache %d: cache of %d responses, want %d", tc.size, got, tc.want)
 		}
 	}
 }

@@ -80,34 +80,33 @@ func (z *Zone) Ahead(a *Ahead, name []byte) {
 		return
 	}
 	a.slot = &z.index.slots[maphash.Bytes(z.index.seed, name)&z.index.mask]
-	prefetch.Line(unsafe.Pointer(a.slot))
+	prefetch.Line(uintptr(unsafe.Pointer(a.slot)))
 }
 
-// Step prefetches the next link: the node of the slot, then the node's
-// name, whose line also holds its small RRsets' wire form (in a signed
-// zone, with the two lines after it, for the signatures: see intern and
-// attachSigs), and its RRsets. A lookup that probes past its first slot
-// is left to Lookup.
+// Step prefetches the next link: the node of the slot (the lines of its
+// answer fields), then the node's name, whose line also holds its small
+// RRsets' wire form (in a signed zone, with the two lines after it, for
+// the signatures: see intern and attachSigs), and its RRsets. A lookup
+// that probes past its first slot is left to Lookup.
 func (a *Ahead) Step() {
 	switch {
 	case a.slot != nil:
 		a.node, a.slot = a.slot.node, nil
 		if a.node != nil {
-			prefetch.Line(unsafe.Pointer(a.node))
+			prefetch.Range(uintptr(unsafe.Pointer(a.node)), nodeHot)
 		}
 	case a.node != nil:
 		n := a.node
 		a.node = nil
 		if len(n.Name) > 0 {
-			p := unsafe.Pointer(&n.Name[0])
-			prefetch.Line(p)
+			size := uintptr(len(n.Name))
 			if a.signed {
-				prefetch.Line(unsafe.Add(p, 64))
-				prefetch.Line(unsafe.Add(p, 128))
+				size += 128
 			}
+			prefetch.Range(uintptr(unsafe.Pointer(&n.Name[0])), size)
 		}
 		if len(n.RRsets) > 0 {
-			prefetch.Line(unsafe.Pointer(&n.RRsets[0]))
+			prefetch.Range(uintptr(unsafe.Pointer(&n.RRsets[0])), unsafe.Sizeof(RRset{}))
 		}
 	}
 }
