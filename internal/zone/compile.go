@@ -130,7 +130,7 @@ type pos struct {
 type compiler struct {
 	z      *Zone
 	origin string
-	nodes  map[string]*Node
+	nodes  index // the zone's index, filled as names are met
 	list   []*Node // every node of nodes, for iterating without the map
 	nsec3  []*Node
 	n3map  map[string]*Node
@@ -179,7 +179,7 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 	c := &compiler{
 		z:      &Zone{},
 		origin: origin,
-		nodes:  make(map[string]*Node, sizeHint),
+		nodes:  newIndex(sizeHint),
 		list:   make([]*Node, 0, sizeHint),
 		buf:    make([]byte, 65535+512),
 		seen:   make(map[setID]map[string]bool),
@@ -238,13 +238,14 @@ func (c *compiler) node(owner []byte) *Node {
 	if n := c.lastNode; n != nil && string(n.Name) == string(owner) {
 		return n
 	}
-	if n, ok := c.nodes[bytesString(owner)]; ok {
+	n, h := c.nodes.find(owner)
+	if n != nil {
 		c.lastNode = n
 		return n
 	}
 	name := c.intern(owner)
-	n := c.newNode(name)
-	c.nodes[bytesString(name)] = n
+	n = c.newNode(name)
+	c.nodes.add(n, h)
 	c.list = append(c.list, n)
 	if c.z.Origin != nil && len(name) > len(c.z.Origin) {
 		// Siblings come together in zone files: the last parent
@@ -526,8 +527,9 @@ func (c *compiler) finish() (*Zone, error) {
 		return nil, errors.Join(errs...)
 	}
 	c.buildDNSSEC()
-	z.index = newIndex(c.list)
-	z.Names = len(c.list)
+	c.nodes.fit()
+	z.index = c.nodes
+	z.Names = c.nodes.count
 	return z, nil
 }
 
@@ -738,7 +740,7 @@ func (c *compiler) additional(s *RRset) {
 		var low [256]byte
 		copy(low[:], target)
 		wire.Lower(low[:len(target)], low[:len(target)])
-		t := c.nodes[bytesString(low[:len(target)])]
+		t := c.nodes.get(low[:len(target)])
 		if t == nil || (t.Get(dns.TypeA) == nil && t.Get(dns.TypeAAAA) == nil) {
 			return
 		}

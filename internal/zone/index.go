@@ -20,6 +20,7 @@ type index struct {
 	slots []indexSlot
 	mask  uint64
 	seed  maphash.Seed
+	count int
 }
 
 type indexSlot struct {
@@ -27,37 +28,75 @@ type indexSlot struct {
 	node *Node // nil: empty
 }
 
-// newIndex builds the index of nodes.
-func newIndex(nodes []*Node) index {
-	// A power of two at least twice the count: at most half full, so
-	// an absent name (the closest-encloser search asks for several)
-	// ends after a probe or two.
-	size := uint64(1) << bits.Len64(uint64(2*len(nodes)|1))
-	x := index{slots: make([]indexSlot, size), mask: size - 1, seed: maphash.MakeSeed()}
-	for _, n := range nodes {
-		h := maphash.Bytes(x.seed, n.Name)
-		i := h & x.mask
-		for x.slots[i].node != nil {
-			i = (i + 1) & x.mask
-		}
-		x.slots[i] = indexSlot{h, n}
-	}
+// newIndex returns an empty index with room for about hint names. The
+// compiler fills it as it meets names, and the zone keeps it.
+func newIndex(hint int) index {
+	x := index{seed: maphash.MakeSeed()}
+	x.resize(hint)
 	return x
+}
+
+// resize makes the table the smallest power of two at least twice n (and
+// at least 2), so that it is at most half full: an absent name (the
+// closest-encloser search asks for several) ends after a probe or two.
+// The stored hashes place the slots again without hashing a name.
+func (x *index) resize(n int) {
+	old := x.slots
+	size := uint64(1) << bits.Len64(uint64(max(2*n, 2)-1))
+	x.slots, x.mask = make([]indexSlot, size), size-1
+	for _, s := range old {
+		if s.node != nil {
+			x.place(s)
+		}
+	}
+}
+
+func (x *index) place(s indexSlot) {
+	i := s.hash & x.mask
+	for x.slots[i].node != nil {
+		i = (i + 1) & x.mask
+	}
+	x.slots[i] = s
+}
+
+// fit shrinks a table that the size hint made more than twice as large
+// as its names need.
+func (x *index) fit() {
+	if len(x.slots) > 4*max(x.count, 1) {
+		x.resize(x.count)
+	}
+}
+
+// add puts node n, whose name is not in the index yet and hashes to h
+// (from find), into it.
+func (x *index) add(n *Node, h uint64) {
+	if 2*(x.count+1) > len(x.slots) {
+		x.resize(len(x.slots)) // doubles it
+	}
+	x.place(indexSlot{h, n})
+	x.count++
 }
 
 // get returns the node named name, or nil.
 func (x *index) get(name []byte) *Node {
+	n, _ := x.find(name)
+	return n
+}
+
+// find returns the node named name, or nil, and the name's hash (0 in
+// the zero index, which finds nothing and takes nothing).
+func (x *index) find(name []byte) (*Node, uint64) {
 	if len(x.slots) == 0 {
-		return nil
+		return nil, 0
 	}
 	h := maphash.Bytes(x.seed, name)
 	for i := h & x.mask; ; i = (i + 1) & x.mask {
 		s := &x.slots[i]
 		if s.node == nil {
-			return nil
+			return nil, h
 		}
 		if s.hash == h && string(s.node.Name) == string(name) {
-			return s.node
+			return s.node, h
 		}
 	}
 }

@@ -3,6 +3,7 @@ package zone
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"testing"
 )
 
@@ -27,8 +28,12 @@ func TestIndex(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 2, 3, 4, 5, 63, 64, 65, 1000} {
 		nodes := testNodes(n + 50)
-		x := newIndex(nodes[:n])
-		if used := x.used(); used != n || len(x.slots) < 2*n {
+		x := newIndex(0)
+		for _, nd := range nodes[:n] {
+			_, h := x.find(nd.Name)
+			x.add(nd, h)
+		}
+		if used := x.used(); used != n || x.count != n || len(x.slots) < 2*n || len(x.slots) > max(4*n, 2) {
 			t.Fatalf("n=%d: %d slots used of %d", n, used, len(x.slots))
 		}
 		for _, nd := range nodes[:n] {
@@ -39,6 +44,22 @@ func TestIndex(t *testing.T) {
 		for _, nd := range nodes[n:] {
 			if got := x.get(nd.Name); got != nil {
 				t.Fatalf("n=%d: absent %q found %q", n, nd.Name, got.Name)
+			}
+		}
+		// A hint far above the count leaves a table that fit shrinks to
+		// the smallest that is at most half full, with every name found.
+		y := newIndex(64 * (n + 1))
+		for _, nd := range nodes[:n] {
+			_, h := y.find(nd.Name)
+			y.add(nd, h)
+		}
+		y.fit()
+		if want := max(uint64(1)<<bits.Len64(uint64(max(2*n, 2)-1)), 2); uint64(len(y.slots)) != want {
+			t.Fatalf("n=%d: %d slots after fit, want %d", n, len(y.slots), want)
+		}
+		for _, nd := range nodes[:n] {
+			if y.get(nd.Name) != nd {
+				t.Fatalf("n=%d: %q lost by fit", n, nd.Name)
 			}
 		}
 	}
