@@ -130,7 +130,7 @@ type pos struct {
 type compiler struct {
 	z      *Zone
 	origin string
-	nodes  index // the zone's index, filled as names are met
+	nodes  index   // the zone's index, filled as names are met
 	list   []*Node // every node of nodes, for iterating without the map
 	nsec3  []*Node
 	n3map  map[string]*Node
