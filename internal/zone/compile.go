@@ -131,7 +131,7 @@ type compiler struct {
 	z      *Zone
 	origin string
 	nodes  index   // the zone's index, filled as names are met
-	list   []*Node // every node of nodes, for iterating without the map
+	list   []*Node // every node, in the order met
 	nsec3  []*Node
 	n3map  map[string]*Node
 	files  []string
