@@ -22,7 +22,8 @@
 # OUTSTANDING (generator -q), NOIDLE (0/1, see below),
 # SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
 # GENS ("dnsperf ternperf"), TERNPERF_FLAGS (extra tern perf flags, e.g.
-# -spin), BIG (records in the big zone), BENCH_PORT_BASE,
+# -spin), SIZED (0/1: the sized echo floor, see below), BIG (records in the
+# big zone), BENCH_PORT_BASE,
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
 # addresses are ever used.
 
@@ -58,6 +59,12 @@ SERVER_CPU=0
 GEN_CPU=1
 OUTSTANDING=${OUTSTANDING:-100} # dnsperf -q: queries in flight
 TERNPERF_FLAGS=${TERNPERF_FLAGS:-} # e.g. -spin: see bench/README.md
+# SIZED=1: beside the echo floor, with tern perf, run "echosz", the same
+# echo padding its replies to the average size of Tern's answers in each
+# UDP workload (measured by a short tern perf run against Tern first), so
+# that the report also shows Tern against what the kernel costs for
+# answers of that size.
+SIZED=${SIZED:-1}
 # NOIDLE=1: during each load run keep both CPUs from going idle with a
 # SCHED_IDLE busy loop (it runs only when nothing else wants the CPU, and is
 # not part of any measured process). In a VM an idle vCPU halts and its
@@ -241,7 +248,7 @@ if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 fi
 
 # Ports: one per server, fixed offsets from PORT_BASE.
-declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5)
+declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5 [echosz]=6)
 for s in "${!PORT[@]}"; do
 	PORT[$s]=$((PORT_BASE + PORT[$s]))
 	if ss -Hlnu "sport = :${PORT[$s]}" | grep -q . || ss -Hlnt "sport = :${PORT[$s]}" | grep -q .; then
@@ -284,7 +291,7 @@ start_server() {
 	"start_$s" "$dir" "${PORT[$s]}" ${ZONESET[$phase]}
 	LIVE[$STARTED_PID]=1
 	local probe=(-name "${PROBE_NAME[$phase]}" -type SOA)
-	[[ $s == echo ]] && probe=(-echo -name . -type SOA)
+	[[ $s == echo* ]] && probe=(-echo -name . -type SOA)
 	if ! "$BT" probe -addr "127.0.0.1:${PORT[$s]}" "${probe[@]}" -pid "$STARTED_PID" -timeout 600s >/dev/null 2>"$dir/probe.err"; then
 		ms=$((($(date +%s%N) - t0) / 1000000))
 		loud "$s did not come up with zone set '$phase' after ${ms} ms: $(cat "$dir/probe.err"); last log lines: $(tail -3 "$dir/log" | tr '\n' ' ')"
@@ -304,7 +311,7 @@ start_server() {
 declare -A BROKEN=() # "server/workload" -> 1 when the check failed
 verify() {
 	local s=$1 w=$2 doflag=() out
-	[[ $s == echo ]] && return 0 # the floor echoes queries: nothing to check
+	[[ $s == echo* ]] && return 0 # the floor echoes queries: nothing to check
 	[[ ${W_FLAGS[$w]} == *-e* ]] && doflag=(-edns)
 	[[ ${W_FLAGS[$w]} == *-D* ]] && doflag=(-do)
 	if ! out=$("$BT" check -addr "127.0.0.1:${PORT[$s]}" -queries "$DATA/${W_QF[$w]}" -expect "${W_CHECK[$w]}" "${doflag[@]}" -n 20 2>&1); then
@@ -336,7 +343,7 @@ spin_stop() {
 one_run() {
 	local w=$1 g=$2 s=$3 c=$4 rep=$5 f cpu0 cpu1 t0 t1 row
 	local qf=$DATA/${W_QF[$w]} flags=${W_FLAGS[$w]} expect=${W_RC[$w]}
-	[[ $s == echo ]] && expect=NOERROR # echoed queries carry rcode 0
+	[[ $s == echo* ]] && expect=NOERROR # echoed queries carry rcode 0
 	f=$RUN/$w.$g.$s.c$c.r$rep.txt
 	local cmd=(dnsperf)
 	if [[ $g == ternperf ]]; then
@@ -378,9 +385,41 @@ one_run() {
 # supports SERVER GEN WORKLOAD: combinations that make no sense are skipped.
 supports() {
 	local s=$1 g=$2 w=$3 flags=${W_FLAGS[$3]}
-	[[ $flags == *tcp* && $s == echo ]] && return 1 # the floor is UDP only
+	[[ $flags == *tcp* && $s == echo* ]] && return 1 # the floor is UDP only
+	[[ $s == echosz && $g != ternperf ]] && return 1 # sized floor: tern perf only
 	[[ $flags == *tcp* && $g == ternperf && $TERNPERF_TCP == 0 ]] && return 1
 	[[ -n ${PID[$s]:-} && -z ${BROKEN[$s/$w]:-} ]]
+}
+
+# answer_size WORKLOAD: the average size of Tern's answers in WORKLOAD, from
+# a short tern perf run against it (empty if that fails).
+answer_size() {
+	local w=$1 flags=${W_FLAGS[$1]} out
+	[[ $flags == *-D* || $flags == *-e* ]] || flags+=" -e=false"
+	# shellcheck disable=SC2086 # flags are words
+	out=$(timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "${PORT[tern]}" \
+		-d "$DATA/${W_QF[$w]}" -l 1 -c 1 -q 10 $flags 2>&1) || true
+	sed -n 's/.*Average packet size: *request [0-9]*, response \([0-9]*\).*/\1/p' <<<"$out" | head -1
+}
+
+# echosz_start WORKLOAD SIZE / echosz_stop: the sized echo floor for one
+# workload's runs.
+echosz_start() {
+	local w=$1 dir=$RUN/$phase-echosz-$1
+	mkdir -p "$dir"
+	ECHO_SIZE=$2 start_echosz "$dir" "${PORT[echosz]}"
+	LIVE[$STARTED_PID]=1
+	if "$BT" probe -addr "127.0.0.1:${PORT[echosz]}" -echo -name . -type SOA -pid "$STARTED_PID" -timeout 10s >/dev/null 2>"$dir/probe.err"; then
+		PID[echosz]=$STARTED_PID
+		log "  echosz up on port ${PORT[echosz]} for $w, replies padded to $2 bytes"
+	else
+		loud "the sized echo floor did not come up for $w: $(cat "$dir/probe.err")"
+		stop_pid "$STARTED_PID"
+	fi
+}
+echosz_stop() {
+	[[ -n ${PID[echosz]:-} ]] && stop_pid "${PID[echosz]}"
+	unset "PID[echosz]"
 }
 
 # --- main -------------------------------------------------------------------
@@ -433,9 +472,18 @@ for phase in main big bigsigned; do
 
 	up=()
 	for s in $SERVERS; do [[ -n ${PID[$s]:-} ]] && up+=("$s"); done
+	declare -A SIZE=()
+	if ((SIZED)) && [[ -n ${PID[tern]:-} && -n ${PID[echo]:-} && " $phase_gens " == *" ternperf "* ]]; then
+		for w in "${ws[@]}"; do
+			[[ ${W_FLAGS[$w]} == *tcp* || -n ${BROKEN[tern/$w]:-} ]] && continue
+			SIZE[$w]=$(answer_size "$w")
+			[[ -n ${SIZE[$w]} ]] || unset "SIZE[$w]"
+		done
+	fi
 	rot=0
 	for rep in $(seq "$REPS"); do
 		for w in "${ws[@]}"; do
+			[[ -n ${SIZE[$w]:-} ]] && echosz_start "$w" "${SIZE[$w]}"
 			for c in $CLIENTS; do
 				for g in $phase_gens; do
 					# rotate the server order from one group of runs to the
@@ -447,8 +495,12 @@ for phase in main big bigsigned; do
 						supports "$s" "$g" "$w" || continue
 						one_run "$w" "$g" "$s" "$c" "$rep"
 					done
+					if supports echosz "$g" "$w"; then
+						one_run "$w" "$g" echosz "$c" "$rep"
+					fi
 				done
 			done
+			echosz_stop
 		done
 	done
 

@@ -168,3 +168,11 @@ start_echo() {
 	taskset -c "$SERVER_CPU" "$BIN/echo" 127.0.0.1 "$port" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
+
+# start_echosz: the echo floor padding every reply to ECHO_SIZE bytes, the
+# average size of Tern's answers in the workload being measured.
+start_echosz() {
+	local dir=$1 port=$2
+	taskset -c "$SERVER_CPU" "$BIN/echo" 127.0.0.1 "$port" "$ECHO_SIZE" >"$dir/log" 2>&1 &
+	STARTED_PID=$!
+}

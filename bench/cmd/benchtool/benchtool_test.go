@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,37 @@ func TestGenDeterministic(t *testing.T) {
 		if strings.Contains(string(ref), l) {
 			t.Errorf("nxdomain query %q names an existing TLD", l)
 		}
+	}
+}
+
+// TestReportFloors: the echo floors are never the best peer, and the
+// ratio table shows Tern against both: the plain echo and the sized one.
+func TestReportFloors(t *testing.T) {
+	dir := t.TempDir()
+	row := func(server string, qps, cpuUs float64) string {
+		return fmt.Sprintf("root-referral-do\tternperf\t%s\t8\t1\t%.0f\t1000000\tok\t%.0f\t%.0f\t%.0f\t0.000\t100.0\tNOERROR=%.0f\t-\t99\n",
+			server, cpuUs, qps, qps, qps, qps)
+	}
+	raw := rawHeader + "\n" +
+		row("tern", 500000, 900000) + // 1.8 µs per query
+		row("nsd", 250000, 900000) + // 3.6
+		row("echo", 650000, 900000) +
+		row("echosz", 600000, 900000)
+	srv := "phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n"
+	for name, text := range map[string]string{"raw.tsv": raw, "servers.tsv": srv} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := runReport([]string{"-raw", filepath.Join(dir, "raw.tsv"), "-servers", filepath.Join(dir, "servers.tsv"), "-out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "| root-referral-do | 2.00 (nsd) | 0.50 (nsd) | 0.77 | 1.30 | 0.83 |"
+	if !strings.Contains(string(md), want) {
+		t.Fatalf("results.md lacks the ratio row %q:\n%s", want, md)
 	}
 }
