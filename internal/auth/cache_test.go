@@ -118,6 +118,15 @@ func TestCacheMatchesUncached(t *testing.T) {
 	}
 }
 
+// cachedScratch returns a Scratch with a cache of the default size, the
+// cache, and a response buffer.
+func cachedScratch() (*Scratch, *Cache, []byte) {
+	var s Scratch
+	c := NewCache(DefaultCacheSize)
+	s.UseCache(c)
+	return &s, c, make([]byte, 0, BufferSize)
+}
+
 // cachedQuestion parses pkt into s and returns its question bytes.
 func cachedQuestion(s *Scratch, pkt []byte) []byte {
 	s.q.Parse(pkt)
@@ -156,16 +165,13 @@ func TestCachePublish(t *testing.T) {
 // one-off names never evicts what repeats.
 func TestCacheAdmission(t *testing.T) {
 	r := testResponder(t, Options{})
-	var s Scratch
-	c := NewCache(DefaultCacheSize)
-	s.UseCache(c)
-	out := make([]byte, 0, BufferSize)
+	s, c, out := cachedScratch()
 	pkt, _ := query("www.example.test.", dns.TypeA).Pack()
-	r.Answer(&s, pkt, out, false)
+	r.Answer(s, pkt, out, false)
 	if n := c.used(); n != 0 {
 		t.Fatalf("%d slots used after one sighting, want 0", n)
 	}
-	r.Answer(&s, pkt, out, false)
+	r.Answer(s, pkt, out, false)
 	if stored := c.used(); stored != 1 {
 		t.Fatalf("%d slots used after the second sighting, want 1", stored)
 	}
@@ -217,10 +223,7 @@ func (c *Cache) holds(r *Responder, pkt []byte) bool {
 // least recently.
 func TestCacheFourWays(t *testing.T) {
 	r := testResponder(t, Options{})
-	var s Scratch
-	c := NewCache(DefaultCacheSize)
-	s.UseCache(c)
-	out := make([]byte, 0, BufferSize)
+	s, c, out := cachedScratch()
 	// Find five names of one set (the seed is random, so search).
 	var pkts [][]byte
 	bySet := map[uint64][][]byte{}
@@ -247,7 +250,7 @@ func TestCacheFourWays(t *testing.T) {
 	}
 	for round := 0; round < 2; round++ {
 		for _, p := range pkts[:ways] {
-			r.Answer(&s, p, out, false)
+			r.Answer(s, p, out, false)
 		}
 	}
 	if got := held(); got != "11110" {
@@ -256,10 +259,10 @@ func TestCacheFourWays(t *testing.T) {
 	// Many hits on all but the second, then the fifth name twice: the
 	// second is the LRU victim.
 	for i := 0; i < 300; i++ {
-		r.Answer(&s, pkts[[]int{0, 2, 3}[i%3]], out, false)
+		r.Answer(s, pkts[[]int{0, 2, 3}[i%3]], out, false)
 	}
-	r.Answer(&s, pkts[ways], out, false)
-	r.Answer(&s, pkts[ways], out, false)
+	r.Answer(s, pkts[ways], out, false)
+	r.Answer(s, pkts[ways], out, false)
 	if got := held(); got != "10111" {
 		t.Fatalf("after hits on names 1, 3, 4 and two sightings of the fifth, held %s, want 10111", got)
 	}
@@ -277,16 +280,13 @@ func TestCacheLargeAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(zone.NewSet(z), Options{})
-	var s Scratch
-	c := NewCache(DefaultCacheSize)
-	s.UseCache(c)
-	out := make([]byte, 0, BufferSize)
+	s, c, out := cachedScratch()
 	m := query("big.example.test.", dns.TypeTXT)
 	m.SetEdns0(1232, false)
 	pkt, _ := m.Pack()
 	var resp []byte
 	for i := 0; i < 2; i++ {
-		resp = r.Answer(&s, pkt, out, false)
+		resp = r.Answer(s, pkt, out, false)
 	}
 	if len(resp) <= 1024 || len(resp) > 1232 {
 		t.Fatalf("test answer is %d bytes, want 1025-1232", len(resp))
