@@ -12,7 +12,7 @@ func Line(addr uintptr)
 
 // Range starts loading every cache line of the n bytes at addr.
 func Range(addr uintptr, n uintptr) {
-	for a := addr &^ 63; a < addr+n; a += 64 {
+	for a, end := lines(addr, n); a < end; a += lineSize {
 		Line(a)
 	}
 }

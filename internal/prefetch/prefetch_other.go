@@ -11,4 +11,8 @@ package prefetch
 func Line(addr uintptr) {}
 
 // Range starts loading every cache line of the n bytes at addr.
-func Range(addr uintptr, n uintptr) {}
+func Range(addr uintptr, n uintptr) {
+	for a, end := lines(addr, n); a < end; a += lineSize {
+		Line(a)
+	}
+}
