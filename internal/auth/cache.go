@@ -76,6 +76,16 @@ type cacheSet struct {
 	seenNext uint8 // the seen entry the next miss overwrites
 }
 
+// way returns the slot of set holding hash h, or -1.
+func (set *cacheSet) way(h uint64) int {
+	for w := range set.slot {
+		if set.slot[w].hash == h {
+			return w
+		}
+	}
+	return -1
+}
+
 type cacheSlot struct {
 	hash    uint64 // of the stored key; 0: empty
 	variant uint32
@@ -191,15 +201,14 @@ func (c *Cache) prefetchData(gen uint64, h uint64) bool {
 	}
 	i := c.setOf(h)
 	set := &c.sets[i]
-	for w := range set.slot {
-		if set.slot[w].hash == h {
-			// The question and the response's start; the copy's
-			// sequential reads bring in the rest.
-			prefetch.Range(uintptr(unsafe.Pointer(&c.data[(ways*int(i)+w)*slotData])), 128)
-			return true
-		}
+	w := set.way(h)
+	if w < 0 {
+		return false
 	}
-	return false
+	// The question and the response's start; the copy's sequential
+	// reads bring in the rest.
+	prefetch.Range(uintptr(unsafe.Pointer(&c.data[(ways*int(i)+w)*slotData])), 128)
+	return true
 }
 
 // getHashed is get for a key whose hash h is known.
@@ -211,11 +220,8 @@ func (c *Cache) getHashed(gen uint64, q *wire.Query, question []byte, v uint32, 
 	}
 	i := c.setOf(h)
 	set := &c.sets[i]
-	w := 0
-	for w < ways && set.slot[w].hash != h {
-		w++
-	}
-	if w == ways {
+	w := set.way(h)
+	if w < 0 {
 		return nil
 	}
 	sl := &set.slot[w]

@@ -210,12 +210,7 @@ func (c *Cache) holds(r *Responder, pkt []byte) bool {
 	var s Scratch
 	question := cachedQuestion(&s, pkt)
 	h := c.hash(question, variant(&s.q, r.udpLimit(&s.q)))
-	for _, sl := range c.sets[c.setOf(h)].slot {
-		if sl.hash == h {
-			return true
-		}
-	}
-	return false
+	return c.sets[c.setOf(h)].way(h) >= 0
 }
 
 // TestCacheFourWays: four repeating questions that share a set all stay
