@@ -20,7 +20,7 @@ import (
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
-	"github.com/tern-dns/tern/internal/zones"
+	"github.com/tern-dns/tern/internal/zonedb"
 )
 
 //go:embed demo.zone
@@ -124,7 +124,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Logger:       log,
 	}, resp)
 	demo := len(cfg.Zones) == 0
-	var mgr *zones.Manager
+	var mgr *zonedb.Manager
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
 		if err != nil {
@@ -133,7 +133,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		resp.Publish(zone.NewSet(z))
 	} else {
-		mgr = zones.New(cfg.Zones, resp.Publish, log, nil)
+		mgr = zonedb.New(cfg.Zones, resp.Publish, log, nil)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
 		// time; the memory goes back right after (FreeOSMemory below).
@@ -239,7 +239,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		if err := zones.Check(cfg.Zones); err != nil {
+		if err := zonedb.Check(cfg.Zones); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}

@@ -1,9 +1,9 @@
-// Package zones keeps the set of zones a server answers from: it loads
+// Package zonedb keeps the set of zones a server answers from: it loads
 // them as the configuration says, signs those that have a signing policy
 // and keeps their signatures and keys fresh, reloads on request, and
 // publishes every new set whole. A load or reload that fails publishes
 // nothing, so the zones already served stay served.
-package zones
+package zonedb
 
 import (
 	"bufio"
