@@ -1,0 +1,68 @@
+package zone
+
+// Arenas and slabs the compiler allocates nodes, RRsets and wire form
+// from: few large allocations instead of one per record.
+
+// intern copies a wire name into the arena of small RRsets' wire form
+// (see appendWire): a zone file gives a name's records right after it, so
+// the name and its records' wire form share a cache line, and an answer
+// from a large zone compares the one and copies the other for one miss.
+func (c *compiler) intern(name []byte) []byte {
+	return append(carve(&c.wires, len(name)), name...)
+}
+
+// newNode allocates a node from a slab: a million nodes are a few hundred
+// allocations instead of a million.
+func (c *compiler) newNode(name []byte) *Node {
+	if len(c.nodeSlab) == cap(c.nodeSlab) {
+		c.nodeSlab = make([]Node, 0, 1024)
+	}
+	c.nodeSlab = append(c.nodeSlab, Node{Name: name})
+	return &c.nodeSlab[len(c.nodeSlab)-1]
+}
+
+// appendSet appends an RRset to a node's list: in place when the list
+// is the set slab's last (the node's records came together), else by
+// copying it to the slab's end.
+func (c *compiler) appendSet(l []RRset, s RRset) []RRset {
+	end := len(c.setSlab)
+	if len(l) > 0 && end > 0 && end < cap(c.setSlab) && &c.setSlab[end-1] == &l[len(l)-1] {
+		c.setSlab = append(c.setSlab, s)
+		return c.setSlab[end-len(l) : end+1 : end+1]
+	}
+	if cap(c.setSlab)-end < len(l)+1 {
+		c.setSlab = make([]RRset, 0, max(1024, len(l)+1))
+		end = 0
+	}
+	c.setSlab = append(c.setSlab, l...)
+	c.setSlab = append(c.setSlab, s)
+	return c.setSlab[end:len(c.setSlab):len(c.setSlab)]
+}
+
+// appendWire appends a record's tail to a set's wire form. Small sets
+// live in an arena of pointer-free memory the collector never scans; a
+// set that is the arena's last grows in place, which is the common case
+// of an RRset's records written one after another.
+func (c *compiler) appendWire(w, tail []byte) []byte {
+	const maxArenaSet = 2 << 10
+	if len(w)+len(tail) > maxArenaSet {
+		return append(w, tail...)
+	}
+	end := len(c.wires)
+	if len(w) > 0 && end >= len(w) && cap(c.wires)-end >= len(tail) && &c.wires[end-1] == &w[len(w)-1] {
+		c.wires = append(c.wires, tail...)
+		return c.wires[end-len(w) : len(c.wires) : len(c.wires)]
+	}
+	return append(append(carve(&c.wires, len(w)+len(tail)), w...), tail...)
+}
+
+// carve takes an empty slice with capacity n from the end of a byte
+// arena, starting a new 256 KiB chunk when the current one is too full.
+func carve(arena *[]byte, n int) []byte {
+	if cap(*arena)-len(*arena) < n {
+		*arena = make([]byte, 0, max(256<<10, n))
+	}
+	at := len(*arena)
+	*arena = (*arena)[:at+n]
+	return (*arena)[at : at : at+n]
+}

@@ -1,0 +1,92 @@
+package zone
+
+// Load-time checks (RFC 1034, RFC 2181, RFC 6672) and how their
+// problems are collected.
+
+import (
+	"fmt"
+
+	"github.com/miekg/dns"
+)
+
+// maxErrors bounds how many problems one compile reports.
+const maxErrors = 100
+
+// posError is an error with its position, for sorting.
+type posError struct {
+	p   pos
+	err error
+}
+
+func (c *compiler) errorf(p *pos, format string, args ...any) {
+	if len(c.errs) > maxErrors {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if p != nil {
+		c.errs = append(c.errs, posError{*p, fmt.Errorf("%s: %s", c.position(*p), msg)})
+	} else {
+		c.errs = append(c.errs, posError{pos{}, fmt.Errorf("zone %s: %s", c.origin, msg)})
+	}
+}
+
+// setPos returns the position of the first record of n's set of type t.
+func setPos(n *Node, t uint16) *pos {
+	if s := n.Get(t); s != nil {
+		return &pos{s.file, s.line}
+	}
+	return nil
+}
+
+// check applies the per-name rules of RFC 1034 and RFC 2181.
+func (c *compiler) check(n *Node) {
+	if cname := n.CNAME(); cname != nil {
+		// RFC 1034 §3.6.2, RFC 2181 §10.1: a CNAME has no other data,
+		// except the DNSSEC records about it (RFC 4035 §2.5).
+		for _, s := range n.RRsets {
+			switch s.Type {
+			case dns.TypeCNAME, dns.TypeRRSIG, dns.TypeNSEC:
+			default:
+				c.errorf(setPos(n, s.Type), "%s record beside a CNAME at %s (RFC 1034 §3.6.2)",
+					dns.TypeToString[s.Type], name(n))
+			}
+		}
+		if cname.Count > 1 {
+			c.errorf(setPos(n, dns.TypeCNAME), "more than one CNAME record at %s (RFC 2181 §10.1)", name(n))
+		}
+		if n.Flags&Apex != 0 {
+			c.errorf(setPos(n, dns.TypeCNAME), "CNAME record at the zone apex")
+		}
+	}
+	if soa := n.Get(dns.TypeSOA); soa != nil && n.Flags&Apex == 0 {
+		c.errorf(setPos(n, dns.TypeSOA), "SOA record at %s, not at the apex %s", name(n), c.origin)
+	}
+	if d := n.DNAME(); d != nil && d.Count > 1 {
+		c.errorf(setPos(n, dns.TypeDNAME), "more than one DNAME record at %s (RFC 6672 §2.4)", name(n))
+	}
+	if n.Cut != nil && n.Cut.Flags&Delegation == 0 && len(n.RRsets) > 0 {
+		// RFC 6672 §2.4: "Resource records MUST NOT exist at any
+		// subdomain of the owner of a DNAME RR."
+		c.errorf(setPos(n, n.RRsets[0].Type), "%s record at %s below the DNAME at %s (RFC 6672 §2.4)",
+			dns.TypeToString[n.RRsets[0].Type], name(n), name(n.Cut))
+	}
+	if n.Cut != nil && n.Cut.Flags&Delegation != 0 {
+		// RFC 1034 §4.2.1: below a cut only glue (addresses) may appear.
+		for _, s := range n.RRsets {
+			if s.Type != dns.TypeA && s.Type != dns.TypeAAAA {
+				c.errorf(setPos(n, s.Type), "%s record at %s below the delegation %s (only glue allowed)",
+					dns.TypeToString[s.Type], name(n), name(n.Cut))
+			}
+		}
+	}
+	if n.Flags&Delegation != 0 {
+		for _, s := range n.RRsets {
+			switch s.Type {
+			case dns.TypeNS, dns.TypeDS, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeA, dns.TypeAAAA:
+			default:
+				c.errorf(setPos(n, s.Type), "%s record at the delegation %s (RFC 1034 §4.2.1: not authoritative)",
+					dns.TypeToString[s.Type], name(n))
+			}
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package zone
+
+// Reading a zone: the entry points, which try the fast reader (fast.go)
+// and fall back to miekg/dns's parser (parse.go), feeding the compiler.
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/miekg/dns"
+)
+
+// Load parses and compiles a zone file. Records are compiled as they are
+// parsed, so a large zone never exists twice in memory.
+func Load(path, origin string) (*Zone, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: %w", dns.Fqdn(origin), err)
+	}
+	defer f.Close()
+	hint := 0
+	if st, err := f.Stat(); err == nil {
+		// About one name per 24 bytes of zone file, at most a million (a
+		// signed zone has several long records per name: the cap keeps
+		// a wrong guess from reserving gigabytes): presizing the name
+		// map saves rehashing it over and over as it grows.
+		hint = int(min(st.Size()/24, 1<<20))
+	}
+	return read(f, path, origin, hint)
+}
+
+// Read parses and compiles zone data from r; name is used in messages
+// and to resolve relative $INCLUDE paths.
+func Read(r io.Reader, name, origin string) (*Zone, error) {
+	return read(r, name, origin, 0)
+}
+
+func read(r io.Reader, name, origin string, hint int) (*Zone, error) {
+	// The fast reader first, when the input can be read again should it
+	// decline (see fast.go).
+	if rs, ok := r.(io.ReadSeeker); ok {
+		if at, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			z, err := readFast(rs, name, origin, hint)
+			if err == nil {
+				return z, nil
+			}
+			if _, err := rs.Seek(at, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("zone %s: %w", dns.Fqdn(origin), err)
+			}
+		}
+	}
+	return readFull(r, name, origin, hint)
+}
+
+// readFull reads a zone with miekg/dns's parser.
+func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
+	c, err := newCompiler(origin, hint)
+	if err != nil {
+		return nil, err
+	}
+	// Parsing (miekg/dns) and compiling each take about half the time of
+	// a load: run them on two cores, handing records over in batches.
+	type batch []Record
+	const batchSize = 1024
+	full := make(chan batch, 8)
+	free := make(chan batch, 8)
+	perr := make(chan error, 1)
+	go func() {
+		b := make(batch, 0, batchSize)
+		err := ParseFunc(r, name, origin, func(rr dns.RR, file string, line int) {
+			b = append(b, Record{RR: rr, File: file, Line: line})
+			if len(b) == batchSize {
+				full <- b
+				select {
+				case b = <-free:
+					b = b[:0]
+				default:
+					b = make(batch, 0, batchSize)
+				}
+			}
+		})
+		if len(b) > 0 {
+			full <- b
+		}
+		close(full)
+		perr <- err
+	}()
+	for b := range full {
+		for i := range b {
+			c.add(b[i].RR, b[i].File, b[i].Line)
+			b[i] = Record{}
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	if err := <-perr; err != nil {
+		return nil, err
+	}
+	return c.finish()
+}
