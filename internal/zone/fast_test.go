@@ -99,7 +99,7 @@ func TestFastReaderMatchesFull(t *testing.T) {
 		{"../difftest/testdata/gen.test.zone", "gen.test.", false},
 		{"../difftest/testdata/big.test.zone", "big.test.", false},
 		{"../difftest/testdata/root.zone", ".", true},
-		{"../zones/testdata/auto.test.zone", "auto.test.", false},
+		{"../zonedb/testdata/auto.test.zone", "auto.test.", false},
 		{"../../../shared/data/root.zone", ".", true},
 	}
 	for _, c := range cases {
