@@ -27,7 +27,6 @@ const (
 	maxResponseCache         = 1 << 17
 	defaultTCPIdleTimeout    = 10 * time.Second
 	defaultTCPMaxConnections = 1024
-	defaultTCPMaxQueries     = 100
 	defaultLogLevel          = "info"
 	defaultVersion           = "Tern"
 	// fallbackID is used for id.server. when the host name cannot be
@@ -69,8 +68,6 @@ type Server struct {
 	TCPIdleTimeout Duration `toml:"tcp-idle-timeout"`
 	// TCPMaxConnections bounds concurrent TCP connections. Default 1024.
 	TCPMaxConnections int `toml:"tcp-max-connections"`
-	// TCPMaxQueries bounds queries in flight per TCP connection. Default 100.
-	TCPMaxQueries int `toml:"tcp-max-pipelined"`
 	// LogLevel is one of debug, info, warn, error. Default info.
 	LogLevel string `toml:"log-level"`
 }
@@ -180,7 +177,6 @@ func Default() *Config {
 			ResponseCache:     defaultResponseCache,
 			TCPIdleTimeout:    Duration{defaultTCPIdleTimeout},
 			TCPMaxConnections: defaultTCPMaxConnections,
-			TCPMaxQueries:     defaultTCPMaxQueries,
 			LogLevel:          defaultLogLevel,
 		},
 		Identity: Identity{
@@ -236,6 +232,12 @@ func Parse(path string, data []byte) (*Config, error) {
 	return c, nil
 }
 
+// removedKeys are keys earlier versions accepted, with why they went, so
+// that an old config gets told what to do rather than "unknown key".
+var removedKeys = map[string]string{
+	"server.tcp-max-pipelined": "Tern answers each TCP query as it reads it, so one query per connection is in flight at any time",
+}
+
 // decodeError turns go-toml errors into "path:line:col: message" errors,
 // one per unknown key.
 func decodeError(path string, data []byte, err error) error {
@@ -245,7 +247,12 @@ func decodeError(path string, data []byte, err error) error {
 		for i := range strict.Errors {
 			e := &strict.Errors[i]
 			line, col := e.Position()
-			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %s", path, line, col, strings.Join(e.Key(), ".")))
+			key := strings.Join(e.Key(), ".")
+			if why, ok := removedKeys[key]; ok {
+				errs = append(errs, fmt.Errorf("%s:%d:%d: %s was removed: %s; delete the line", path, line, col, key, why))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %s", path, line, col, key))
 		}
 		return errors.Join(errs...)
 	}

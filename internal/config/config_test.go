@@ -17,7 +17,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Listen = %v, want [127.0.0.1:5300]", got)
 	}
 	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.ResponseCache != 8192 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
-		c.Server.TCPMaxConnections != 1024 || c.Server.TCPMaxQueries != 100 || c.Server.LogLevel != "info" {
+		c.Server.TCPMaxConnections != 1024 || c.Server.LogLevel != "info" {
 		t.Errorf("server defaults wrong: %+v", c.Server)
 	}
 	if !c.ChaosEnabled() || c.Identity.Version != "Tern" || c.Identity.ID == "" || c.Identity.NSID != "" {
@@ -68,13 +68,12 @@ workers = 4
 udp-payload = 4096
 tcp-idle-timeout = "1m30s"
 tcp-max-connections = 1
-tcp-max-pipelined = 1
 log-level = "debug"
 `,
 			check: func(t *testing.T, c *Config) {
 				s := c.Server
 				if len(s.Listen) != 3 || s.Listen[1] != "[::]:53" || s.Workers != 4 || s.UDPPayload != 4096 ||
-					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPMaxQueries != 1 || s.LogLevel != "debug" {
+					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.LogLevel != "debug" {
 					t.Errorf("server = %+v", s)
 				}
 			},
@@ -288,9 +287,9 @@ func TestParseErrors(t *testing.T) {
 			want:  []string{"t.toml:2: server.tcp-max-connections: must be >= 1, got 0"},
 		},
 		{
-			name:  "max pipelined zero",
-			input: "[server]\ntcp-max-pipelined = 0\n",
-			want:  []string{"t.toml:2: server.tcp-max-pipelined: must be >= 1, got 0"},
+			name:  "removed key",
+			input: "[server]\ntcp-max-pipelined = 100\n",
+			want:  []string{"t.toml:2:1: server.tcp-max-pipelined was removed: Tern answers each TCP query as it reads it"},
 		},
 		{
 			name:  "bad log level",
@@ -454,7 +453,7 @@ func TestExampleConfig(t *testing.T) {
 	cs, ds := c.Server, d.Server
 	cs.Listen, ds.Listen = nil, nil
 	if cs.Workers != ds.Workers || cs.UDPPayload != ds.UDPPayload || cs.TCPIdleTimeout != ds.TCPIdleTimeout ||
-		cs.TCPMaxConnections != ds.TCPMaxConnections || cs.TCPMaxQueries != ds.TCPMaxQueries || cs.LogLevel != ds.LogLevel {
+		cs.TCPMaxConnections != ds.TCPMaxConnections || cs.LogLevel != ds.LogLevel {
 		t.Errorf("server = %+v, default %+v", cs, ds)
 	}
 	if c.ChaosEnabled() != d.ChaosEnabled() || c.Identity.ID != d.Identity.ID || c.Identity.Version != d.Identity.Version || c.Identity.NSID != d.Identity.NSID {
