@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tern-dns/tern/internal/dnssec"
+	"github.com/tern-dns/tern/internal/zone"
 )
 
 const zoneUsage = `usage: tern zone <command> [arguments]
@@ -146,11 +146,12 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		debug.SetGCPercent(200)
 	}
 	start := time.Now()
-	rrs, err := readZone(pos[0], originName)
+	recs, err := zone.LoadRecords(pos[0], originName)
 	if err != nil {
 		fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
 		return 1
 	}
+	rrs := zone.RRs(recs)
 	keys, created, err := signingKeys(*keyDir, originName, alg, uint32(*dnskeyTTL), now)
 	if err != nil {
 		fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
@@ -260,24 +261,6 @@ func writeRecords(w io.Writer, rrs []dns.RR, workers int) error {
 		}
 	}
 	return nil
-}
-
-// readZone parses a master file with miekg/dns's zone parser.
-func readZone(path, origin string) ([]dns.RR, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read zone: %w", err)
-	}
-	defer f.Close()
-	zp := dns.NewZoneParser(bufio.NewReaderSize(f, 1<<20), origin, path)
-	var rrs []dns.RR
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		rrs = append(rrs, rr)
-	}
-	if err := zp.Err(); err != nil {
-		return nil, fmt.Errorf("read zone %s: %w", path, err)
-	}
-	return rrs, nil
 }
 
 // parseTime accepts YYYYMMDDHHMMSS (the RRSIG presentation format, RFC 4034

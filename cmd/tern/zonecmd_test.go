@@ -156,3 +156,53 @@ func TestZoneSignManagedDir(t *testing.T) {
 		t.Error("managed KSK has no CDS in the signed zone")
 	}
 }
+
+// TestZoneSignReadsAsServe: 'tern zone sign' reads a zone file as 'tern
+// serve' and 'tern check' do: $GENERATE records take the $TTL in force
+// (miekg/dns alone gives them 3600), and a relative $INCLUDE is followed.
+func TestZoneSignReadsAsServe(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       []string // owners that must be in the output with TTL 300
+	}{
+		{"generate", cliZone + "$GENERATE 1-3 host$ A 192.0.2.$\n",
+			[]string{"host1.example.org.", "host2.example.org.", "host3.example.org."}},
+		{"include", cliZone + "$INCLUDE extra.inc\n", []string{"included.example.org."}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			zf := filepath.Join(dir, "example.org.zone")
+			if err := os.WriteFile(zf, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "extra.inc"), []byte("included TXT \"from the include\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// What the server loads is the reference.
+			var chk, chkErr bytes.Buffer
+			if code := run(context.Background(), []string{"check", "zone", zf, "--origin", "example.org"}, &chk, &chkErr); code != 0 {
+				t.Fatalf("tern check: exit %d: %s%s", code, chk.String(), chkErr.String())
+			}
+			var out, errb bytes.Buffer
+			args := []string{"sign", zf, "--origin", "example.org", "--key-dir", filepath.Join(dir, "keys")}
+			if code := runZone(context.Background(), args, &out, &errb); code != 0 {
+				t.Fatalf("tern zone sign: exit %d: %s", code, errb.String())
+			}
+			got := map[string]uint32{}
+			zp := dns.NewZoneParser(strings.NewReader(out.String()), "", "")
+			for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+				if t := rr.Header().Rrtype; t == dns.TypeA || t == dns.TypeTXT {
+					got[rr.Header().Name] = rr.Header().Ttl
+				}
+			}
+			if err := zp.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range c.want {
+				if ttl, ok := got[name]; !ok || ttl != 300 {
+					t.Errorf("%s: in the output %v, TTL %d; want TTL 300 (the $TTL)", name, ok, ttl)
+				}
+			}
+		})
+	}
+}

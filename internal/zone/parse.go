@@ -258,3 +258,12 @@ func parseTTL(s string) (uint32, bool) {
 	}
 	return uint32(total + n), true
 }
+
+// RRs returns the records without their positions, as the signers take them.
+func RRs(recs []Record) []dns.RR {
+	rrs := make([]dns.RR, len(recs))
+	for i := range recs {
+		rrs[i] = recs[i].RR
+	}
+	return rrs
+}

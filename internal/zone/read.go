@@ -101,3 +101,19 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 	}
 	return c.finish()
 }
+
+// LoadRecords reads a zone file with the reader Load uses and checks it
+// by the same rules, but returns its records rather than a compiled zone:
+// the signers ('tern zone sign', the server's automatic signing) work on
+// records. A zone Load refuses is refused here too, with the same
+// file:line messages, so that every command reads a zone file alike.
+func LoadRecords(path, origin string) ([]Record, error) {
+	recs, err := ParseFile(path, origin)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Compile(origin, recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}

@@ -6,7 +6,6 @@
 package zonedb
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -106,13 +105,10 @@ func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) 
 	if zc.Signing == nil {
 		return zone.Load(zc.File, zc.Origin)
 	}
-	recs, err := zone.ParseFile(zc.File, zc.Origin)
-	if err != nil {
-		return nil, err
-	}
 	// The unsigned zone is checked first so that problems are reported
 	// with the zone file's lines.
-	if _, err := zone.Compile(zc.Origin, recs); err != nil {
+	recs, err := zone.LoadRecords(zc.File, zc.Origin)
+	if err != nil {
 		return nil, err
 	}
 	rrs := make([]dns.RR, 0, len(recs))
@@ -170,8 +166,8 @@ func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
 	}
 	// The last signed copy lets a restart keep every signature that is
 	// still fresh instead of signing the whole zone again.
-	if prev, err := readZone(signedPath(zc), zc.Origin); err == nil {
-		signer.SetPrevious(prev)
+	if prev, err := zone.ParseFile(signedPath(zc), zc.Origin); err == nil {
+		signer.SetPrevious(zone.RRs(prev))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		m.log.Warn("ignoring the last signed copy", "zone", zc.Origin, "err", err)
 	}
@@ -284,18 +280,4 @@ func Check(zs []config.Zone) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func readZone(path, origin string) ([]dns.RR, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zp := dns.NewZoneParser(bufio.NewReader(f), origin, path)
-	var out []dns.RR
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		out = append(out, rr)
-	}
-	return out, zp.Err()
 }
