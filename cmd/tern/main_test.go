@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/auth"
 )
 
 func runT(args ...string) (int, string, string) {
@@ -118,13 +120,18 @@ func TestServeBadZoneFails(t *testing.T) {
 	}
 }
 
-// TestResponseCacheMapping: server.response-cache's 0 (off) becomes the
-// server's negative size; other sizes pass through (the server's 0 would
-// mean its default).
-func TestResponseCacheMapping(t *testing.T) {
-	for _, tc := range []struct{ in, want int }{{0, -1}, {1, 1}, {8192, 8192}} {
-		if got := responseCache(tc.in); got != tc.want {
-			t.Errorf("responseCache(%d) = %d, want %d", tc.in, got, tc.want)
+// TestHandlerCache: server.response-cache sizes each UDP worker's cache
+// (0: none, other sizes rounded up to a power of two); TCP workers have
+// none.
+func TestHandlerCache(t *testing.T) {
+	resp := auth.New(nil, auth.Options{})
+	for _, tc := range []struct{ size, udp int }{{0, 0}, {1, 4}, {100, 128}, {8192, 8192}} {
+		h := handler(resp, tc.size)
+		if got := h.NewWorker(false).(*auth.Worker).CacheSize(); got != tc.udp {
+			t.Errorf("response-cache %d: UDP worker caches %d, want %d", tc.size, got, tc.udp)
+		}
+		if got := h.NewWorker(true).(*auth.Worker).CacheSize(); got != 0 {
+			t.Errorf("response-cache %d: TCP worker caches %d, want 0", tc.size, got)
 		}
 	}
 }

@@ -115,14 +115,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv := server.New(server.Config{
 		Listen:            cfg.Server.Listen,
 		Workers:           cfg.Server.Workers,
-		ResponseCache:     responseCache(cfg.Server.ResponseCache),
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
 		UDPPoller:         *poller,
 		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
 		DontFragment: cfg.Server.UDPPayload <= 1400,
 		Logger:       log,
-	}, resp)
+	}, handler(resp, cfg.Server.ResponseCache))
 	demo := len(cfg.Zones) == 0
 	var mgr *zonedb.Manager
 	if demo {
@@ -267,11 +266,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// responseCache maps server.response-cache, where 0 turns the cache off,
-// to server.Config's, where 0 is the default and a negative size is off.
-func responseCache(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
+// handler serves resp on the server's sockets: each UDP worker with a
+// response cache of cacheSize responses (server.response-cache; 0: none).
+func handler(resp *auth.Responder, cacheSize int) server.Handler {
+	return server.HandlerFunc(func(tcp bool) server.Worker {
+		return resp.NewWorker(tcp, cacheSize)
+	})
 }

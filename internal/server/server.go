@@ -1,7 +1,7 @@
 // Package server runs the sockets: per-worker SO_REUSEPORT UDP sockets
 // with batched recvmmsg/sendmmsg, and TCP with RFC 7766 framing,
-// pipelining, idle timeouts and a connection limit. Answers come from an
-// auth.Responder.
+// pipelining, idle timeouts and a connection limit. Answers come from a
+// Handler's Workers.
 package server
 
 import (
@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tern-dns/tern/internal/auth"
 )
 
 // Config is what the server needs to know about its sockets.
@@ -33,10 +31,6 @@ type Config struct {
 	// Workers is the number of UDP sockets and goroutines per address; 0
 	// means one per CPU.
 	Workers int
-	// ResponseCache is the size of each UDP worker's response cache
-	// (auth.Cache), in responses; 0 means auth.DefaultCacheSize, and a
-	// negative size no cache.
-	ResponseCache int
 	// TCPIdleTimeout closes TCP connections idle this long (RFC 7766 §6.2.3).
 	TCPIdleTimeout time.Duration
 	// TCPMaxConnections bounds concurrent TCP connections; more are
@@ -56,10 +50,10 @@ type Config struct {
 
 // Server serves DNS over UDP and TCP.
 type Server struct {
-	cfg  Config
-	resp *auth.Responder
-	log  *slog.Logger
-	udp  []*net.UDPConn // the sockets of netpoller workers (UDPPoller)
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	udp     []*net.UDPConn // the sockets of netpoller workers (UDPPoller)
 	// workers are the UDP workers; the blocking ones own their sockets'
 	// descriptors and close them when they stop.
 	workers []*udpWorker
@@ -73,13 +67,10 @@ type Server struct {
 	active map[net.Conn]struct{}
 }
 
-// New returns a server that answers with resp.
-func New(cfg Config, resp *auth.Responder) *Server {
+// New returns a server that answers with h's Workers.
+func New(cfg Config, h Handler) *Server {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU()
-	}
-	if cfg.ResponseCache == 0 {
-		cfg.ResponseCache = auth.DefaultCacheSize
 	}
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
@@ -91,7 +82,7 @@ func New(cfg Config, resp *auth.Responder) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, resp: resp, log: log, active: make(map[net.Conn]struct{})}
+	return &Server{cfg: cfg, handler: h, log: log, active: make(map[net.Conn]struct{})}
 }
 
 // control sets the options of every socket before it is bound:
@@ -172,7 +163,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 		for i, conn := range conns {
-			w, err := newUDPWorker(conn, s.resp, s.cfg.ResponseCache)
+			w, err := newUDPWorker(conn, s.handler)
 			if err != nil {
 				return abort(i, err)
 			}
@@ -295,9 +286,9 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) serveTCP(c net.Conn) {
 	r := bufio.NewReaderSize(c, 4096)
 	wr := bufio.NewWriterSize(c, 16384)
-	var scr auth.Scratch
+	wk := s.handler.NewWorker(true)
 	in := make([]byte, 65535)
-	out := make([]byte, 2+auth.BufferSize)
+	out := make([]byte, 2+BufferSize)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
 		var lb [2]byte
@@ -308,7 +299,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		if _, err := io.ReadFull(r, in[:n]); err != nil {
 			return
 		}
-		resp := s.resp.Answer(&scr, in[:n], out[2:2], true)
+		resp := wk.Answer(in[:n], out[2:2])
 		if resp == nil {
 			// RFC 7766 §7: a query we cannot answer ends the connection
 			// rather than leave the client waiting.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ ns1 A 192.0.2.1
 www A 192.0.2.80
 `
 
-func start(t *testing.T, cfg Config) *Server {
+// testCompiled is testZone compiled.
+func testCompiled(t *testing.T) *zone.Zone {
 	t.Helper()
 	recs, err := zone.Parse(strings.NewReader(testZone), "t.zone", "example.test.")
 	if err != nil {
@@ -36,12 +38,23 @@ func start(t *testing.T, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, auth.New(zone.NewSet(z), auth.Options{}))
+	return z
+}
+
+func start(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	z := testCompiled(t)
+	s := New(cfg, authHandler(auth.New(zone.NewSet(z), auth.Options{})))
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// authHandler serves r, with auth's default response cache over UDP.
+func authHandler(r *auth.Responder) Handler {
+	return HandlerFunc(func(tcp bool) Worker { return r.NewWorker(tcp, auth.DefaultCacheSize) })
 }
 
 func TestUDPAndTCP(t *testing.T) {
@@ -187,7 +200,7 @@ func TestDontFragment(t *testing.T) {
 		{"[::1]:0", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER},
 	} {
 		for _, df := range []bool{true, false} {
-			s := New(Config{Listen: []string{tc.addr}, Workers: 2, DontFragment: df}, auth.New(zone.NewSet(), auth.Options{}))
+			s := New(Config{Listen: []string{tc.addr}, Workers: 2, DontFragment: df}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
 			if err := s.Start(context.Background()); err != nil {
 				if strings.Contains(tc.addr, "::1") {
 					t.Logf("no IPv6 loopback: %v", err)
@@ -217,7 +230,7 @@ func TestDontFragment(t *testing.T) {
 // datagrams (see runBlocking); a netpoller worker's socket is in one.
 func TestBlockingWorkerLeavesNetpoller(t *testing.T) {
 	for _, poller := range []bool{false, true} {
-		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 2, UDPPoller: poller}, auth.New(zone.NewSet(), auth.Options{}))
+		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 2, UDPPoller: poller}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -290,13 +303,52 @@ func inode(t *testing.T, fd int) uint64 {
 	return st.Ino
 }
 
+// countingBatcher counts the batches of more than one datagram that
+// reach its Worker's AnswerBatch.
+type countingBatcher struct {
+	*auth.Worker
+	batches *atomic.Int64
+}
+
+func (c countingBatcher) AnswerBatch(pkts, outs [][]byte) {
+	if len(pkts) > 1 {
+		c.batches.Add(1)
+	}
+	c.Worker.AnswerBatch(pkts, outs)
+}
+
 // TestColdBatches: names that do not repeat keep the response cache
 // cold, so the worker answers its batches through auth.Ahead (and hits
 // on the repeated name come from the cache there too); every answer must
-// still be the right one for its query.
+// still be the right one for its query, whichever way the batch of
+// datagrams reaches the Worker: through its Batcher, or one Answer call
+// each.
 func TestColdBatches(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
-	c, err := net.Dial("udp", s.Addrs()[0])
+	for _, batcher := range []bool{true, false} {
+		var batches atomic.Int64
+		resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
+		h := HandlerFunc(func(tcp bool) Worker {
+			w := resp.NewWorker(tcp, auth.DefaultCacheSize)
+			if batcher {
+				return countingBatcher{w, &batches}
+			}
+			return struct{ Worker }{w} // hides AnswerBatch
+		})
+		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		coldBatches(t, s.Addrs()[0])
+		s.Close()
+		if batcher && batches.Load() == 0 {
+			t.Error("no batch of more than one datagram reached AnswerBatch")
+		}
+	}
+}
+
+func coldBatches(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,25 +396,6 @@ func TestColdBatches(t *testing.T) {
 			if r.Rcode != wantRcode || len(r.Answer) != wantAnswers {
 				t.Fatalf("%s: rcode %d, %d answers", name, r.Rcode, len(r.Answer))
 			}
-		}
-	}
-	s.Close()
-	if s.workers[0].aheadBatches == 0 {
-		t.Error("no batch was answered ahead")
-	}
-}
-
-// TestResponseCacheConfig: workers get a response cache of the default
-// size when none is given, of the size given (rounded up to a power of
-// two), and none with a negative size.
-func TestResponseCacheConfig(t *testing.T) {
-	for _, tc := range []struct{ size, want int }{
-		{0, auth.DefaultCacheSize}, {64, 64}, {100, 128}, {-1, 0},
-	} {
-		s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, ResponseCache: tc.size})
-		s.Close()
-		if got := s.workers[0].scr.CacheSize(); got != tc.want {
-			t.Errorf("ResponseCache %d: cache of %d responses, want %d", tc.size, got, tc.want)
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tern-dns/tern/internal/auth"
 )
 
 // batch is how many datagrams one recvmmsg may return and one sendmmsg
@@ -24,14 +22,17 @@ const batch = 32
 const rxSize = 4096
 
 // udpWorker owns one SO_REUSEPORT socket and everything its loop needs,
-// allocated once: message headers, buffers, and the answer scratch space.
+// allocated once: message headers, buffers, and the Handler's Worker.
 // Source addresses stay in raw sockaddr form and are handed back to
 // sendmmsg as they came, so no address is ever parsed or allocated.
 type udpWorker struct {
 	conn *net.UDPConn
 	raw  syscall.RawConn
 	fd   int // the socket of runBlocking, after detach; -1 before
-	resp *auth.Responder
+	// worker answers the datagrams; batcher is the same Worker when it
+	// answers batches, else nil.
+	worker  Worker
+	batcher Batcher
 
 	rxHdr [batch]unix.Mmsghdr
 	rxIov [batch]unix.Iovec
@@ -40,30 +41,27 @@ type udpWorker struct {
 	txHdr [batch]unix.Mmsghdr
 	txIov [batch]unix.Iovec
 	txBuf [batch][]byte
-	scr   auth.Scratch
-	ahead [batch]auth.Ahead
-	// aheadBatches counts the batches answered through ahead, for tests.
-	aheadBatches int
-	nrx          int
-	ntx          int
-	sent         int
-	errno        syscall.Errno
-	readF        func(fd uintptr) bool
-	writeF       func(fd uintptr) bool
+	// pkts and outs are a batch's datagrams and answers for the Batcher.
+	pkts   [batch][]byte
+	outs   [batch][]byte
+	nrx    int
+	ntx    int
+	sent   int
+	errno  syscall.Errno
+	readF  func(fd uintptr) bool
+	writeF func(fd uintptr) bool
 }
 
-func newUDPWorker(conn *net.UDPConn, resp *auth.Responder, cacheSize int) (*udpWorker, error) {
+func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	w := &udpWorker{conn: conn, raw: raw, fd: -1, resp: resp}
-	if cacheSize > 0 {
-		w.scr.UseCache(auth.NewCache(cacheSize))
-	}
+	w := &udpWorker{conn: conn, raw: raw, fd: -1, worker: h.NewWorker(false)}
+	w.batcher, _ = w.worker.(Batcher)
 	for i := 0; i < batch; i++ {
 		w.rxBuf[i] = make([]byte, rxSize)
-		w.txBuf[i] = make([]byte, auth.BufferSize)
+		w.txBuf[i] = make([]byte, BufferSize)
 		w.rxIov[i].Base = &w.rxBuf[i][0]
 		w.rxIov[i].SetLen(rxSize)
 		h := &w.rxHdr[i].Hdr
@@ -234,31 +232,24 @@ func (w *udpWorker) sendBatch(fd int) {
 	}
 }
 
-// answerBatch answers the nrx datagrams received and prepares ntx replies.
-// Where it pays (auth.Scratch.AheadPays: answers that need the zones, or
-// a response cache larger than the CPU's fast caches), a batch of several
-// is started together and advanced in steps before any is answered, so
-// that the memory each answer reads (the cache's entry, or the zone
-// lookup's chain) loads for all of them at once (auth.Ahead).
+// answerBatch answers the nrx datagrams received and prepares ntx
+// replies: one call of the Batcher for the batch, or one Answer per
+// datagram.
 func (w *udpWorker) answerBatch() {
 	w.ntx = 0
-	if w.nrx > 1 && w.scr.AheadPays() {
-		w.aheadBatches++
+	if b := w.batcher; b != nil {
 		for i := 0; i < w.nrx; i++ {
-			w.resp.Start(&w.scr, &w.ahead[i], w.packet(i))
+			w.pkts[i] = w.packet(i)
+			w.outs[i] = w.txBuf[i][:0]
 		}
-		for step := 0; step < auth.Steps; step++ {
-			for i := 0; i < w.nrx; i++ {
-				w.resp.Step(&w.scr, &w.ahead[i])
-			}
-		}
+		b.AnswerBatch(w.pkts[:w.nrx], w.outs[:w.nrx])
 		for i := 0; i < w.nrx; i++ {
-			w.reply(i, w.resp.AnswerAhead(&w.scr, &w.ahead[i], w.packet(i), w.txBuf[w.ntx][:0]))
+			w.reply(i, w.outs[i])
 		}
 		return
 	}
 	for i := 0; i < w.nrx; i++ {
-		w.reply(i, w.resp.Answer(&w.scr, w.packet(i), w.txBuf[w.ntx][:0], false))
+		w.reply(i, w.worker.Answer(w.packet(i), w.txBuf[w.ntx][:0]))
 	}
 }
 
