@@ -279,6 +279,13 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 			z = p
 		}
 	}
+	if z.Unavailable {
+		// A configured zone that failed to load: RFC 1035 §4.1.1's
+		// SERVFAIL ("a problem with the name server"), without AA, as
+		// Knot answers it; REFUSED would say this server is not meant to
+		// serve the zone at all.
+		return flags | wire.RcodeServFail
+	}
 	copy(s.name[:], name)
 	return r.answerZone(s, z, flags, len(name), len(labels))
 }

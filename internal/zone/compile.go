@@ -93,6 +93,17 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 	return c, nil
 }
 
+// Placeholder returns an Unavailable zone for origin, to serve in place of
+// a configured zone that failed to load.
+func Placeholder(origin string) (*Zone, error) {
+	origin = dns.CanonicalName(dns.Fqdn(origin))
+	w, err := nameWire(origin)
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: invalid origin: %w", origin, err)
+	}
+	return &Zone{Origin: w, Labels: dns.CountLabel(origin) + 1, Unavailable: true}, nil
+}
+
 func (c *compiler) fileIndex(name string) uint16 {
 	for i := len(c.files) - 1; i >= 0; i-- {
 		if c.files[i] == name {

@@ -186,6 +186,11 @@ type Zone struct {
 	// Signed is set when the apex has a DNSKEY RRset: answers to DO
 	// queries then carry RRSIGs and proofs (RFC 4035 §3.1).
 	Signed bool
+	// Unavailable marks a placeholder for a configured zone that could not
+	// be loaded: it holds only Origin and Labels, and names under it are
+	// answered SERVFAIL, as Knot does, rather than REFUSED or from a
+	// parent zone. (It sits in Signed's padding: the struct does not grow.)
+	Unavailable bool
 	// NSEC3 is the zone's NSEC3 chain, nil for NSEC or unsigned zones.
 	NSEC3 *NSEC3Chain
 
