@@ -73,6 +73,13 @@ func (s *syncBuffer) String() string {
 
 func serve(t *testing.T, args ...string) string {
 	t.Helper()
+	addr, _ := serveLog(t, args...)
+	return addr
+}
+
+// serveLog is serve that also returns what the server logs.
+func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan int)
@@ -81,12 +88,12 @@ func serve(t *testing.T, args ...string) string {
 	re := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
 	for i := 0; i < 200; i++ {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], &errb
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("serve printed %q, stderr %q", out.String(), errb.String())
-	return ""
+	return "", nil
 }
 
 func TestServeDemo(t *testing.T) {
@@ -117,6 +124,32 @@ func TestServeBadZoneFails(t *testing.T) {
 	code, _, errs := runT("serve", "--listen", "127.0.0.1:0", "--zone", "x.test=/nonexistent.zone")
 	if code == 0 || !strings.Contains(errs, "nonexistent.zone") {
 		t.Fatalf("code %d err %q", code, errs)
+	}
+}
+
+// TestServePartialLoad: a zone whose file is missing does not stop the
+// server: the zones that load are served, the missing one is answered
+// SERVFAIL without AA (as Knot answers it) over UDP and TCP, and the log
+// names it.
+func TestServePartialLoad(t *testing.T) {
+	addr, logs := serveLog(t, "--listen", "127.0.0.1:0", "--workers", "1",
+		"--zone", "example.com=../../examples/example.com.zone", "--zone", "missing.test=/nonexistent/missing.zone")
+	for _, network := range []string{"udp", "tcp"} {
+		c := &dns.Client{Net: network}
+		m := new(dns.Msg)
+		m.SetQuestion("mail.example.com.", dns.TypeAAAA)
+		if r, _, err := c.Exchange(m, addr); err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || !r.Authoritative {
+			t.Errorf("%s: loaded zone: %v %v", network, r, err)
+		}
+		m.SetQuestion("www.missing.test.", dns.TypeA)
+		m.SetEdns0(1232, true)
+		r, _, err := c.Exchange(m, addr)
+		if err != nil || r.Rcode != dns.RcodeServerFailure || r.Authoritative || len(r.Answer)+len(r.Ns) != 0 || r.IsEdns0() == nil {
+			t.Errorf("%s: zone not loaded: %v %v; want SERVFAIL, no AA, no records, OPT", network, r, err)
+		}
+	}
+	if s := logs.String(); !strings.Contains(s, "not loaded: ") || !strings.Contains(s, "missing.zone") || !strings.Contains(s, "loaded serial 2026120201") {
+		t.Errorf("log:\n%s", s)
 	}
 }
 

@@ -137,10 +137,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// less often while it runs saves a third of a large zone's load
 		// time; the memory goes back right after (FreeOSMemory below).
 		gc := debug.SetGCPercent(400)
-		err := mgr.Load(ctx)
+		serving, err := mgr.Load(ctx)
 		debug.SetGCPercent(gc)
-		if err != nil {
-			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+		if serving == 0 {
+			// Each failed zone is logged; start anyway unless nothing
+			// at all can be served.
+			fmt.Fprintf(stderr, "tern serve: no zone could be loaded: %v\n", err)
 			return 1
 		}
 		go mgr.Run(ctx)
@@ -155,7 +157,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	names := make([]string, 0, set.Len())
 	for _, z := range set.Zones() {
-		names = append(names, zone.NameString(z.Origin))
+		if !z.Unavailable {
+			names = append(names, zone.NameString(z.Origin))
+		}
 	}
 	addrs := srv.Addrs()
 	fmt.Fprintf(stdout, "tern: serving %s on %s (UDP and TCP); try: %s\n",
@@ -173,16 +177,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if mgr == nil {
 				continue
 			}
-			// A failed reload keeps the old zones serving.
+			// Each zone that fails keeps its previous version (logged
+			// per zone); the others are swapped in.
 			start := time.Now()
-			if err := mgr.Reload(ctx); err != nil {
-				log.Error("reload failed, still serving the previous zones", "err", err)
-			} else {
-				debug.FreeOSMemory()
-				log.Info("reloaded", "zones", resp.Zones().Len(), "took", time.Since(start))
-			}
+			serving, err := mgr.Reload(ctx, cfg.Zones)
+			debug.FreeOSMemory()
+			log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
 		}
 	}
+}
+
+// countErrs is how many errors err joins (errors.Join), 0 for nil.
+func countErrs(err error) int {
+	if err == nil {
+		return 0
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return len(j.Unwrap())
+	}
+	return 1
 }
 
 // digHint is the command printed at start-up for trying the server.

@@ -1,8 +1,9 @@
 // Package zonedb keeps the set of zones a server answers from: it loads
 // them as the configuration says, signs those that have a signing policy
 // and keeps their signatures and keys fresh, reloads on request, and
-// publishes every new set whole. A load or reload that fails publishes
-// nothing, so the zones already served stay served.
+// publishes every new set whole. A zone that fails to load or reload does
+// not hold the others back: it keeps serving the version it had, or is
+// answered SERVFAIL when it has none.
 package zonedb
 
 import (
@@ -57,34 +58,92 @@ func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now fun
 		current: map[string]*zone.Zone{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1)}
 }
 
-// Load loads every zone (signing those with a policy) and publishes the
-// set. Errors from all zones are reported together; on error nothing is
-// published.
-func (m *Manager) Load(ctx context.Context) error {
+// Load loads every configured zone (signing those with a policy) and
+// publishes the set. One zone's failure does not stop the others: a zone
+// that fails keeps the version it served before, or, when it has none,
+// is published as a placeholder that answers SERVFAIL (as Knot does).
+// Each zone's outcome is logged: "loaded serial N", "kept serial N: …"
+// or "not loaded: …". Load returns how many zones serve data (loaded or
+// kept) and the failed zones' errors, joined.
+func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	next := map[string]*zone.Zone{}
-	var errs []error
-	for _, zc := range m.cfg {
-		z, err := m.load(ctx, zc)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("zone %s: %w", zc.Origin, err))
-			continue
-		}
-		next[string(z.Origin)] = z
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	m.current = next
-	m.publishLocked()
-	m.poke()
-	return nil
+	return m.loadLocked(ctx, m.cfg)
 }
 
-// Reload is Load again: zone files are re-read, signed zones re-signed
-// incrementally (unchanged RRsets keep their signatures).
-func (m *Manager) Reload(ctx context.Context) error { return m.Load(ctx) }
+// Reload re-reads the zones of a (possibly changed) configuration, as
+// Load does: zones added are loaded, zones removed stop being served
+// (queries for them are then REFUSED), and zones whose settings changed
+// (file, signing policy) are loaded with the new ones. Signed zones are
+// re-signed incrementally (unchanged RRsets keep their signatures).
+func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.loadLocked(ctx, zones)
+}
+
+func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, error) {
+	configured := make(map[string]bool, len(zones))
+	for _, zc := range zones {
+		configured[originKey(zc.Origin)] = true
+	}
+	for origin := range m.current {
+		if !configured[origin] {
+			delete(m.current, origin)
+			delete(m.signed, origin)
+			m.log.Info("removed", "zone", origin)
+		}
+	}
+	serving := 0
+	var errs []error
+	for _, zc := range zones {
+		origin := originKey(zc.Origin)
+		start := time.Now()
+		z, err := m.load(ctx, zc)
+		took := time.Since(start).Round(time.Millisecond)
+		prev := m.current[origin]
+		switch {
+		case err == nil:
+			m.current[origin] = z
+			serving++
+			m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
+			continue
+		case prev != nil && !prev.Unavailable:
+			serving++
+			m.log.Error(fmt.Sprintf("kept serial %d: %s", prev.Serial, oneLine(err)), "zone", origin)
+		default:
+			p, perr := zone.Placeholder(origin)
+			if perr != nil {
+				err = errors.Join(err, perr)
+			} else {
+				m.current[origin] = p
+			}
+			m.log.Error("not loaded: "+oneLine(err), "zone", origin)
+		}
+		errs = append(errs, inZone(origin, err))
+	}
+	m.cfg = zones
+	m.publishLocked()
+	m.poke()
+	return serving, errors.Join(errs...)
+}
+
+// inZone prefixes err with its zone, unless it names the zone already.
+func inZone(origin string, err error) error {
+	if strings.HasPrefix(err.Error(), "zone "+origin) {
+		return err
+	}
+	return fmt.Errorf("zone %s: %w", origin, err)
+}
+
+// originKey is a configured origin as the Manager's maps key it: a
+// lowercase FQDN, whether it came from the config file (normalized by
+// config.Parse) or from a flag (not).
+func originKey(origin string) string { return dns.CanonicalName(dns.Fqdn(origin)) }
+
+// oneLine puts an error that may hold several (one per line, as
+// errors.Join writes them) on one log line.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 func (m *Manager) publishLocked() {
 	zs := make([]*zone.Zone, 0, len(m.current))
@@ -101,9 +160,17 @@ func (m *Manager) poke() {
 	}
 }
 
+// load reads, checks and (with a signing policy) signs one zone. It
+// changes the Manager's signing state only when it succeeds, so that a
+// zone that fails keeps being maintained as the version it still serves.
 func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) {
+	origin := originKey(zc.Origin)
 	if zc.Signing == nil {
-		return zone.Load(zc.File, zc.Origin)
+		z, err := zone.Load(zc.File, zc.Origin)
+		if err == nil {
+			delete(m.signed, origin) // signing turned off
+		}
+		return z, err
 	}
 	// The unsigned zone is checked first so that problems are reported
 	// with the zone file's lines.
@@ -121,16 +188,20 @@ func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) 
 		}
 		rrs = append(rrs, r.RR)
 	}
-	sz := m.signed[zc.Origin]
-	if sz == nil {
-		sz, err = m.newSigned(zc)
-		if err != nil {
+	sz := m.signed[origin]
+	if sz == nil || *sz.cfg.Signing != *zc.Signing {
+		// New, or its policy, keys or chain changed: a new signer.
+		if sz, err = m.newSigned(zc); err != nil {
 			return nil, err
 		}
-		m.signed[zc.Origin] = sz
 	}
-	sz.unsigned = rrs
-	return m.sign(ctx, sz)
+	z, next, err := m.sign(ctx, sz, rrs)
+	if err != nil {
+		return nil, err
+	}
+	sz.cfg, sz.unsigned, sz.next = zc, rrs, next
+	m.signed[origin] = sz
+	return z, nil
 }
 
 func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
@@ -179,32 +250,31 @@ func signedPath(zc config.Zone) string {
 	return filepath.Join(zc.Signing.KeyDir, strings.TrimSuffix(zc.Origin, ".")+".signed")
 }
 
-// sign signs sz's content now, saves the signed copy and compiles it.
-func (m *Manager) sign(ctx context.Context, sz *signedZone) (*zone.Zone, error) {
-	now := m.now()
-	out, next, st, err := sz.signer.Sign(ctx, sz.unsigned, now)
+// sign signs unsigned, the content of sz's zone file, now, saves the
+// signed copy and compiles it; next is when it must be signed again.
+func (m *Manager) sign(ctx context.Context, sz *signedZone, unsigned []dns.RR) (z *zone.Zone, next time.Time, err error) {
+	out, next, st, err := sz.signer.Sign(ctx, unsigned, m.now())
 	if err != nil {
-		return nil, err
+		return nil, next, err
 	}
-	sz.next = next
 	var b strings.Builder
 	for _, rr := range out {
 		b.WriteString(rr.String())
 		b.WriteByte('\n')
 	}
 	if err := dnssec.WriteFileAtomic(signedPath(sz.cfg), []byte(b.String()), 0o600); err != nil {
-		return nil, fmt.Errorf("saving the signed copy: %w", err)
+		return nil, next, fmt.Errorf("saving the signed copy: %w", err)
 	}
 	recs := make([]zone.Record, len(out))
 	for i, rr := range out {
 		recs[i] = zone.Record{RR: rr, File: signedPath(sz.cfg), Line: i + 1}
 	}
-	z, err := zone.Compile(sz.cfg.Origin, recs)
+	z, err = zone.Compile(sz.cfg.Origin, recs)
 	if err != nil {
-		return nil, fmt.Errorf("compiling the signed zone: %w", err)
+		return nil, next, fmt.Errorf("compiling the signed zone: %w", err)
 	}
 	m.log.Info("signed", "zone", sz.cfg.Origin, "signatures", st.Signed, "kept", st.Reused, "next", next.Format(time.RFC3339))
-	return z, nil
+	return z, next, nil
 }
 
 // Next returns the earliest time a signed zone needs work, zero if none.
@@ -233,13 +303,14 @@ func (m *Manager) Maintain(ctx context.Context) error {
 		if sz.next.IsZero() || sz.next.After(now) {
 			continue
 		}
-		z, err := m.sign(ctx, sz)
+		z, next, err := m.sign(ctx, sz, sz.unsigned)
 		if err != nil {
 			sz.next = now.Add(time.Minute)
-			errs = append(errs, fmt.Errorf("zone %s: %w", origin, err))
+			errs = append(errs, inZone(origin, err))
 			continue
 		}
-		m.current[string(z.Origin)] = z
+		sz.next = next
+		m.current[origin] = z
 		changed = true
 	}
 	if changed {
@@ -276,7 +347,7 @@ func Check(zs []config.Zone) error {
 	var errs []error
 	for _, zc := range zs {
 		if _, err := zone.Load(zc.File, zc.Origin); err != nil {
-			errs = append(errs, fmt.Errorf("zone %s: %w", zc.Origin, err))
+			errs = append(errs, inZone(originKey(zc.Origin), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -89,7 +89,7 @@ func TestAutoSign(t *testing.T) {
 	clk := &clock{t: time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)}
 	var pub published
 	m := New([]config.Zone{zc}, pub.publish, nil, clk.now)
-	if err := m.Load(context.Background()); err != nil {
+	if _, err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	z := pub.zone(t, "auto.test.")
@@ -139,21 +139,30 @@ func TestAutoSign(t *testing.T) {
 	// A restart finds the same keys.
 	var pub2 published
 	m2 := New([]config.Zone{zc}, pub2.publish, nil, clk.now)
-	if err := m2.Load(context.Background()); err != nil {
+	if _, err := m2.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := dnskeyTags(t, pub2.zone(t, "auto.test.")); !sameTags(got, tags) {
 		t.Errorf("after restart DNSKEY tags %v, want %v", got, tags)
 	}
 
-	// A reload of a broken file keeps the old zone.
+	// A reload of a broken file keeps the old zone, and its signing:
+	// the next refresh re-signs the content it serves, not the broken
+	// file's.
 	os.WriteFile(zc.File, []byte("$ORIGIN auto.test.\n@ 60 SOA ns1 h 2 1 1 1 1\nbad A 1.2.3\n"), 0o644)
-	last := pub2.set
-	if err := m2.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "auto.test.zone:3") {
-		t.Errorf("reload error %v, want the file's line", err)
+	last := pub2.zone(t, "auto.test.")
+	if n, err := m2.Reload(context.Background(), []config.Zone{zc}); n != 1 || err == nil || !strings.Contains(err.Error(), "auto.test.zone:3") {
+		t.Errorf("reload: %d serving, error %v, want 1 and the file's line", n, err)
 	}
-	if pub2.set != last {
-		t.Error("a failed reload published something")
+	if pub2.zone(t, "auto.test.") != last {
+		t.Error("a failed reload replaced the zone")
+	}
+	clk.add(m2.Next().Sub(clk.now()) + time.Minute)
+	if err := m2.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if z := pub2.zone(t, "auto.test."); z == last || z.Serial != last.Serial {
+		t.Errorf("refresh after a failed reload: serial %d, want %d re-signed", z.Serial, last.Serial)
 	}
 }
 
