@@ -117,6 +117,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Workers:           cfg.Server.Workers,
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
+		TCPIOTimeout:      cfg.Server.TCPIOTimeout.Duration,
 		UDPPoller:         *poller,
 		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
 		DontFragment: cfg.Server.UDPPayload <= 1400,

@@ -27,6 +27,7 @@ const (
 	maxResponseCache         = 1 << 17
 	defaultTCPIdleTimeout    = 10 * time.Second
 	defaultTCPMaxConnections = 1024
+	defaultTCPIOTimeout      = 500 * time.Millisecond
 	defaultLogLevel          = "info"
 	defaultVersion           = "Tern"
 	// fallbackID is used for id.server. when the host name cannot be
@@ -68,6 +69,10 @@ type Server struct {
 	TCPIdleTimeout Duration `toml:"tcp-idle-timeout"`
 	// TCPMaxConnections bounds concurrent TCP connections. Default 1024.
 	TCPMaxConnections int `toml:"tcp-max-connections"`
+	// TCPIOTimeout bounds the time a TCP message takes to arrive once its
+	// first byte has, and each write of answers. Default 500ms, Knot's
+	// tcp-io-timeout.
+	TCPIOTimeout Duration `toml:"tcp-io-timeout"`
 	// LogLevel is one of debug, info, warn, error. Default info.
 	LogLevel string `toml:"log-level"`
 }
@@ -177,6 +182,7 @@ func Default() *Config {
 			ResponseCache:     defaultResponseCache,
 			TCPIdleTimeout:    Duration{defaultTCPIdleTimeout},
 			TCPMaxConnections: defaultTCPMaxConnections,
+			TCPIOTimeout:      Duration{defaultTCPIOTimeout},
 			LogLevel:          defaultLogLevel,
 		},
 		Identity: Identity{
@@ -267,9 +273,7 @@ func decodeError(path string, data []byte, err error) error {
 	}
 	var dur *durationError
 	if errors.As(err, &dur) {
-		// tcp-idle-timeout is the only Duration key, so a positionless
-		// duration error can only have come from it.
-		const key = "server.tcp-idle-timeout"
+		key := durationKey(data, dur.text)
 		lines := make(map[string]int)
 		indexLines(data, lines)
 		if line := lineOfKey(lines, key); line > 0 {
@@ -278,6 +282,22 @@ func decodeError(path string, data []byte, err error) error {
 		return fmt.Errorf("%s: %s: %w", path, key, err)
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// durationKeys are the keys of type Duration.
+var durationKeys = []string{"tcp-idle-timeout", "tcp-io-timeout"}
+
+// durationKey names the Duration key whose value is text, for a
+// positionless duration error.
+func durationKey(data []byte, text string) string {
+	var raw struct{ Server map[string]any }
+	_ = toml.Unmarshal(data, &raw)
+	for _, k := range durationKeys {
+		if v, ok := raw.Server[k]; ok && fmt.Sprint(v) == text {
+			return "server." + k
+		}
+	}
+	return "server." + durationKeys[0]
 }
 
 // displayPath names the configuration in messages when it has no file.

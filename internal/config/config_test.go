@@ -17,7 +17,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Listen = %v, want [127.0.0.1:5300]", got)
 	}
 	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.ResponseCache != 8192 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
-		c.Server.TCPMaxConnections != 1024 || c.Server.LogLevel != "info" {
+		c.Server.TCPMaxConnections != 1024 || c.Server.TCPIOTimeout.Duration != 500*time.Millisecond || c.Server.LogLevel != "info" {
 		t.Errorf("server defaults wrong: %+v", c.Server)
 	}
 	if !c.ChaosEnabled() || c.Identity.Version != "Tern" || c.Identity.ID == "" || c.Identity.NSID != "" {
@@ -68,12 +68,13 @@ workers = 4
 udp-payload = 4096
 tcp-idle-timeout = "1m30s"
 tcp-max-connections = 1
+tcp-io-timeout = "2s"
 log-level = "debug"
 `,
 			check: func(t *testing.T, c *Config) {
 				s := c.Server
 				if len(s.Listen) != 3 || s.Listen[1] != "[::]:53" || s.Workers != 4 || s.UDPPayload != 4096 ||
-					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.LogLevel != "debug" {
+					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPIOTimeout.Duration != 2*time.Second || s.LogLevel != "debug" {
 					t.Errorf("server = %+v", s)
 				}
 			},
@@ -225,6 +226,16 @@ func TestParseErrors(t *testing.T) {
 			name:  "duration as integer",
 			input: "[server]\ntcp-idle-timeout = 10\n",
 			want:  []string{"t.toml:2: server.tcp-idle-timeout: invalid duration \"10\""},
+		},
+		{
+			name:  "second duration key as integer",
+			input: "[server]\ntcp-idle-timeout = \"10s\"\ntcp-io-timeout = 500\n",
+			want:  []string{"t.toml:3: server.tcp-io-timeout: invalid duration \"500\""},
+		},
+		{
+			name:  "io timeout zero",
+			input: "[server]\ntcp-io-timeout = \"0s\"\n",
+			want:  []string{"t.toml:2: server.tcp-io-timeout: must be positive"},
 		},
 		{
 			name:  "duplicate key",
@@ -453,7 +464,7 @@ func TestExampleConfig(t *testing.T) {
 	cs, ds := c.Server, d.Server
 	cs.Listen, ds.Listen = nil, nil
 	if cs.Workers != ds.Workers || cs.UDPPayload != ds.UDPPayload || cs.TCPIdleTimeout != ds.TCPIdleTimeout ||
-		cs.TCPMaxConnections != ds.TCPMaxConnections || cs.LogLevel != ds.LogLevel {
+		cs.TCPMaxConnections != ds.TCPMaxConnections || cs.TCPIOTimeout != ds.TCPIOTimeout || cs.LogLevel != ds.LogLevel {
 		t.Errorf("server = %+v, default %+v", cs, ds)
 	}
 	if c.ChaosEnabled() != d.ChaosEnabled() || c.Identity.ID != d.Identity.ID || c.Identity.Version != d.Identity.Version || c.Identity.NSID != d.Identity.NSID {

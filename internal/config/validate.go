@@ -64,6 +64,9 @@ func (c *Config) Validate() error {
 	if s.TCPIdleTimeout.Duration <= 0 {
 		v.addf("server.tcp-idle-timeout", "server.tcp-idle-timeout: must be positive, got %s", s.TCPIdleTimeout.Duration)
 	}
+	if s.TCPIOTimeout.Duration <= 0 {
+		v.addf("server.tcp-io-timeout", "server.tcp-io-timeout: must be positive, got %s", s.TCPIOTimeout.Duration)
+	}
 	if s.TCPMaxConnections < 1 {
 		v.addf("server.tcp-max-connections", "server.tcp-max-connections: must be >= 1, got %d", s.TCPMaxConnections)
 	}

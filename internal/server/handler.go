@@ -2,13 +2,14 @@ package server
 
 // Handler makes the state through which the server's goroutines answer
 // queries, as net/http's Handler answers requests: the server asks it for
-// one Worker per UDP socket it serves and one per TCP connection, and
-// calls each Worker from one goroutine at a time. The authoritative
+// one Worker per UDP socket it serves and for TCP Workers that busy
+// connections take from a pool (an idle connection holds none), and calls
+// each Worker from one goroutine at a time. The authoritative
 // engine (auth) is one Handler; a resolver can be another on the same
 // sockets.
 type Handler interface {
-	// NewWorker returns a Worker for a UDP socket (tcp false) or a TCP
-	// connection (tcp true), whose answers then have TCP's size limit.
+	// NewWorker returns a Worker for a UDP socket (tcp false) or for TCP
+	// connections (tcp true), whose answers then have TCP's size limit.
 	NewWorker(tcp bool) Worker
 }
 

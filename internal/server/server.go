@@ -1,16 +1,12 @@
 // Package server runs the sockets: per-worker SO_REUSEPORT UDP sockets
 // with batched recvmmsg/sendmmsg, and TCP with RFC 7766 framing,
-// pipelining, idle timeouts and a connection limit. Answers come from a
+// pipelining, idle and I/O timeouts and a connection limit. Answers come from a
 // Handler's Workers.
 package server
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"runtime"
@@ -31,8 +27,13 @@ type Config struct {
 	// Workers is the number of UDP sockets and goroutines per address; 0
 	// means one per CPU.
 	Workers int
-	// TCPIdleTimeout closes TCP connections idle this long (RFC 7766 §6.2.3).
+	// TCPIdleTimeout closes TCP connections idle this long between
+	// messages (RFC 7766 §6.2.3).
 	TCPIdleTimeout time.Duration
+	// TCPIOTimeout closes TCP connections whose message, once begun, takes
+	// longer to arrive, or whose client takes longer to read a write of
+	// answers (Knot's tcp-io-timeout). Default 500ms.
+	TCPIOTimeout time.Duration
 	// TCPMaxConnections bounds concurrent TCP connections; more are
 	// closed on accept.
 	TCPMaxConnections int
@@ -65,6 +66,12 @@ type Server struct {
 
 	mu     sync.Mutex
 	active map[net.Conn]struct{}
+
+	// Buffers of TCP connections, held only while a message is read or
+	// answered (see tcpAnswerer).
+	tcpIn        sync.Pool // *[tcpReadSize]byte
+	tcpLarge     sync.Pool // *[2 + tcpMaxMessage]byte
+	tcpAnswerers sync.Pool // *tcpAnswerer
 }
 
 // New returns a server that answers with h's Workers.
@@ -75,6 +82,9 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
 	}
+	if cfg.TCPIOTimeout <= 0 {
+		cfg.TCPIOTimeout = 500 * time.Millisecond
+	}
 	if cfg.TCPMaxConnections <= 0 {
 		cfg.TCPMaxConnections = 1024
 	}
@@ -82,7 +92,11 @@ func New(cfg Config, h Handler) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, handler: h, log: log, active: make(map[net.Conn]struct{})}
+	s := &Server{cfg: cfg, handler: h, log: log, active: make(map[net.Conn]struct{})}
+	s.tcpIn.New = func() any { return new([tcpReadSize]byte) }
+	s.tcpLarge.New = func() any { return new([2 + tcpMaxMessage]byte) }
+	s.tcpAnswerers.New = func() any { return &tcpAnswerer{worker: h.NewWorker(true)} }
+	return s
 }
 
 // control sets the options of every socket before it is bound:
@@ -244,76 +258,4 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-}
-
-func (s *Server) acceptLoop(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// EMFILE and friends: back off instead of spinning.
-			s.log.Warn("tcp accept", "err", err)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		if s.conns.Add(1) > int64(s.cfg.TCPMaxConnections) {
-			s.conns.Add(-1)
-			c.Close()
-			continue
-		}
-		s.mu.Lock()
-		s.active[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.serveTCP(c)
-			s.mu.Lock()
-			delete(s.active, c)
-			s.mu.Unlock()
-			c.Close()
-			s.conns.Add(-1)
-		}()
-	}
-}
-
-// serveTCP answers length-prefixed queries (RFC 1035 §4.2.2) until the
-// client closes, sends garbage, or stays idle past the timeout. Pipelined
-// queries (RFC 7766 §6.2.1.1) are answered in turn, and the answers to a
-// burst are flushed together.
-func (s *Server) serveTCP(c net.Conn) {
-	r := bufio.NewReaderSize(c, 4096)
-	wr := bufio.NewWriterSize(c, 16384)
-	wk := s.handler.NewWorker(true)
-	in := make([]byte, 65535)
-	out := make([]byte, 2+BufferSize)
-	for {
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
-		var lb [2]byte
-		if _, err := io.ReadFull(r, lb[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint16(lb[:]))
-		if _, err := io.ReadFull(r, in[:n]); err != nil {
-			return
-		}
-		resp := wk.Answer(in[:n], out[2:2])
-		if resp == nil {
-			// RFC 7766 §7: a query we cannot answer ends the connection
-			// rather than leave the client waiting.
-			return
-		}
-		binary.BigEndian.PutUint16(out, uint16(len(resp)))
-		if _, err := wr.Write(out[:2+len(resp)]); err != nil {
-			return
-		}
-		if r.Buffered() == 0 {
-			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
-			if err := wr.Flush(); err != nil {
-				return
-			}
-		}
-	}
 }

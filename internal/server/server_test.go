@@ -19,13 +19,15 @@ import (
 	"github.com/tern-dns/tern/internal/zone"
 )
 
-const testZone = `$ORIGIN example.test.
+// testZone is served by start; big.example.test. has TXT records that
+// make a 16 KB answer over TCP (see bigTXT).
+var testZone = `$ORIGIN example.test.
 $TTL 300
 @ SOA ns1 host 1 2 3 4 60
 @ NS ns1
 ns1 A 192.0.2.1
 www A 192.0.2.80
-`
+` + bigTXT()
 
 // testCompiled is testZone compiled.
 func testCompiled(t *testing.T) *zone.Zone {

@@ -1,0 +1,252 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+)
+
+// bigTXTs is how many TXT records bigTXT writes; over TCP they make a
+// 16 KB answer, as large as the writes the old buffered writer made alone.
+const bigTXTs = 64
+
+// bigTXT returns the records of big.example.test.: bigTXTs TXT records of
+// 250 bytes.
+func bigTXT() string {
+	var b strings.Builder
+	for i := 0; i < bigTXTs; i++ {
+		fmt.Fprintf(&b, "big TXT \"%03d%s\"\n", i, strings.Repeat("x", 247))
+	}
+	return b.String()
+}
+
+// framed returns a query for name and qtype with its 2-byte length
+// (RFC 1035 §4.2.2).
+func framed(t *testing.T, name string, qtype uint16) []byte {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	p, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint16(nil, uint16(len(p))), p...)
+}
+
+// dialTCP connects to s's first address with d, closing the connection
+// when the test ends.
+func dialTCP(t *testing.T, s *Server, d *net.Dialer) net.Conn {
+	t.Helper()
+	c, err := d.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readAnswer reads one framed answer from c and checks that it holds
+// answers records.
+func readAnswer(c net.Conn, answers int) error {
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var lb [2]byte
+	if _, err := io.ReadFull(c, lb[:]); err != nil {
+		return err
+	}
+	buf := make([]byte, binary.BigEndian.Uint16(lb[:]))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	var m dns.Msg
+	if err := m.Unpack(buf); err != nil {
+		return err
+	}
+	if len(m.Answer) != answers || m.Truncated {
+		return fmt.Errorf("%d answers (TC %v), want %d", len(m.Answer), m.Truncated, answers)
+	}
+	return nil
+}
+
+// waitClosed waits for the server to have no TCP connection left, within
+// a bound generous enough for a loaded machine; it fails the test with
+// what if the connection is still there then. While it waits it calls
+// step, if not nil, until step reports false.
+func waitClosed(t *testing.T, s *Server, what string, step func() bool) {
+	t.Helper()
+	limit := time.Now().Add(20 * time.Second)
+	for s.conns.Load() != 0 {
+		if time.Now().After(limit) {
+			t.Fatalf("%s still holds its connection after 20s", what)
+		}
+		if step != nil && !step() {
+			step = nil
+		}
+		if step == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestTCPSlowReaderDropped: a client that sends queries for large answers,
+// each write ending inside a query, and never reads, loses its connection
+// once a write of answers stays blocked for the I/O timeout. (The
+// buffered writer's own flushes used to run with no deadline: such a
+// client held its connection forever.)
+func TestTCPSlowReaderDropped(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+		TCPIdleTimeout: time.Minute, TCPIOTimeout: 200 * time.Millisecond})
+	// A small receive window, so that the server's writes block soon.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
+	c := dialTCP(t, s, &d)
+	q := framed(t, "big.example.test.", dns.TypeTXT)
+	half := len(q) / 2
+	// Each write: the rest of a query, 7 whole ones, half of the next.
+	chunk := append([]byte{}, q[half:]...)
+	for i := 0; i < 7; i++ {
+		chunk = append(chunk, q...)
+	}
+	chunk = append(chunk, q[:half]...)
+	if _, err := c.Write(q[:half]); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, s, "a client that never reads", func() bool {
+		// Once a write blocks the server has stopped reading (it is
+		// blocked writing answers), and a partial write would break the
+		// framing: stop writing then.
+		_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err := c.Write(chunk)
+		return err == nil
+	})
+}
+
+// TestTCPSlowQueryDropped: a client that sends a query a byte at a time
+// loses its connection once the query has taken the I/O timeout, though
+// it is never idle for the idle timeout. (The read deadline used to be the
+// idle timeout, renewed for every query.)
+func TestTCPSlowQueryDropped(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+		TCPIdleTimeout: time.Minute, TCPIOTimeout: 200 * time.Millisecond})
+	c := dialTCP(t, s, &net.Dialer{})
+	q := framed(t, "www.example.test.", dns.TypeA)
+	i := 0
+	waitClosed(t, s, "a client trickling its queries", func() bool {
+		time.Sleep(20 * time.Millisecond)
+		_, err := c.Write(q[i%len(q) : i%len(q)+1])
+		i++
+		return err == nil
+	})
+}
+
+// TestTCPSplitQueriesServed: a client whose queries arrive split across
+// writes, with a pause inside each query, is served for as long as it
+// reads its answers, far past the idle timeout. (Its connection used to
+// be reset once the write deadline of an earlier flush had passed.)
+func TestTCPSplitQueriesServed(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+		TCPIdleTimeout: 300 * time.Millisecond, TCPIOTimeout: 10 * time.Second})
+	c := dialTCP(t, s, &net.Dialer{})
+	q := framed(t, "big.example.test.", dns.TypeTXT)
+	half := len(q) / 2
+	// A whole query first, answered alone.
+	if _, err := c.Write(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := readAnswer(c, bigTXTs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(q[:half]); err != nil {
+		t.Fatal(err)
+	}
+	// Then writes of the rest of a query, a whole one and half of the
+	// next, for several idle timeouts.
+	chunk := append(append(append([]byte{}, q[half:]...), q...), q[:half]...)
+	began := time.Now()
+	for round := 0; round < 10 || round < 200 && time.Since(began) < 2*time.Second; round++ {
+		time.Sleep(20 * time.Millisecond)
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatalf("round %d, after %v: %v", round, time.Since(began), err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := readAnswer(c, bigTXTs); err != nil {
+				t.Fatalf("round %d, after %v: %v", round, time.Since(began), err)
+			}
+		}
+	}
+}
+
+// TestTCPIdleMemory: idle connections hold no buffers. Each client sends
+// a query and reads its answer, so that every connection has been used,
+// then waits; the server's heap and goroutine stacks may grow by at most
+// 16 KiB a connection (each used to hold about 250 KB).
+func TestTCPIdleMemory(t *testing.T) {
+	n := 1000
+	// Two descriptors a connection (client and server) in this process.
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		t.Skip(err)
+	}
+	if need := uint64(2*n + 200); rl.Cur < need {
+		rl.Cur = min(need, rl.Max)
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &rl)
+		_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &rl)
+		n = min(n, int(rl.Cur-200)/2)
+	}
+	if n < 100 {
+		t.Skipf("open files limit %d", rl.Cur)
+	}
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: n})
+	q := framed(t, "www.example.test.", dns.TypeA)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", s.Addrs()[0])
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if err := readAnswer(c, 1); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	// Pooled buffers are what the busy connections share; two
+	// collections empty the pools of what the idle ones gave back.
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)
+	per := grew / int64(n)
+	t.Logf("%d idle connections: heap and stacks grew %d KiB, %d bytes a connection", n, grew>>10, per)
+	if per > 16<<10 {
+		t.Errorf("%d idle connections take %d bytes each (heap and stacks), want at most 16 KiB", n, per)
+	}
+	if got := s.conns.Load(); got != int64(n) {
+		t.Errorf("%d connections open, want %d", got, n)
+	}
+}
