@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -34,15 +35,55 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// serveFlags are the command-line settings of tern serve. Those that
+// override the config file's are applied at start and again to the config
+// re-read on every SIGHUP.
+type serveFlags struct {
+	cfgPath  string
+	listens  multiFlag
+	zones    multiFlag
+	workers  int
+	logLevel string
+}
+
+// config reads the config file (the defaults when there is none), applies
+// the flags and validates the result.
+func (f *serveFlags) config() (*config.Config, error) {
+	cfg := config.Default()
+	if f.cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(f.cfgPath); err != nil {
+			return nil, err
+		}
+	}
+	if len(f.listens) > 0 {
+		cfg.Server.Listen = f.listens
+	}
+	for _, z := range f.zones {
+		origin, file, _ := strings.Cut(z, "=") // checked by runServe
+		cfg.Zones = append(cfg.Zones, config.Zone{Origin: origin, File: file})
+	}
+	if f.workers >= 0 {
+		cfg.Server.Workers = f.workers
+	}
+	if f.logLevel != "" {
+		cfg.Server.LogLevel = f.logLevel
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tern serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("c", "", "config file (TOML)")
-	var listens, zoneFlags multiFlag
-	fs.Var(&listens, "listen", "address to listen on, host:port (repeatable)")
-	fs.Var(&zoneFlags, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
-	workers := fs.Int("workers", -1, "UDP workers per address (0: one per CPU)")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	var f serveFlags
+	fs.StringVar(&f.cfgPath, "c", "", "config file (TOML); SIGHUP re-reads it")
+	fs.Var(&f.listens, "listen", "address to listen on, host:port (repeatable)")
+	fs.Var(&f.zones, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
+	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	poller := fs.Bool("udp-poller", false, "serve UDP from netpoller goroutines instead of blocking threads (for comparison)")
 	if err := fs.Parse(args); err != nil {
@@ -51,6 +92,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tern serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	for _, z := range f.zones {
+		if origin, file, ok := strings.Cut(z, "="); !ok || origin == "" || file == "" {
+			fmt.Fprintf(stderr, "tern serve: --zone %q: want ORIGIN=FILE\n", z)
+			return 2
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -65,40 +112,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cfg := config.Default()
-	if *cfgPath != "" {
-		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
-			fmt.Fprintf(stderr, "tern serve: %v\n", err)
-			return 1
-		}
-	}
-	if len(listens) > 0 {
-		cfg.Server.Listen = listens
-	}
-	for _, z := range zoneFlags {
-		origin, file, ok := strings.Cut(z, "=")
-		if !ok || origin == "" || file == "" {
-			fmt.Fprintf(stderr, "tern serve: --zone %q: want ORIGIN=FILE\n", z)
-			return 2
-		}
-		cfg.Zones = append(cfg.Zones, config.Zone{Origin: origin, File: file})
-	}
-	if *workers >= 0 {
-		cfg.Server.Workers = *workers
-	}
-	if *logLevel != "" {
-		cfg.Server.LogLevel = *logLevel
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := f.config()
+	if err != nil {
 		fmt.Fprintf(stderr, "tern serve: %v\n", err)
 		return 1
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The level is a LevelVar so that a reload can change it.
+	var level slog.LevelVar
+	level.Set(logLevel(cfg.Server.LogLevel))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
 
 	nsid, err := cfg.Identity.NSIDBytes()
 	if err != nil {
@@ -123,8 +145,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		DontFragment: cfg.Server.UDPPayload <= 1400,
 		Logger:       log,
 	}, handler(resp, cfg.Server.ResponseCache))
+	// SIGHUP is caught from here on: one that arrives while the zones
+	// load must not kill the server (its default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish}
 	demo := len(cfg.Zones) == 0
-	var mgr *zonedb.Manager
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
 		if err != nil {
@@ -133,12 +161,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		resp.Publish(zone.NewSet(z))
 	} else {
-		mgr = zonedb.New(cfg.Zones, resp.Publish, log, nil)
+		rl.mgr = zonedb.New(cfg.Zones, resp.Publish, log, nil)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
 		// time; the memory goes back right after (FreeOSMemory below).
 		gc := debug.SetGCPercent(400)
-		serving, err := mgr.Load(ctx)
+		serving, err := rl.mgr.Load(ctx)
 		debug.SetGCPercent(gc)
 		if serving == 0 {
 			// Each failed zone is logged; start anyway unless nothing
@@ -146,7 +174,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "tern serve: no zone could be loaded: %v\n", err)
 			return 1
 		}
-		go mgr.Run(ctx)
+		go rl.mgr.Run(ctx)
 	}
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
@@ -166,26 +194,109 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "tern: serving %s on %s (UDP and TCP); try: %s\n",
 		strings.Join(names, ", "), strings.Join(addrs, ", "), digHint(addrs[0], demo, names[0]))
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():
 			srv.Close()
 			return 0
 		case <-hup:
-			if mgr == nil {
-				continue
-			}
-			// Each zone that fails keeps its previous version (logged
-			// per zone); the others are swapped in.
-			start := time.Now()
-			serving, err := mgr.Reload(ctx, cfg.Zones)
-			debug.FreeOSMemory()
-			log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
+			rl.reload(ctx)
 		}
 	}
+}
+
+// logLevel parses server.log-level (validated by config).
+func logLevel(s string) slog.Level {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return level
+}
+
+// reloader applies a re-read config to a running server.
+type reloader struct {
+	flags *serveFlags
+	// running is the config the server started with: the settings a
+	// reload cannot apply are compared against it.
+	running *config.Config
+	level   *slog.LevelVar
+	log     *slog.Logger
+	publish func(*zone.Set)
+	// mgr is nil while the demo zone is served.
+	mgr *zonedb.Manager
+}
+
+// reload re-reads the config and applies what it can without a restart:
+// the zones (added, removed, changed files and signing settings; each
+// zone that fails keeps its previous version) and the log level. Every
+// other changed setting is logged as needing a restart. A config with
+// errors changes nothing.
+func (rl *reloader) reload(ctx context.Context) {
+	start := time.Now()
+	cfg, err := rl.flags.config()
+	if err != nil {
+		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return
+	}
+	for _, c := range restartChanges(rl.running, cfg) {
+		rl.log.Warn("reload: "+c.key+" changed; it takes effect at the next restart", "running", c.running, "config", c.config)
+	}
+	rl.level.Set(logLevel(cfg.Server.LogLevel))
+	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
+	if rl.mgr == nil {
+		if len(cfg.Zones) == 0 {
+			rl.log.Info("reloaded: no zones configured, still serving the demo zone", "took", time.Since(start))
+			return
+		}
+		rl.mgr = zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
+		go rl.mgr.Run(ctx)
+	}
+	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
+	debug.FreeOSMemory()
+	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
+}
+
+// restartChange is a setting whose new value needs a restart.
+type restartChange struct {
+	key             string
+	running, config any
+}
+
+// restartChanges lists the [server] and [identity] keys whose values
+// differ between the running config and a re-read one, except
+// log-level, which a reload applies. The keys are found from the
+// structs' toml tags, so a key added to config is covered.
+func restartChanges(running, next *config.Config) []restartChange {
+	var out []restartChange
+	for _, table := range []struct {
+		name      string
+		old, next any
+	}{
+		{"server", running.Server, next.Server},
+		{"identity", running.Identity, next.Identity},
+	} {
+		o, n := reflect.ValueOf(table.old), reflect.ValueOf(table.next)
+		for i := range o.NumField() {
+			key, _, _ := strings.Cut(o.Type().Field(i).Tag.Get("toml"), ",")
+			if key == "" || key == "-" || table.name+"."+key == "server.log-level" {
+				continue
+			}
+			a, b := o.Field(i).Interface(), n.Field(i).Interface()
+			if !reflect.DeepEqual(a, b) {
+				out = append(out, restartChange{table.name + "." + key, show(a), show(b)})
+			}
+		}
+	}
+	return out
+}
+
+// show is a setting's value for the log: pointers followed.
+func show(v any) any {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		return rv.Elem().Interface()
+	}
+	return v
 }
 
 // countErrs is how many errors err joins (errors.Join), 0 for nil.
