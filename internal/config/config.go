@@ -52,10 +52,14 @@ type Config struct {
 }
 
 // Server holds the [server] table: listeners, transport limits and logging.
+//
+// The toml tags of Config and the tables in it are the list of keys that
+// Parse accepts; a want tag says what a key takes in messages when the
+// Go type alone does not say enough.
 type Server struct {
 	// Listen lists the addresses served on UDP and TCP, e.g. "127.0.0.1:53"
 	// or "[::1]:53". A port is required. Default ["127.0.0.1:5300"].
-	Listen []string `toml:"listen"`
+	Listen []string `toml:"listen" want:"a list of \"host:port\" strings"`
 	// Workers is the number of UDP workers per listener; 0 means one per CPU.
 	Workers int `toml:"workers"`
 	// UDPPayload is the EDNS payload size advertised and used (512..65535).
@@ -146,8 +150,8 @@ func (d *Duration) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// durationError marks a bad Duration so that Parse can attach a position
-// when go-toml reports it without one (it does for non-string values).
+// durationError is a bad Duration, reported the same way by the key
+// checks and by UnmarshalText.
 type durationError struct {
 	text string
 	err  error
@@ -208,12 +212,25 @@ func Load(path string) (*Config, error) {
 func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	c.Path = path
+	// Three passes, so that one run reports every mistake of the file: TOML
+	// syntax first (nothing else can be read past a syntax error), then
+	// every unknown key and wrongly typed value, named by key and line
+	// (go-toml's decoder stops at the first type error and names Go struct
+	// fields), then the decoding proper, which no longer fails but on what
+	// the checks missed.
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, decodeError(displayPath(path), err)
+	}
+	if err := checkKeys(displayPath(path), data); err != nil {
+		return nil, err
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	// Decoding on top of Default keeps defaults for absent keys while still
 	// honouring explicit zero values such as version = "".
 	if err := dec.Decode(c); err != nil {
-		return nil, decodeError(displayPath(path), data, err)
+		return nil, decodeError(displayPath(path), err)
 	}
 	c.lines = make(map[string]int)
 	zoneLines := indexLines(data, c.lines)
@@ -238,30 +255,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// removedKeys are keys earlier versions accepted, with why they went, so
-// that an old config gets told what to do rather than "unknown key".
-var removedKeys = map[string]string{
-	"server.tcp-max-pipelined": "Tern answers each TCP query as it reads it, so one query per connection is in flight at any time",
-}
-
-// decodeError turns go-toml errors into "path:line:col: message" errors,
-// one per unknown key.
-func decodeError(path string, data []byte, err error) error {
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		errs := make([]error, 0, len(strict.Errors))
-		for i := range strict.Errors {
-			e := &strict.Errors[i]
-			line, col := e.Position()
-			key := strings.Join(e.Key(), ".")
-			if why, ok := removedKeys[key]; ok {
-				errs = append(errs, fmt.Errorf("%s:%d:%d: %s was removed: %s; delete the line", path, line, col, key, why))
-				continue
-			}
-			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %s", path, line, col, key))
-		}
-		return errors.Join(errs...)
-	}
+// decodeError turns go-toml's syntax and decoding errors into
+// "path:line:col: message" errors.
+func decodeError(path string, err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, col := de.Position()
@@ -271,33 +267,7 @@ func decodeError(path string, data []byte, err error) error {
 		}
 		return fmt.Errorf("%s:%d:%d: %s", path, line, col, msg)
 	}
-	var dur *durationError
-	if errors.As(err, &dur) {
-		key := durationKey(data, dur.text)
-		lines := make(map[string]int)
-		indexLines(data, lines)
-		if line := lineOfKey(lines, key); line > 0 {
-			return fmt.Errorf("%s:%d: %s: %w", path, line, key, err)
-		}
-		return fmt.Errorf("%s: %s: %w", path, key, err)
-	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// durationKeys are the keys of type Duration.
-var durationKeys = []string{"tcp-idle-timeout", "tcp-io-timeout"}
-
-// durationKey names the Duration key whose value is text, for a
-// positionless duration error.
-func durationKey(data []byte, text string) string {
-	var raw struct{ Server map[string]any }
-	_ = toml.Unmarshal(data, &raw)
-	for _, k := range durationKeys {
-		if v, ok := raw.Server[k]; ok && fmt.Sprint(v) == text {
-			return "server." + k
-		}
-	}
-	return "server." + durationKeys[0]
 }
 
 // displayPath names the configuration in messages when it has no file.
