@@ -40,12 +40,39 @@ func TestCheckZone(t *testing.T) {
 	}
 }
 
+// TestCheckZoneWarnings: 'tern check zone' loads what the peers load and
+// prints every warning, and beside errors every warning too.
+func TestCheckZoneWarnings(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "w.zone")
+	text := "$ORIGIN x.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww.other.test. A 192.0.2.9\n@ MX 10 mail\n"
+	os.WriteFile(f, []byte(text), 0o644)
+	code, out, errs := runT("check", "zone", f, "--origin", "x.test")
+	if code != 0 || !strings.Contains(out, "serial 1 (with the warnings above)") ||
+		!strings.Contains(errs, "w.zone:6: warning: www.other.test. is outside the zone x.test.: record ignored\n") ||
+		!strings.Contains(errs, "w.zone:7: warning: MX target mail.x.test. has no A or AAAA record in the zone\n") {
+		t.Fatalf("code %d out %q err %q", code, out, errs)
+	}
+	os.WriteFile(f, []byte(text+"w CNAME ns\nw A 192.0.2.1\n"), 0o644)
+	code, _, errs = runT("check", "zone", f, "--origin", "x.test")
+	if code != 1 || !strings.Contains(errs, "w.zone:6: warning: www.other.test.") || !strings.Contains(errs, "w.zone:9: A record beside a CNAME") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
+}
+
 func TestCheckConfig(t *testing.T) {
 	code, out, errs := runT("check", "config", "../../examples/tern.toml")
 	if code != 0 || !strings.Contains(out, "OK: 1 zones") {
 		t.Fatalf("code %d out %q err %q", code, out, errs)
 	}
-	bad := filepath.Join(t.TempDir(), "bad.toml")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "w.zone"), []byte("$ORIGIN x.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww.other.test. A 192.0.2.9\n"), 0o644)
+	warn := filepath.Join(dir, "warn.toml")
+	os.WriteFile(warn, []byte("[[zone]]\norigin = \"x.test\"\nfile = \"w.zone\"\n"), 0o644)
+	code, _, errs = runT("check", "config", warn)
+	if code != 0 || !strings.Contains(errs, "w.zone:6: warning: www.other.test. is outside the zone x.test.: record ignored") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
+	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[server]\nlisten = [\"127.0.0.1:53\"]\nbogus = 1\n"), 0o644)
 	code, _, errs = runT("check", "config", bad)
 	if code == 0 || !strings.Contains(errs, "bad.toml:3") || !strings.Contains(errs, "bogus") {

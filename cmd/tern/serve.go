@@ -350,12 +350,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 		z, err := zone.Load(pos[0], *origin)
+		printWarnings(stderr, zone.Warnings(z, err))
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s: zone %s OK: %d records, %d names, serial %d\n",
-			pos[0], zone.NameString(z.Origin), z.Records, z.Names, z.Serial)
+		fmt.Fprintf(stdout, "%s: zone %s OK: %d records, %d names, serial %d%s\n",
+			pos[0], zone.NameString(z.Origin), z.Records, z.Names, z.Serial, warned(z.Warnings))
 		return 0
 	case "config":
 		cfg, err := config.Load(pos[0])
@@ -363,7 +364,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		if err := zonedb.Check(cfg.Zones); err != nil {
+		if err := zonedb.Check(cfg.Zones, func(origin string, ws []zone.Warning) {
+			for _, w := range ws {
+				fmt.Fprintf(stderr, "zone %s: %s\n", origin, warningText(w))
+			}
+		}); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -373,6 +378,29 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tern check: unknown target %q (want zone or config)\n", args[0])
 		return 2
 	}
+}
+
+// printWarnings writes warnings to w, one a line, before any error.
+func printWarnings(w io.Writer, ws []zone.Warning) {
+	for _, x := range ws {
+		fmt.Fprintln(w, warningText(x))
+	}
+}
+
+// warningText is a warning as compilers print one: "file:line: warning: what".
+func warningText(w zone.Warning) string {
+	if w.File == "" {
+		return "warning: " + w.Msg
+	}
+	return fmt.Sprintf("%s:%d: warning: %s", w.File, w.Line, w.Msg)
+}
+
+// warned is the OK line's note that warnings were printed above it.
+func warned(ws []zone.Warning) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	return " (with the warnings above)"
 }
 
 // parseInterspersed parses flags that may come before or after the

@@ -146,7 +146,8 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		debug.SetGCPercent(200)
 	}
 	start := time.Now()
-	recs, err := zone.LoadRecords(pos[0], originName)
+	recs, warnings, err := zone.LoadRecords(pos[0], originName)
+	printWarnings(stderr, warnings)
 	if err != nil {
 		fmt.Fprintf(stderr, "tern zone sign: %v\n", err)
 		return 1

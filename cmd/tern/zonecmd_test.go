@@ -164,10 +164,13 @@ func TestZoneSignReadsAsServe(t *testing.T) {
 	for _, c := range []struct {
 		name, text string
 		want       []string // owners that must be in the output with TTL 300
+		absent     string   // an owner that must not be
 	}{
 		{"generate", cliZone + "$GENERATE 1-3 host$ A 192.0.2.$\n",
-			[]string{"host1.example.org.", "host2.example.org.", "host3.example.org."}},
-		{"include", cliZone + "$INCLUDE extra.inc\n", []string{"included.example.org."}},
+			[]string{"host1.example.org.", "host2.example.org.", "host3.example.org."}, ""},
+		{"include", cliZone + "$INCLUDE extra.inc\n", []string{"included.example.org."}, ""},
+		// Left out with a warning, as 'tern serve' leaves it out.
+		{"outside the zone", cliZone + "www.other.test. A 192.0.2.9\n", []string{"www.example.org."}, "www.other.test."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -197,6 +200,9 @@ func TestZoneSignReadsAsServe(t *testing.T) {
 			}
 			if err := zp.Err(); err != nil {
 				t.Fatal(err)
+			}
+			if _, ok := got[c.absent]; ok {
+				t.Errorf("%s is in the output", c.absent)
 			}
 			for _, name := range c.want {
 				if ttl, ok := got[name]; !ok || ttl != 300 {

@@ -34,6 +34,7 @@ func (c *compiler) attachSigs(n *Node) {
 	var orphans []RRset
 	for _, sig := range sigs {
 		if t := n.set(sig.covered, 0); t != nil {
+			c.checkValidity(n, &sig)
 			c.attach(t, &sig)
 		} else {
 			orphans = append(orphans, sig)
@@ -158,6 +159,9 @@ func (c *compiler) additional(s *RRset) {
 		wire.Lower(low[:len(target)], low[:len(target)])
 		t := c.nodes.get(low[:len(target)])
 		if t == nil || (t.Get(dns.TypeA) == nil && t.Get(dns.TypeAAAA) == nil) {
+			if s.Type != dns.TypeSRV {
+				c.checkTarget(s, low[:len(target)], t)
+			}
 			return
 		}
 		for _, x := range seen {

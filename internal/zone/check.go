@@ -4,9 +4,11 @@ package zone
 // problems are collected.
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/miekg/dns"
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // maxErrors bounds how many problems one compile reports.
@@ -89,4 +91,74 @@ func (c *compiler) check(n *Node) {
 			}
 		}
 	}
+}
+
+// checkTarget warns about an in-zone NS or MX target (of set s) that has
+// no address in the zone: t is its node, nil when the name does not
+// exist. An MX target in a delegated child has its address there, and a
+// name a wildcard with an address covers resolves; an NS target below a
+// cut needs glue (RFC 1034 §4.2.1).
+func (c *compiler) checkTarget(s *RRset, target []byte, t *Node) {
+	if !wire.InZone(target, c.z.Origin) {
+		return
+	}
+	e := t // the nearest node that exists
+	for up := target; e == nil && len(up) > 1; {
+		up = up[int(up[0])+1:]
+		e = c.nodes.get(up)
+	}
+	if e == nil {
+		return
+	}
+	if t == nil {
+		if w := e.WildcardChild; w != nil && e.Cut == nil && (w.Get(dns.TypeA) != nil || w.Get(dns.TypeAAAA) != nil) {
+			return
+		}
+	}
+	below := e.Cut != nil || e.Flags&Delegation != 0 || (e != t && e.DNAME() != nil)
+	if below && s.Type != dns.TypeNS {
+		return
+	}
+	what := "has no A or AAAA record in the zone"
+	if below {
+		what = "is below a zone cut and has no glue (A or AAAA) record"
+	}
+	c.warnf(&pos{s.file, s.line}, "%s target %s %s", dns.Type(s.Type), NameString(target), what)
+}
+
+// checkValidity warns when none of the signatures sig (an RRSIG set
+// covering one of n's RRsets) is valid at load time: resolvers will find
+// the RRset bogus (RFC 4035 §5.3.1).
+func (c *compiler) checkValidity(n *Node, sig *RRset) {
+	now := uint32(c.now.Unix())
+	expired, early := 0, 0
+	sig.Each(func(tail []byte) {
+		rd := tail[10:]
+		if len(rd) < 16 {
+			return
+		}
+		// RFC 4034 §3.1.5: times compare in serial number arithmetic
+		// (RFC 1982), as 32-bit differences.
+		exp, inc := binary.BigEndian.Uint32(rd[8:]), binary.BigEndian.Uint32(rd[12:])
+		switch {
+		case int32(exp-now) < 0:
+			expired++
+		case int32(inc-now) > 0:
+			early++
+		}
+	})
+	if expired+early < int(sig.Count) {
+		return
+	}
+	var what string
+	switch {
+	case early == 0:
+		what = "have all expired"
+	case expired == 0:
+		what = "are not valid yet (inception in the future)"
+	default:
+		what = "have expired or are not valid yet"
+	}
+	c.warnf(&pos{sig.file, sig.line}, "the RRSIGs of %s %s %s: validators will find it bogus (RFC 4035 §5.3.1)",
+		name(n), dns.Type(sig.covered), what)
 }

@@ -5,10 +5,10 @@ package zone
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -42,6 +42,9 @@ type compiler struct {
 	files  []string
 	soa    []pos
 	errs   []posError
+	warns  []posWarning
+	nwarn  int       // warnings found, kept or not
+	now    time.Time // for signature validity
 	buf    []byte
 	owner  [256]byte
 	// seen indexes the RDATA of large RRsets for duplicate detection.
@@ -82,6 +85,7 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 		list:   make([]*Node, 0, sizeHint),
 		buf:    make([]byte, 65535+512),
 		seen:   make(map[setID]map[string]bool),
+		now:    time.Now(),
 	}
 	owire, err := nameWire(origin)
 	if err != nil {
@@ -163,13 +167,7 @@ func (c *compiler) finish() (*Zone, error) {
 		}
 	}
 	if len(c.errs) > 0 {
-		sort.SliceStable(c.errs, func(i, j int) bool {
-			a, b := c.errs[i].p, c.errs[j].p
-			if a.file != b.file {
-				return a.file < b.file
-			}
-			return a.line < b.line
-		})
+		sort.SliceStable(c.errs, func(i, j int) bool { return c.errs[i].p.before(c.errs[j].p) })
 		errs := make([]error, 0, len(c.errs)+1)
 		for _, e := range c.errs {
 			errs = append(errs, e.err)
@@ -177,8 +175,10 @@ func (c *compiler) finish() (*Zone, error) {
 		if len(c.errs) > maxErrors {
 			errs = append(errs[:maxErrors], fmt.Errorf("zone %s: too many errors", c.origin))
 		}
-		return nil, errors.Join(errs...)
+		return nil, &Error{Errs: errs, Warnings: c.warnings()}
 	}
+	z.Warnings = c.warnings()
+	z.files = c.files
 	c.buildDNSSEC()
 	c.nodes.fit()
 	z.index = c.nodes

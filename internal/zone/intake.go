@@ -61,36 +61,39 @@ func (c *compiler) nsec3Node(name []byte) *Node {
 	return n
 }
 
-// add compiles one record parsed by miekg/dns.
-func (c *compiler) add(rr dns.RR, file string, line int) {
+// add compiles one record parsed by miekg/dns, and reports whether the
+// zone keeps it.
+func (c *compiler) add(rr dns.RR, file string, line int) bool {
 	p := pos{c.fileIndex(file), uint32(line)}
 	h := rr.Header()
 	if h.Class != dns.ClassINET {
 		c.errorf(&p, "class %s is not IN", dns.ClassToString[h.Class])
-		return
+		return false
 	}
 	switch h.Rrtype {
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeANY:
 		c.errorf(&p, "type %s cannot be zone data", dns.TypeToString[h.Rrtype])
-		return
+		return false
 	}
 	n, err := dns.PackDomainName(h.Name, c.owner[:], 0, nil, false)
 	if err != nil {
 		c.errorf(&p, "owner %s: %v", h.Name, err)
-		return
+		return false
 	}
 	name := c.owner[:n]
 	wire.Lower(name, name)
 	if !wire.InZone(name, c.z.Origin) {
-		c.errorf(&p, "%s is outside the zone %s", h.Name, c.origin)
-		return
+		// Knot, NSD and BIND load such a zone without the record.
+		c.warnf(&p, "%s is outside the zone %s: record ignored", h.Name, c.origin)
+		return false
 	}
 	tail, err := c.tail(rr)
 	if err != nil {
 		c.errorf(&p, "cannot encode %s record: %v", dns.TypeToString[h.Rrtype], err)
-		return
+		return false
 	}
 	c.addTail(p, name, tail)
+	return true
 }
 
 // addTail compiles one record given as its lower-cased owner, inside the
@@ -132,6 +135,10 @@ func (c *compiler) addTail(p pos, name, tail []byte) {
 				}
 			}
 		}
+	}
+	if ttl != set.TTL {
+		c.warnf(&p, "TTL %d differs from the TTL %d of the %s RRset (first record at %s): the set is served with the lowest (RFC 2181 §5.2)",
+			ttl, set.TTL, dns.Type(typ), c.position(pos{set.file, set.line}))
 	}
 	if ttl < set.TTL {
 		set.TTL = ttl

@@ -106,14 +106,27 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 // by the same rules, but returns its records rather than a compiled zone:
 // the signers ('tern zone sign', the server's automatic signing) work on
 // records. A zone Load refuses is refused here too, with the same
-// file:line messages, so that every command reads a zone file alike.
-func LoadRecords(path, origin string) ([]Record, error) {
+// file:line messages (a *Error), and the records Load would leave out
+// (outside the zone) are left out, so that every command reads a zone
+// file alike. The warnings are Load's.
+func LoadRecords(path, origin string) ([]Record, []Warning, error) {
 	recs, err := ParseFile(path, origin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := Compile(origin, recs); err != nil {
-		return nil, err
+	c, err := newCompiler(origin, len(recs))
+	if err != nil {
+		return nil, nil, err
 	}
-	return recs, nil
+	kept := recs[:0]
+	for _, r := range recs {
+		if c.add(r.RR, r.File, r.Line) {
+			kept = append(kept, r)
+		}
+	}
+	z, err := c.finish()
+	if err != nil {
+		return nil, Warnings(nil, err), err
+	}
+	return kept, z.Warnings, nil
 }

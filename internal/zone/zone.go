@@ -182,6 +182,10 @@ type Zone struct {
 	// Records, Names: counts for reports.
 	Records int
 	Names   int
+	// Warnings are the problems loading worked around (see Warning).
+	Warnings []Warning
+	// files are the zone's files, which RRsets' positions index.
+	files []string
 
 	// Signed is set when the apex has a DNSKEY RRset: answers to DO
 	// queries then carry RRSIGs and proofs (RFC 4035 §3.1).

@@ -102,8 +102,15 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 		z, err := m.load(ctx, zc)
 		took := time.Since(start).Round(time.Millisecond)
 		prev := m.current[origin]
+		zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
 		switch {
 		case err == nil:
+			if zc.Signing == nil && prev != nil && !prev.Unavailable {
+				// A zone the server signs keeps its file's serial while
+				// its signatures change: comparing versions is for
+				// zones loaded from their files.
+				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
+			}
 			m.current[origin] = z
 			serving++
 			m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
@@ -174,7 +181,7 @@ func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) 
 	}
 	// The unsigned zone is checked first so that problems are reported
 	// with the zone file's lines.
-	recs, err := zone.LoadRecords(zc.File, zc.Origin)
+	recs, warnings, err := zone.LoadRecords(zc.File, zc.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +208,9 @@ func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) 
 	}
 	sz.cfg, sz.unsigned, sz.next = zc, rrs, next
 	m.signed[origin] = sz
+	// The zone file's warnings, with its lines, rather than the signed
+	// copy's.
+	z.Warnings = warnings
 	return z, nil
 }
 
@@ -342,11 +352,13 @@ func (m *Manager) Run(ctx context.Context) {
 }
 
 // Check compiles every configured zone file without serving or signing
-// it, reporting all errors.
-func Check(zs []config.Zone) error {
+// it, reporting all errors, and each zone's warnings to warn.
+func Check(zs []config.Zone, warn func(origin string, ws []zone.Warning)) error {
 	var errs []error
 	for _, zc := range zs {
-		if _, err := zone.Load(zc.File, zc.Origin); err != nil {
+		z, err := zone.Load(zc.File, zc.Origin)
+		warn(zc.Origin, zone.Warnings(z, err))
+		if err != nil {
 			errs = append(errs, inZone(originKey(zc.Origin), err))
 		}
 	}
