@@ -1,5 +1,5 @@
 // Command tern is the Tern DNS server and its tools: one binary with
-// subcommands (serve, check, zone, perf).
+// subcommands (serve, check, zone, perf, version).
 package main
 
 import (
@@ -18,6 +18,7 @@ commands:
   check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
   zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3]
   perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
+  version print the version (also: tern --version)
 
 Run 'tern <command> -h' for a command's options.
 `
@@ -44,6 +45,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runZone(ctx, args[1:], stdout, stderr)
 	case "perf":
 		return runPerf(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "tern %s\n", version())
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -121,6 +121,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var level slog.LevelVar
 	level.Set(logLevel(cfg.Server.LogLevel))
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
+	started := time.Now()
+	cfgShown := f.cfgPath
+	if cfgShown == "" {
+		cfgShown = "none (defaults and flags)"
+	}
+	log.Info("starting", "version", version(), "config", cfgShown, "zones", len(cfg.Zones))
 
 	nsid, err := cfg.Identity.NSIDBytes()
 	if err != nil {
@@ -191,6 +197,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	addrs := srv.Addrs()
+	log.Info("serving", "zones", len(names), "listen", strings.Join(addrs, ","), "took", time.Since(started).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "tern: serving %s on %s (UDP and TCP); try: %s\n",
 		strings.Join(names, ", "), strings.Join(addrs, ", "), digHint(addrs[0], demo, names[0]))
 
