@@ -147,3 +147,33 @@ func TestRestartChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestServeReloadFromDemo: a server started from a config without zones
+// serves the demo zone; a reload that finds zones serves them instead.
+func TestServeReloadFromDemo(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tern.toml")
+	server := "[server]\nlisten = [\"127.0.0.1:0\"]\nworkers = 1\n"
+	if err := os.WriteFile(cfg, []byte(server), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs := serveLog(t, "-c", cfg)
+	if got := soaSerial(t, addr, demoOrigin); got <= 0 {
+		t.Fatalf("demo zone SOA: %d", got)
+	}
+	abs, err := filepath.Abs("../../examples/example.com.zone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := server + fmt.Sprintf("[[zone]]\norigin = \"example.com\"\nfile = %q\n", abs)
+	if err := os.WriteFile(cfg, []byte(zones), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, logs, "msg=reloaded", 1)
+	if got := soaSerial(t, addr, "example.com."); got != 2026120201 {
+		t.Errorf("example.com. SOA after reload: %d", got)
+	}
+	if got := soaSerial(t, addr, demoOrigin); got != -dns.RcodeRefused {
+		t.Errorf("demo zone after reload: %d, want REFUSED", got)
+	}
+}
