@@ -147,6 +147,17 @@ func TestServeZoneFlag(t *testing.T) {
 	}
 }
 
+// TestServeTwiceFails: a second tern serve on the address of a running
+// one exits with an error that names the address and why, as a second
+// knotd does (it used to share the port and take half the queries).
+func TestServeTwiceFails(t *testing.T) {
+	addr := serve(t, "--listen", "127.0.0.1:0", "--workers", "2")
+	code, _, errs := runT("serve", "--listen", addr, "--workers", "2")
+	if want := "listen " + addr + ": address in use by another process"; code == 0 || !strings.Contains(errs, want) {
+		t.Fatalf("second serve: code %d, stderr %q, want an error with %q", code, errs, want)
+	}
+}
+
 func TestServeBadZoneFails(t *testing.T) {
 	code, _, errs := runT("serve", "--listen", "127.0.0.1:0", "--zone", "x.test=/nonexistent.zone")
 	if code == 0 || !strings.Contains(errs, "nonexistent.zone") {

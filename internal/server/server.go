@@ -6,9 +6,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -99,14 +101,12 @@ func New(cfg Config, h Handler) *Server {
 	return s
 }
 
-// control sets the options of every socket before it is bound:
-// SO_REUSEPORT, so that each worker has a socket of its own, and for UDP
+// control sets the options of every socket before it is bound: for UDP
 // big buffers and, with DontFragment, the DF bit.
 func (s *Server) control(network, address string, c syscall.RawConn) error {
 	var serr error
 	err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		if serr != nil || (network != "udp4" && network != "udp6" && network != "udp") {
+		if network != "udp4" && network != "udp6" && network != "udp" {
 			return
 		}
 		// Room for bursts: a full receive queue drops queries.
@@ -120,6 +120,31 @@ func (s *Server) control(network, address string, c syscall.RawConn) error {
 		return err
 	}
 	return serr
+}
+
+// controlShared is control for the UDP sockets that join an address's
+// first one (see bind): SO_REUSEPORT too, so that each worker has a socket
+// of its own.
+func (s *Server) controlShared(network, address string, c syscall.RawConn) error {
+	if err := reusePort(c); err != nil {
+		return err
+	}
+	return s.control(network, address, c)
+}
+
+// reusePort sets SO_REUSEPORT on c's socket.
+func reusePort(c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("SO_REUSEPORT: %w", serr)
+	}
+	return nil
 }
 
 // dontFragment makes the kernel send datagrams whole or not at all: DF
@@ -145,6 +170,7 @@ func dontFragment(fd int, network string) error {
 // bound, or the first bind error (after closing what it bound).
 func (s *Server) Start(ctx context.Context) error {
 	lc := net.ListenConfig{Control: s.control}
+	shared := net.ListenConfig{Control: s.controlShared}
 	for _, addr := range s.cfg.Listen {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -157,7 +183,7 @@ func (s *Server) Start(ctx context.Context) error {
 		// another program holds that port for the other protocol, pick
 		// again.
 		for try := 0; ; try++ {
-			conns, ln, port, err = s.bind(ctx, &lc, host, port)
+			conns, ln, port, err = s.bind(ctx, &lc, &shared, s.family(host, port), host, port)
 			if err == nil || port != "0" || try == 20 {
 				break
 			}
@@ -210,33 +236,96 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// bind opens the UDP sockets (one per worker) and the TCP listener of one
+// bind opens the TCP listener and the UDP sockets (one per worker) of one
 // address. It returns the port bound, or on failure the port asked for.
-func (s *Server) bind(ctx context.Context, lc *net.ListenConfig, host, port string) ([]*net.UDPConn, net.Listener, string, error) {
+//
+// Only this server may serve the address: a second one started on it
+// must fail, as a second knotd does, rather than take half the queries
+// with other data. SO_REUSEPORT, which gives each UDP worker a socket of
+// its own, would let any program of the same user bind the address too
+// (a socket may join the sockets bound to an address when they all have
+// the option set and the same owner). So the first socket of each
+// protocol is bound without it, which fails with EADDRINUSE if any other
+// socket holds the address: the TCP listener never gets it (it needs no
+// sharing), so a second server's listener, bound first, cannot start; the
+// first UDP socket gets it only once bound, and the workers' other
+// sockets then join it. What stays open: a program of the same user that
+// binds only UDP, with SO_REUSEPORT, after this server started joins the
+// UDP sockets (the kernel allows it; clearing SO_REUSEPORT on a bound
+// socket, tried on Linux 6.18, either still lets it join or sends every
+// datagram to that one socket, depending on the family and the socket).
+func (s *Server) bind(ctx context.Context, lc, shared *net.ListenConfig, family, host, port string) ([]*net.UDPConn, net.Listener, string, error) {
 	asked := port
+	ln, err := lc.Listen(ctx, "tcp"+family, net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, nil, asked, bindError("tcp", err)
+	}
+	port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	var conns []*net.UDPConn
 	fail := func(err error) ([]*net.UDPConn, net.Listener, string, error) {
 		for _, c := range conns {
 			c.Close()
 		}
+		ln.Close()
 		return nil, nil, asked, err
 	}
 	for i := 0; i < s.cfg.Workers; i++ {
-		pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort(host, port))
+		l := shared
+		if i == 0 {
+			l = lc
+		}
+		pc, err := l.ListenPacket(ctx, "udp"+family, net.JoinHostPort(host, port))
 		if err != nil {
-			return fail(fmt.Errorf("udp: %w", err))
+			return fail(bindError("udp", err))
 		}
 		conn := pc.(*net.UDPConn)
 		conns = append(conns, conn)
 		if i == 0 {
-			port = strconv.Itoa(conn.LocalAddr().(*net.UDPAddr).Port)
+			raw, err := conn.SyscallConn()
+			if err == nil {
+				err = reusePort(raw)
+			}
+			if err != nil {
+				return fail(fmt.Errorf("udp: %w", err))
+			}
 		}
 	}
-	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return fail(fmt.Errorf("tcp: %w", err))
-	}
 	return conns, ln, port, nil
+}
+
+// family is the address family to bind host with, as the suffix of the
+// network ("tcp4", "udp6"): "4" for IPv4 addresses (Go would bind the
+// IPv4 wildcard as a dual-stack IPv6 socket, serving IPv6 too); "6", IPv6
+// only, for the IPv6 wildcard when the IPv4 one is also listed with the
+// same port (the two would want the same port); otherwise "", the IPv6
+// wildcard alone serving IPv4 too.
+func (s *Server) family(host, port string) string {
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return ""
+	case ip.To4() != nil:
+		return "4"
+	case !ip.IsUnspecified() || port == "0":
+		return ""
+	}
+	for _, addr := range s.cfg.Listen {
+		h, p, err := net.SplitHostPort(addr)
+		if ip := net.ParseIP(h); err == nil && p == port && ip != nil && ip.To4() != nil && ip.IsUnspecified() {
+			return "6"
+		}
+	}
+	return ""
+}
+
+// bindError is err from binding a proto socket, saying so when the
+// address is another process's.
+func bindError(proto string, err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) && errors.Is(se.Err, syscall.EADDRINUSE) {
+		return fmt.Errorf("address in use by another process (%s %w)", proto, se)
+	}
+	return fmt.Errorf("%s: %w", proto, err)
 }
 
 // Addrs returns the bound addresses (with real ports), one per Listen

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// TestSecondServerFails: a second server on the address of a running one
+// fails to start, naming the address and why (SO_REUSEPORT on every
+// socket used to let it bind and take half the queries), and the first
+// keeps serving.
+func TestSecondServerFails(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 2})
+	second := New(Config{Listen: s.Addrs(), Workers: 2}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+	err := second.Start(context.Background())
+	if err == nil {
+		second.Close()
+		t.Fatal("a second server started on the address of a running one")
+	}
+	want := "listen " + s.Addrs()[0] + ": address in use by another process"
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want it to start %q", err, want)
+	}
+	for _, netw := range []string{"udp", "tcp"} {
+		c := &dns.Client{Net: netw}
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		if r, _, err := c.Exchange(m, s.Addrs()[0]); err != nil || len(r.Answer) != 1 {
+			t.Errorf("%s after the second server failed: %v %v", netw, r, err)
+		}
+	}
+}
+
+// TestUDPAddressTakenFails: a server does not start on an address whose
+// UDP port another program holds, even one that set SO_REUSEPORT (the
+// kernel lets sockets of the same user that all set it share the port).
+func TestUDPAddressTakenFails(t *testing.T) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error { return reusePort(c) }}
+	// The port may be some busy TCP connection's local port on this
+	// shared machine: then try another.
+	for try := 0; try < 20; try++ {
+		other, err := lc.ListenPacket(context.Background(), "udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := other.LocalAddr().String()
+		s := New(Config{Listen: []string{addr}, Workers: 2}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+		err = s.Start(context.Background())
+		other.Close()
+		if err == nil {
+			s.Close()
+			t.Fatal("the server started on a UDP port another socket holds")
+		}
+		if strings.Contains(err.Error(), "(tcp ") {
+			continue
+		}
+		if want := "listen " + addr + ": address in use by another process (udp"; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("error %q, want it to start %q", err, want)
+		}
+		return
+	}
+	t.Skip("no port free for TCP in 20 tries")
+}
+
+// TestBothWildcards: the IPv4 and IPv6 wildcard addresses on one port
+// can be served together.
+func TestBothWildcards(t *testing.T) {
+	var err error
+	// A port free a moment ago may be taken meanwhile on a busy machine
+	// (by a connection's local port): then try another.
+	for try := 0; try < 20; try++ {
+		probe, perr := net.Listen("tcp", "127.0.0.1:0")
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		_, port, _ := net.SplitHostPort(probe.Addr().String())
+		probe.Close()
+		s := New(Config{Listen: []string{"0.0.0.0:" + port, "[::]:" + port}, Workers: 2}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+		if err = s.Start(context.Background()); err == nil {
+			s.Close()
+			return
+		}
+	}
+	t.Fatal(err)
+}
