@@ -1,6 +1,7 @@
 package dnssec
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +11,15 @@ import (
 // either the old content or the new, never a torn file: it writes a
 // temporary file in the same directory, fsyncs it, renames it over path and
 // fsyncs the directory so the rename itself is durable.
+//
+// Temporary files of earlier writes of path that a crash left behind are
+// removed first.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if _, err := removeTemps(dir, globEscape(filepath.Base(path))); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -54,4 +61,64 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// mkdirDurable is os.MkdirAll that also fsyncs the parent of each
+// directory it creates: without that, a crash can lose a new key
+// directory, and with it files whose own fsyncs had returned.
+func mkdirDurable(dir string, perm os.FileMode) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
+}
+
+// tempInfix separates a file's name from the random part in the names of
+// WriteFileAtomic's temporary files: ".<name>.tmp<random>".
+const tempInfix = ".tmp"
+
+// removeTemps removes the temporary files WriteFileAtomic makes for the
+// files of dir whose names match the glob name, and returns how many it
+// removed.
+func removeTemps(dir, name string) (int, error) {
+	temps, err := matchDir(dir, "."+name+tempInfix+"*")
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range temps {
+		if err := os.Remove(filepath.Join(dir, t)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
+	}
+	return len(temps), nil
+}
+
+// matchDir returns the names of the entries of dir that match the glob
+// pattern. Unlike filepath.Glob it takes dir literally, whatever
+// characters its name holds.
+func matchDir(dir, pattern string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		ok, err := filepath.Match(pattern, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }

@@ -125,10 +125,18 @@ func KeyBaseName(k *dns.DNSKEY) string {
 // created with mode 0700 when missing. Both files are written atomically.
 // created is recorded in the .private file as BIND's Created timing field.
 func WriteKey(dir string, k *Key, created time.Time) error {
+	return writeKeyFiles(dir, k, created, "")
+}
+
+// writeKeyFiles is WriteKey with suffix appended to both file names: the
+// key manager writes a new key as <base>.private.pending and
+// <base>.key.pending, names no key reader looks at, until the state that
+// lists the key is stored.
+func writeKeyFiles(dir string, k *Key, created time.Time, suffix string) error {
 	if k.Signer == nil {
 		return fmt.Errorf("write key %d: no private key", k.Tag())
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirDurable(dir, 0o700); err != nil {
 		return fmt.Errorf("write key: %w", err)
 	}
 	base := KeyBaseName(k.DNSKEY)
@@ -145,10 +153,10 @@ func WriteKey(dir string, k *Key, created time.Time) error {
 	priv += "Created: " + created.UTC().Format("20060102150405") + "\n"
 	// Private key first: a .key without its .private would look like a
 	// usable key to a later run.
-	if err := WriteFileAtomic(filepath.Join(dir, base+".private"), []byte(priv), 0o600); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, base+".private"+suffix), []byte(priv), 0o600); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, base+".key"), []byte(pub), 0o644); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, base+".key"+suffix), []byte(pub), 0o644); err != nil {
 		return err
 	}
 	k.Base = base

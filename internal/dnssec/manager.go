@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -263,6 +264,15 @@ type Manager struct {
 	policy Policy
 	state  *State
 	keys   map[uint16]*Key // loaded private keys, by tag
+	// pending lists the base names of keys written as pending files and
+	// not yet renamed to their final names (see storeChanges).
+	pending []string
+	// unsaved is set while the state in memory differs from the file.
+	unsaved bool
+	// interrupt, when set (by tests), is called at each step of storing
+	// a change; an error stops Step there, leaving the key directory as
+	// a crash at that point would.
+	interrupt func(step string) error
 }
 
 // NewManager opens (or starts) key management for zone with keys in dir.
@@ -272,7 +282,7 @@ func NewManager(dir, zone string, p Policy) (*Manager, error) {
 		return nil, err
 	}
 	zone = dns.CanonicalName(dns.Fqdn(zone))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirDurable(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("key manager %s: %w", zone, err)
 	}
 	st, err := LoadState(dir, zone)
@@ -284,6 +294,9 @@ func NewManager(dir, zone string, p Policy) (*Manager, error) {
 	}
 	if st.Zone != zone {
 		return nil, fmt.Errorf("key manager: state file is for %s, not %s", st.Zone, zone)
+	}
+	if err := recoverKeyDir(dir, st); err != nil {
+		return nil, fmt.Errorf("key manager %s: %w", zone, err)
 	}
 	m := &Manager{dir: dir, zone: zone, policy: p, state: st, keys: map[uint16]*Key{}}
 	for _, ks := range st.Keys {
@@ -340,9 +353,10 @@ func (m *Manager) Step(now time.Time) (Plan, error) {
 		}
 	}
 	if changed {
-		if err := saveState(m.dir, m.state); err != nil {
-			return plan, err
-		}
+		m.unsaved = true
+	}
+	if err := m.storeChanges(); err != nil {
+		return plan, err
 	}
 	keys, err := m.Keys(now)
 	if err != nil {
@@ -468,9 +482,10 @@ func (m *Manager) newKey(ksk bool, publish, ready, activate time.Time) (*KeyStat
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteKey(m.dir, k, publish); err != nil {
+	if err := writeKeyFiles(m.dir, k, publish, pendingSuffix); err != nil {
 		return nil, err
 	}
+	m.pending = append(m.pending, k.Base)
 	ks := &KeyState{Tag: k.Tag(), KSK: ksk, Algorithm: m.policy.Algorithm, File: k.Base,
 		Created: publish, Publish: publish, Ready: ready, Activate: activate}
 	m.state.Keys = append(m.state.Keys, ks)
@@ -483,6 +498,122 @@ func (m *Manager) newKey(ksk bool, publish, ready, activate time.Time) (*KeyStat
 	})
 	m.keys[ks.Tag] = k
 	return ks, nil
+}
+
+// pendingSuffix marks the files of a key written before the state that
+// lists it: key readers look only at <base>.key and <base>.private.
+const pendingSuffix = ".pending"
+
+// storeChanges makes the state in memory durable, in an order a crash at
+// any point leaves recoverable (recoverKeyDir): the new keys' files are
+// already written under pending names; then the state is saved, listing
+// them; then the pending files are renamed to their final names. A crash
+// before the state is saved leaves pending files no state lists, which
+// the next start removes (the keys were never published: Step returns
+// them only after storing); a crash after it leaves pending files the
+// state lists, which the next start renames. A failure here is retried
+// by the next Step.
+func (m *Manager) storeChanges() error {
+	if m.unsaved {
+		if err := m.step("before saving state"); err != nil {
+			return err
+		}
+		if err := saveState(m.dir, m.state); err != nil {
+			return err
+		}
+		m.unsaved = false
+	}
+	if len(m.pending) == 0 {
+		return nil
+	}
+	if err := m.step("after saving state"); err != nil {
+		return err
+	}
+	for _, base := range m.pending {
+		if err := commitKeyFiles(m.dir, base); err != nil {
+			return err
+		}
+	}
+	m.pending = nil
+	return syncDir(m.dir)
+}
+
+// commitKeyFiles renames a key's pending files to their final names,
+// the private key first (a .key alone is skipped by LoadKeys, but a
+// .private alone is never mistaken for a key). A file already renamed is
+// left as it is.
+func commitKeyFiles(dir, base string) error {
+	for _, ext := range []string{".private", ".key"} {
+		final := filepath.Join(dir, base+ext)
+		err := os.Rename(final+pendingSuffix, final)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("store key %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// recoverKeyDir finishes or undoes what a crash interrupted in dir for the
+// zone of st: the pending files of keys st lists are renamed to their
+// final names, those of keys it does not list (never published) are
+// removed, and so are the temporary files of interrupted atomic writes of
+// the zone's keys and state (WriteFileAtomic removes those of any other
+// file, such as the signed copy, when it next writes it). Files of other zones, and key
+// files under final names that st does not list (made by 'tern zone
+// sign', say), are left alone.
+func recoverKeyDir(dir string, st *State) error {
+	stem := strings.TrimSuffix(st.Zone, ".")
+	if stem == "" {
+		stem = "."
+	}
+	listed := make(map[string]bool, len(st.Keys))
+	for _, k := range st.Keys {
+		listed[k.File] = true
+	}
+	keyGlob := "K" + globEscape(stem) + "+*"
+	pending, err := matchDir(dir, keyGlob+pendingSuffix)
+	if err != nil {
+		return err
+	}
+	var committed []string
+	for _, p := range pending {
+		name := strings.TrimSuffix(p, pendingSuffix)
+		base := strings.TrimSuffix(strings.TrimSuffix(name, ".key"), ".private")
+		if !listed[base] {
+			if err := os.Remove(filepath.Join(dir, p)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		if !slices.Contains(committed, base) {
+			committed = append(committed, base)
+		}
+	}
+	for _, base := range committed {
+		if err := commitKeyFiles(dir, base); err != nil {
+			return err
+		}
+	}
+	stale, err := removeTemps(dir, keyGlob)
+	if err != nil {
+		return err
+	}
+	n, err := removeTemps(dir, globEscape(filepath.Base(StatePath(dir, st.Zone))))
+	if err != nil {
+		return err
+	}
+	if len(pending)+stale+n == 0 {
+		return nil
+	}
+	return syncDir(dir)
+}
+
+// step calls the interrupt hook, if any, at a named step.
+func (m *Manager) step(name string) error {
+	if m.interrupt == nil {
+		return nil
+	}
+	return m.interrupt(name)
 }
 
 // nextEvent returns the earliest scheduled key event after now.
