@@ -156,30 +156,30 @@ func TestDifferentialDNSSEC(t *testing.T) {
 			qs[i].DO = true
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), queryBudget)
 	defer cancel()
 	knot := startKnot(t, zones)
 	start := time.Now()
 	knotOut := runQueries(ctx, knot, qs)
-	t.Logf("knot: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+	inform(t, "knot: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 	checkReference(t, "knot", qs, knotOut)
 	checkReproducible(ctx, t, knot, qs, knotOut)
 	if _, ok := findTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
 		nsd := startNSD(t, zones)
 		nsdOut := runQueries(ctx, nsd, qs)
 		nk := compareOutcomes("knot", "nsd", qs, knotOut, nsdOut, nil)
-		t.Logf("information only (NSD is not the reference):\n%s%s", nk.summary(), nk.details(maxShown(15)))
+		inform(t, "information only (NSD is not the reference):\n%s%s", nk.summary(), nk.details(maxShown(15)))
 	}
 	t.Run("tern-vs-knot", func(t *testing.T) {
 		tern := startTern(t, zones)
 		start := time.Now()
 		ternOut := runQueries(ctx, tern, qs)
-		t.Logf("tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+		inform(t, "tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 		tk := compareOutcomes("knot", "tern", qs, knotOut, ternOut, allow)
 		if len(tk.items) > 0 {
 			t.Errorf("Tern differs from Knot on signed zones:\n%s%s", tk.summary(), tk.details(maxShown(30)))
 		} else {
-			t.Logf("%s", tk.summary())
+			inform(t, "%s", tk.summary())
 		}
 	})
 }

@@ -72,14 +72,16 @@ func runTool(t *testing.T, tool, path, addr, name, qtype string, opts []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No retries, a short timeout, and +ignore so a truncated UDP answer
-	// is shown as it is rather than silently retried over TCP.
-	args := []string{"@" + host, "-p", port, "+norecurse", "+ignore", "+time=2", "+tries=1"}
+	// +ignore so a truncated UDP answer is shown as it is rather than
+	// silently retried over TCP. Three tries of three seconds, as a
+	// resolver would, so that a datagram lost or a server stalled on a
+	// loaded machine does not fail the test.
+	args := []string{"@" + host, "-p", port, "+norecurse", "+ignore", "+time=3", "+tries=3"}
 	if tool == "kdig" {
-		args = []string{"@" + host, "-p", port, "+norecurse", "+ignore", "+time=2", "+retry=0"}
+		args = []string{"@" + host, "-p", port, "+norecurse", "+ignore", "+time=3", "+retry=2"}
 	}
 	args = append(append(args, opts...), name, qtype)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
 	if err != nil {

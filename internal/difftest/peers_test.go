@@ -188,7 +188,7 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 			t.Cleanup(stop)
 			return s
 		}
-		if err := waitReady(s, probeZone, fatal, 15*time.Second); err != nil {
+		if err := waitReady(s, probeZone, fatal, readyTimeout); err != nil {
 			stop()
 			var fatalErr *fatalLogError
 			if errors.As(err, &fatalErr) {
@@ -208,6 +208,12 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 	t.Fatal(lastErr)
 	return nil
 }
+
+// readyTimeout bounds the wait for a started server's first answers.
+// Unloaded, Knot, NSD and Tern answer within a few hundred milliseconds;
+// on a loaded machine loading the zones can take seconds, and a server
+// that exits or logs a fatal phrase ends the wait at once.
+const readyTimeout = 30 * time.Second
 
 // launchOpt modifies launch.
 type launchOpt int
@@ -240,7 +246,7 @@ func waitReady(s *server, zone string, fatal []string, timeout time.Duration) er
 		}
 		ok := true
 		for _, network := range []string{"udp", "tcp"} {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			r, err := Exchange(ctx, s.addr, Query{Name: zone, Type: dns.TypeSOA, Net: network, EDNS: 1232}, 4242)
 			cancel()
 			if err == nil && (r.Msg.Rcode != dns.RcodeSuccess || !r.Msg.Authoritative || len(r.Msg.Answer) == 0) {

@@ -80,13 +80,21 @@ zone:
 		}
 		return exec.Command(knotd, "-c", path), nil
 	}, launchNoWait)
-	deadline := time.Now().Add(5 * time.Second)
+	// The wait ends early on a load error or on knotd exiting; its bound
+	// is readyTimeout, since a zone that loads slowly on a busy machine
+	// must not count as refused.
+	deadline := time.Now().Add(readyTimeout)
 	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return false, s.log.String(), s
+		default:
+		}
 		logText = s.log.String()
 		if strings.Contains(logText, "failed to load zone") || strings.Contains(logText, "zone event 'load' failed") {
 			return false, logText, s
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		r, err := Exchange(ctx, s.addr, Query{Name: origin, Type: dns.TypeSOA, Net: "udp", EDNS: 1232}, 99)
 		cancel()
 		if err == nil && r.Msg.Rcode == dns.RcodeSuccess && r.Msg.Authoritative {
@@ -142,7 +150,7 @@ func TestZoneLoadPolicy(t *testing.T) {
 			if why, strict := ternRejects()[c.name]; strict && knotOK && !ternOK {
 				// A reviewed, deliberate difference: Tern refuses what
 				// Knot loads with a warning.
-				t.Logf("Tern rejects on purpose: %s\n%s", why, out)
+				inform(t, "Tern rejects on purpose: %s\n%s", why, out)
 				return
 			}
 			if knotOK != ternOK {
@@ -160,7 +168,7 @@ func TestZoneLoadPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			qs := Generate([]*Zone{z})
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), queryBudget)
 			defer cancel()
 			tern := startTern(t, []*Zone{z})
 			rep := compareOutcomes("knot", "tern", qs, runQueries(ctx, knot, qs), runQueries(ctx, tern, qs), allow)

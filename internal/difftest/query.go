@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -164,8 +165,20 @@ type Result struct {
 // Exchange sends q to addr over q.Net and reads the matching answer. UDP
 // answers are read into a 64 KiB buffer whatever the query advertised, so
 // that an oversized answer is seen (and reported by CheckSize) rather than
-// silently cut. UDP is retried on timeout, since loopback can still drop
-// datagrams when a socket buffer overflows.
+// silently cut.
+//
+// Each query is tried up to three times, over UDP and TCP alike, as a
+// resolver would: loopback can drop a datagram when a socket buffer
+// overflows, and on a loaded machine a peer can be descheduled for
+// seconds, so one timeout or one connection reset is not a verdict.
+//
+// A malformed query may legitimately get no answer at all. Whether it got
+// one is not decided by a timer, which a loaded machine would fool: the
+// query is followed on the same socket by its well-formed form (the
+// sentinel), and when the sentinel's answer comes first, the malformed
+// query was dropped and Exchange returns ErrDropped. This relies on the
+// servers answering one socket's queries in order, which Knot, NSD and
+// Tern (one worker per socket) do.
 func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, error) {
 	m := q.Msg(id)
 	var mut mutation
@@ -185,19 +198,22 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 	if mut.wire != nil {
 		wire = mut.wire(wire)
 	}
-	tries := 1
-	if q.Net == "udp" && q.Mutate == "" {
-		// A malformed query may legitimately get no answer at all, so
-		// it is sent once; waiting out retries would only slow the test.
-		tries = 3
+	var sentinel []byte
+	if q.Mutate != "" {
+		if sentinel, err = q.Msg(sentinelID(id)).Pack(); err != nil {
+			return Result{}, fmt.Errorf("pack sentinel for %s: %w", q, err)
+		}
 	}
+	const tries = 3
 	var lastErr error
 	for range tries {
 		var raw []byte
-		raw, lastErr = roundTrip(ctx, addr, q.Net, wire, q.Mutate != "")
+		raw, lastErr = roundTrip(ctx, addr, q.Net, wire, sentinel)
+		if errors.Is(lastErr, ErrDropped) {
+			return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
+		}
 		if lastErr != nil {
-			var ne net.Error
-			if errors.As(lastErr, &ne) && ne.Timeout() && ctx.Err() == nil {
+			if ctx.Err() == nil && retryable(lastErr) {
 				continue
 			}
 			return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
@@ -211,55 +227,104 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 		}
 		return Result{Msg: m, Size: len(raw)}, nil
 	}
-	return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
+	return Result{}, fmt.Errorf("%s to %s (%d tries): %w", q, addr, tries, lastErr)
 }
+
+// ErrDropped reports that the server answered a malformed query's
+// sentinel, or closed the TCP connection, without answering the query.
+var ErrDropped = errors.New("no answer (dropped)")
+
+// sentinelID is the ID of the sentinel that follows a malformed query
+// with ID id: distinct from it, and from every other query's.
+func sentinelID(id uint16) uint16 { return id ^ 0x8000 }
+
+// retryable reports whether a failed exchange may succeed when tried
+// again: a timeout, or a connection refused, reset or closed before the
+// answer (a busy peer's full accept queue, say). A malformed answer is
+// not retried: it is the answer.
+func retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// Per-try waits. Loopback answers take well under a millisecond, but on a
+// loaded two-core machine (go test -race beside builds) a peer can stall
+// for seconds; each try waits that long before the next.
+const (
+	dialTimeout = 5 * time.Second
+	udpTimeout  = 2 * time.Second
+	tcpTimeout  = 5 * time.Second
+)
 
 // roundTrip sends one query and returns the raw answer. TCP messages carry
 // the two-octet length prefix of RFC 1035 section 4.2.2.
 //
-// short selects a 300 ms UDP wait, for malformed queries whose answer may
-// never come; loopback answers take well under a millisecond.
-func roundTrip(ctx context.Context, addr, network string, wire []byte, short bool) ([]byte, error) {
-	d := net.Dialer{Timeout: time.Second}
+// With a sentinel (see Exchange), both are sent at once and the first
+// answer decides: the query's, or ErrDropped for the sentinel's. A TCP
+// connection closed or reset before any answer is ErrDropped too.
+func roundTrip(ctx context.Context, addr, network string, wire, sentinel []byte) ([]byte, error) {
+	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
 	defer conn.Close()
-	timeout := 700 * time.Millisecond
-	if short {
-		timeout = 300 * time.Millisecond
+	timeout := udpTimeout
+	if network == "tcp" {
+		timeout = tcpTimeout
 	}
-	if network == "tcp" && !short {
-		timeout = 3 * time.Second
+	if dl, ok := ctx.Deadline(); ok && dl.Before(time.Now().Add(timeout)) {
+		timeout = time.Until(dl)
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, fmt.Errorf("set deadline: %w", err)
 	}
+	var raw []byte
 	if network == "udp" {
-		if _, err := conn.Write(wire); err != nil {
-			return nil, fmt.Errorf("write: %w", err)
+		for _, p := range [][]byte{wire, sentinel} {
+			if p == nil {
+				continue
+			}
+			if _, err := conn.Write(p); err != nil {
+				return nil, fmt.Errorf("write: %w", err)
+			}
 		}
 		buf := make([]byte, 65535)
 		n, err := conn.Read(buf)
 		if err != nil {
 			return nil, fmt.Errorf("read: %w", err)
 		}
-		return buf[:n], nil
+		raw = buf[:n]
+	} else {
+		framed := binary.BigEndian.AppendUint16(nil, uint16(len(wire)))
+		framed = append(framed, wire...)
+		if sentinel != nil {
+			framed = binary.BigEndian.AppendUint16(framed, uint16(len(sentinel)))
+			framed = append(framed, sentinel...)
+		}
+		if _, err := conn.Write(framed); err != nil {
+			return nil, fmt.Errorf("write: %w", err)
+		}
+		var l [2]byte
+		if _, err := io.ReadFull(conn, l[:]); err != nil {
+			if sentinel != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+				return nil, fmt.Errorf("connection closed: %w", ErrDropped)
+			}
+			return nil, fmt.Errorf("read length: %w", err)
+		}
+		raw = make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(conn, raw); err != nil {
+			return nil, fmt.Errorf("read message: %w", err)
+		}
 	}
-	framed := binary.BigEndian.AppendUint16(nil, uint16(len(wire)))
-	if _, err := conn.Write(append(framed, wire...)); err != nil {
-		return nil, fmt.Errorf("write: %w", err)
+	if sentinel != nil && len(raw) >= 2 && binary.BigEndian.Uint16(raw) == binary.BigEndian.Uint16(sentinel) {
+		return nil, fmt.Errorf("the sentinel was answered first: %w", ErrDropped)
 	}
-	var l [2]byte
-	if _, err := io.ReadFull(conn, l[:]); err != nil {
-		return nil, fmt.Errorf("read length: %w", err)
-	}
-	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		return nil, fmt.Errorf("read message: %w", err)
-	}
-	return buf, nil
+	return raw, nil
 }
 
 // CheckSize reports whether a UDP answer exceeds what the query allowed:

@@ -42,7 +42,7 @@ func TestDifferentialRoot(t *testing.T) {
 				}
 			}
 			zones := []*Zone{c.zone}
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), queryBudget)
 			defer cancel()
 			knot := startKnot(t, zones)
 			knotOut := runQueries(ctx, knot, qs)
@@ -50,17 +50,17 @@ func TestDifferentialRoot(t *testing.T) {
 			if _, ok := findTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
 				nsd := startNSD(t, zones)
 				nk := compareOutcomes("knot", "nsd", qs, knotOut, runQueries(ctx, nsd, qs), nil)
-				t.Logf("information only (NSD is not the reference):\n%s", nk.summary())
+				inform(t, "information only (NSD is not the reference):\n%s", nk.summary())
 			}
 			tern := startTern(t, zones)
 			start := time.Now()
 			ternOut := runQueries(ctx, tern, qs)
-			t.Logf("tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
+			inform(t, "tern: %d queries in %v", len(qs), time.Since(start).Round(time.Millisecond))
 			tk := compareOutcomes("knot", "tern", qs, knotOut, ternOut, allow)
 			if len(tk.items) > 0 {
 				t.Errorf("Tern differs from Knot on the root zone:\n%s%s", tk.summary(), tk.details(maxShown(30)))
 			} else {
-				t.Logf("%s", tk.summary())
+				inform(t, "%s", tk.summary())
 			}
 		})
 	}
