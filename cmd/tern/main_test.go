@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 func runT(args ...string) (int, string, string) {
@@ -109,15 +110,27 @@ func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
-	done := make(chan int)
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), &out, &errb) }()
+	done := make(chan struct{})
+	code := 0
+	go func() {
+		code = run(ctx, append([]string{"serve"}, args...), &out, &errb)
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
+	// Unloaded, serve prints its address within milliseconds; on a
+	// loaded machine loading (and signing) the zones can take seconds.
+	// The wait ends at once if serve returns.
 	re := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
-	for i := 0; i < 200; i++ {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			return m[1], &errb
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-done:
+			t.Fatalf("serve exited with %d: printed %q, stderr %q", code, out.String(), errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	t.Fatalf("serve printed %q, stderr %q", out.String(), errb.String())
 	return "", nil
@@ -127,7 +140,7 @@ func TestServeDemo(t *testing.T) {
 	addr := serve(t, "--listen", "127.0.0.1:0")
 	m := new(dns.Msg)
 	m.SetQuestion("www.example.test.", dns.TypeA)
-	r, err := dns.Exchange(m, addr)
+	r, err := dnstest.Exchange(m, "udp", addr)
 	if err != nil || len(r.Answer) != 1 || !r.Authoritative {
 		t.Fatalf("%v %v", r, err)
 	}
@@ -137,12 +150,12 @@ func TestServeZoneFlag(t *testing.T) {
 	addr := serve(t, "--listen", "127.0.0.1:0", "--zone", "example.com=../../examples/example.com.zone", "--workers", "1")
 	m := new(dns.Msg)
 	m.SetQuestion("mail.example.com.", dns.TypeAAAA)
-	r, err := dns.Exchange(m, addr)
+	r, err := dnstest.Exchange(m, "udp", addr)
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("%v %v", r, err)
 	}
 	m.SetQuestion("www.example.test.", dns.TypeA)
-	if r, err := dns.Exchange(m, addr); err != nil || r.Rcode != dns.RcodeRefused {
+	if r, err := dnstest.Exchange(m, "udp", addr); err != nil || r.Rcode != dns.RcodeRefused {
 		t.Fatalf("demo zone served beside --zone: %v %v", r, err)
 	}
 }

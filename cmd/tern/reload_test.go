@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 // hup sends SIGHUP to this process (serve catches it) and waits for the
@@ -36,13 +37,7 @@ func soaSerial(t *testing.T, addr, origin string) int {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(origin, dns.TypeSOA)
-	var r *dns.Msg
-	var err error
-	for try := 0; try < 3; try++ { // UDP on a loaded machine
-		if r, err = dns.Exchange(m, addr); err == nil {
-			break
-		}
-	}
+	r, err := dnstest.Exchange(m, "udp", addr)
 	if err != nil {
 		t.Fatalf("%s SOA: %v", origin, err)
 	}

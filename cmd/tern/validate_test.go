@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 // trustAnchor writes a delv trust-anchors file with the KSKs in a zone file.
@@ -123,7 +125,7 @@ nsec3 = true
 	m := new(dns.Msg)
 	m.SetQuestion("auto.test.", dns.TypeDNSKEY)
 	m.SetEdns0(4096, true)
-	r, err := dns.Exchange(m, addr)
+	r, err := dnstest.Exchange(m, "udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -63,10 +66,9 @@ func TestUDPAndTCP(t *testing.T) {
 	s := start(t, Config{Listen: []string{"127.0.0.1:0", "[::1]:0"}, Workers: 2})
 	for _, addr := range s.Addrs() {
 		for _, netw := range []string{"udp", "tcp"} {
-			c := &dns.Client{Net: netw, Timeout: 2 * time.Second}
 			m := new(dns.Msg)
 			m.SetQuestion("www.example.test.", dns.TypeA)
-			r, _, err := c.Exchange(m, addr)
+			r, err := dnstest.Exchange(m, netw, addr)
 			if err != nil {
 				if strings.Contains(addr, "::1") && strings.Contains(err.Error(), "cannot assign") {
 					t.Skip("no IPv6 loopback")
@@ -101,7 +103,7 @@ func TestTCPPipelining(t *testing.T) {
 	if _, err := c.Write(burst); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for i := 0; i < n; i++ {
 		var lb [2]byte
 		if _, err := io.ReadFull(c, lb[:]); err != nil {
@@ -125,13 +127,11 @@ func TestTCPIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-	start := time.Now()
+	// Closed after 0.2 s; the wait leaves a loaded machine seconds, and
+	// still ends before the default idle timeout (10 s) would close it.
+	_ = c.SetReadDeadline(time.Now().Add(8 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read: %v, want EOF from the server closing an idle connection", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("closed after %v", d)
 	}
 }
 
@@ -154,19 +154,25 @@ func TestTCPConnectionLimit(t *testing.T) {
 		if err := cl.WriteMsg(m); err != nil {
 			t.Fatal(err)
 		}
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := cl.ReadMsg(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The third asks too, and must be closed unanswered: an answer, or
+	// no answer and no close (a read timing out), means no limit.
 	c, err := net.Dial("tcp", s.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err == nil {
-		t.Fatal("third connection served, want it closed at the limit")
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	p, _ := m.Pack()
+	_, _ = c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(p))), p...))
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("third connection: read %d bytes, %v; want it closed at the limit", n, err)
 	}
 }
 
@@ -183,7 +189,7 @@ func TestGarbageDoesNotStopService(t *testing.T) {
 	}
 	m := new(dns.Msg)
 	m.SetQuestion("www.example.test.", dns.TypeA)
-	r, err := dns.Exchange(m, s.Addrs()[0])
+	r, err := dnstest.Exchange(m, "udp", s.Addrs()[0])
 	if err != nil || len(r.Answer) != 1 {
 		t.Fatalf("after garbage: %v %v", r, err)
 	}
@@ -377,7 +383,7 @@ func coldBatches(t *testing.T, addr string) {
 		// Read the burst's answers before the next, so the socket
 		// buffers never drop one.
 		for i := 0; i < per; i++ {
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			n, err := c.Read(buf)
 			if err != nil {
 				t.Fatalf("burst %d: %d answers: %v", b, i, err)
