@@ -17,15 +17,19 @@ build:
 deps:
 	@missing=""; for b in $(BINS); do command -v $$b >/dev/null 2>&1 || [ -x /usr/sbin/$$b ] || missing="$$missing $$b"; done; \
 	if [ -n "$$missing" ]; then \
-		echo "installing test dependencies (missing:$$missing)"; \
+		echo "installing test dependencies (missing:$$missing): $(PKGS)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -q && apt-get install -y -q $(PKGS); \
+		log=$$(mktemp); \
+		if ! { apt-get update -qq && apt-get install -y -qq $(PKGS); } >"$$log" 2>&1; then \
+			cat "$$log"; rm -f "$$log"; echo "installing test dependencies failed"; exit 1; \
+		fi; \
+		rm -f "$$log"; \
 	fi
 
 vet:
 	@unformatted=$$(gofmt -l cmd internal bench 2>/dev/null); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	@$(GO) vet ./...
 
 # Every test, with the race detector; fuzz targets run their seed corpora.
 # TERN_REQUIRE_PEERS makes tests that need knotd, nsd, dig or kdig fail
