@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -91,3 +93,76 @@ func TestBothWildcards(t *testing.T) {
 	}
 	t.Fatal(err)
 }
+
+// TestUDPWorkersShareTheLoad: every UDP socket of an address is in one
+// SO_REUSEPORT group, so that datagrams from many clients spread over the
+// workers. The first socket is bound without the option and gets it only
+// once bound (see bind); if the later sockets did not join its group, the
+// kernel would hand every datagram to one socket and the other workers
+// would sit idle, with every answer still right.
+func TestUDPWorkersShareTheLoad(t *testing.T) {
+	const workers, clients = 4, 64
+	resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
+	var mu sync.Mutex
+	used := map[int]int{} // datagrams answered, by worker
+	next := 0
+	h := HandlerFunc(func(tcp bool) Worker {
+		w := resp.NewWorker(tcp, 0)
+		if tcp {
+			return w
+		}
+		mu.Lock()
+		id := next
+		next++
+		mu.Unlock()
+		return answerFunc(func(pkt, out []byte) []byte {
+			mu.Lock()
+			used[id]++
+			mu.Unlock()
+			return w.Answer(pkt, out)
+		})
+	})
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: workers}, h)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	q, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1500)
+	// Each client is a socket of its own, a port of its own: the kernel
+	// picks a group's socket by a hash of the source address and port.
+	for i := 0; i < clients; i++ {
+		c, err := net.Dial("udp", s.Addrs()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for try := 0; ; try++ { // UDP on a loaded machine
+			if _, err := c.Write(q); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			if _, err = c.Read(buf); err == nil {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("client %d: %v", i, err)
+			}
+		}
+		c.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(used) < 2 {
+		t.Errorf("datagrams from %d clients answered by %d of %d workers (%v): the sockets do not share the port", clients, len(used), workers, used)
+	}
+}
+
+// answerFunc is a Worker made of its Answer method.
+type answerFunc func(pkt, out []byte) []byte
+
+func (f answerFunc) Answer(pkt, out []byte) []byte { return f(pkt, out) }
