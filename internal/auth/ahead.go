@@ -68,8 +68,8 @@ func (r *Responder) startZone(a *Ahead) {
 	for i := range labels {
 		labels[i] = uint8(q.SuffixOffset(i))
 	}
-	if z := r.zones.Load().Find(q.Name(), labels, 0); z != nil {
-		z.Ahead(&a.look, q.Name())
+	if sz := r.zones.Load().find(q.Name(), labels, 0); sz != nil {
+		sz.z.Ahead(&a.look, q.Name())
 		a.stage = aheadZone
 	}
 }

@@ -9,6 +9,7 @@ package auth
 
 import (
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tern-dns/tern/internal/wire"
@@ -39,15 +40,18 @@ type Options struct {
 
 // Responder answers queries from the zones published to it.
 type Responder struct {
-	zones atomic.Pointer[zone.Set]
+	zones atomic.Pointer[published]
 	// gen counts publications, after each Store: a Cache tagged with an
 	// older count holds answers from replaced zones.
-	gen     atomic.Uint64
-	payload int
-	nsid    []byte
-	chaos   bool
-	id      []byte // TXT RDATA, pre-encoded
-	version []byte
+	gen atomic.Uint64
+	// publishing orders publications, each of which reuses what the one
+	// before it prepared; queries never take it.
+	publishing sync.Mutex
+	payload    int
+	nsid       []byte
+	chaos      bool
+	id         []byte // TXT RDATA, pre-encoded
+	version    []byte
 }
 
 // New returns a Responder serving zones.
@@ -67,16 +71,18 @@ func New(zones *zone.Set, opt Options) *Responder {
 }
 
 // Publish swaps in a new set of zones, after precomputing what their
-// answers can share. Queries in flight finish with the set they started
-// with; the next ones see the new one, whole.
+// answers can share (for the zones it did not serve already). Queries in
+// flight finish with the set they started with; the next ones see the new
+// one, whole.
 func (r *Responder) Publish(zones *zone.Set) {
-	r.prepare(zones)
-	r.zones.Store(zones)
+	r.publishing.Lock()
+	defer r.publishing.Unlock()
+	r.zones.Store(r.publish(zones, r.zones.Load()))
 	r.gen.Add(1)
 }
 
 // Zones returns the set being served.
-func (r *Responder) Zones() *zone.Set { return r.zones.Load() }
+func (r *Responder) Zones() *zone.Set { return r.zones.Load().set }
 
 // Scratch is the per-worker state of the answer path, reused from query to
 // query so that answering allocates nothing. It is not safe for concurrent
@@ -261,25 +267,25 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 	case wire.TypeOPT:
 		return flags | wire.RcodeFormErr
 	}
-	set := r.zones.Load()
+	zones := r.zones.Load()
 	name := q.Name()
 	labels := s.labels[:q.Labels()]
 	for i := range labels {
 		labels[i] = uint8(q.SuffixOffset(i))
 	}
-	z := set.Find(name, labels, 0)
-	if z == nil {
+	sz := zones.find(name, labels, 0)
+	if sz == nil {
 		// RFC 1034 §4.3.2 step 2: not authoritative; we do not recurse.
 		return flags | wire.RcodeRefused
 	}
-	if q.QType == wire.TypeDS && len(z.Origin) == len(name) {
+	if q.QType == wire.TypeDS && len(sz.z.Origin) == len(name) {
 		// RFC 4035 §3.1.4.1: DS lives on the parent side of a cut; when we
 		// also serve the parent, answer from there.
-		if p := set.Find(name, labels, 1); p != nil {
-			z = p
+		if p := zones.find(name, labels, 1); p != nil {
+			sz = p
 		}
 	}
-	if z.Unavailable {
+	if sz.z.Unavailable {
 		// A configured zone that failed to load: RFC 1035 §4.1.1's
 		// SERVFAIL ("a problem with the name server"), without AA, as
 		// Knot answers it; REFUSED would say this server is not meant to
@@ -287,7 +293,7 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 		return flags | wire.RcodeServFail
 	}
 	copy(s.name[:], name)
-	return r.answerZone(s, z, flags, len(name), len(labels))
+	return r.answerZone(s, sz, flags, len(name), len(labels))
 }
 
 // section is where put writes an RRset.
@@ -300,9 +306,10 @@ const (
 )
 
 // answerZone runs the lookup of RFC 1034 §4.3.2 step 3 for the name in
-// s.name, following CNAME and DNAME links inside z.
-func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, nlabels int) uint16 {
+// s.name, following CNAME and DNAME links inside sz's zone.
+func (r *Responder) answerZone(s *Scratch, sz *served, flags uint16, nameLen, nlabels int) uint16 {
 	q := &s.q
+	z := sz.z
 	s.naddl, s.nproved, s.nwild = 0, 0, 0
 	s.visited[0] = nil
 	// RFC 4035 §3.1: DNSSEC records go only to clients that set DO.
@@ -316,19 +323,18 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 		case kindReferral:
 			if chain == 0 {
 				flags &^= wire.FlagAA
-				do := 0
-				if s.dnssec {
-					do = 1
-				}
 				// The precomputed referral was written after a question
 				// for the cut name: shift its pointers by the difference.
-				if ref := res.node.Referral; ref != nil && ref[do] != nil && s.copyBlock(ref[do], nameLen-len(res.node.Name)) {
-					return flags
+				if cut := res.node; int(cut.CutIndex) < len(sz.referrals) {
+					ref := &sz.referrals[cut.CutIndex][s.do()]
+					if ref.wire != nil && s.copyBlock(ref, nameLen-len(cut.Name)) {
+						return flags
+					}
 				}
 			}
 			return r.referral(s, z, res.node, flags)
 		case kindNXDomain:
-			return r.negative(s, z, res.node, kindNXDomain, flags|wire.RcodeNXDomain)
+			return r.negative(s, sz, res.node, kindNXDomain, flags|wire.RcodeNXDomain)
 		case kindDNAME:
 			if s.seen(res.node) {
 				return r.done(s, z, flags)
@@ -350,7 +356,7 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			// types the chain is followed (RFC 1034 §3.6.2).
 			cname := n.CNAME()
 			if cname == nil || q.QType == wire.TypeCNAME || q.QType == wire.TypeANY {
-				return r.positive(s, z, n, res.kind, ownerOff, flags)
+				return r.positive(s, sz, n, res.kind, ownerOff, flags)
 			}
 			if s.seen(n) {
 				// A loop: every link is in the answer already.
@@ -376,6 +382,15 @@ func (r *Responder) answerZone(s *Scratch, z *zone.Zone, flags uint16, nameLen, 
 			return r.done(s, z, flags)
 		}
 	}
+}
+
+// do is 1 when the answer carries DNSSEC records, else 0: the index of
+// the precomputed blocks that match.
+func (s *Scratch) do() int {
+	if s.dnssec {
+		return 1
+	}
+	return 0
 }
 
 // seen records n as visited in this chain and reports whether it was.
@@ -410,7 +425,7 @@ func (s *Scratch) followCNAME(set *zone.RRset) bool {
 
 // positive writes the answer from node n (found, or the wildcard that
 // synthesizes s.name) for the query type, or a NODATA.
-func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, k kind, ownerOff int, flags uint16) uint16 {
+func (r *Responder) positive(s *Scratch, sz *served, n *zone.Node, k kind, ownerOff int, flags uint16) uint16 {
 	q := &s.q
 	if k == kindWildcard {
 		// RFC 4035 §3.1.3.3: a wildcard answer proves the name itself
@@ -457,9 +472,9 @@ func (r *Responder) positive(s *Scratch, z *zone.Zone, n *zone.Node, k kind, own
 	if !wrote {
 		// RFC 2308 §2.2: NODATA, the name exists (an empty non-terminal
 		// too, RFC 4592 §2.2.2) but has no data of this type.
-		return r.negative(s, z, n, k, flags)
+		return r.negative(s, sz, n, k, flags)
 	}
-	return r.done(s, z, flags)
+	return r.done(s, sz.z, flags)
 }
 
 // done ends an answer: the queued wildcard proofs, then the additional
@@ -475,8 +490,9 @@ func (r *Responder) done(s *Scratch, z *zone.Zone, flags uint16) uint16 {
 // TTL of RFC 2308 §3 and, for DO queries in signed zones, the proof of
 // RFC 4035 §3.1.3 or RFC 5155 §7.2. n is the closest encloser for
 // NXDOMAIN, the node itself for NODATA, the wildcard for wildcard NODATA.
-func (r *Responder) negative(s *Scratch, z *zone.Zone, n *zone.Node, k kind, flags uint16) uint16 {
+func (r *Responder) negative(s *Scratch, sz *served, n *zone.Node, k kind, flags uint16) uint16 {
 	b := &s.b
+	z := sz.z
 	if !r.wildcardProofs(s, z) {
 		return flags | wire.FlagTC
 	}
@@ -485,14 +501,10 @@ func (r *Responder) negative(s *Scratch, z *zone.Zone, n *zone.Node, k kind, fla
 	}
 	m := b.Mark()
 	ok := true
-	do := 0
-	if s.dnssec {
-		do = 1
-	}
-	if neg := z.Negative; neg != nil && neg[do] != nil && b.Len() == s.qend {
+	if neg := &sz.negative[s.do()]; neg.wire != nil && b.Len() == s.qend {
 		// Nothing before it but the question: the precomputed SOA (and
 		// its RRSIGs) fits, shifted from a question for the origin.
-		ok = s.copyBlock(neg[do], len(s.q.Name())-len(z.Origin))
+		ok = s.copyBlock(neg, len(s.q.Name())-len(z.Origin))
 	} else {
 		b.RR(z.Origin, z.NegSOA)
 		b.CountAuthority(1)

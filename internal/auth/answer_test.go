@@ -480,3 +480,31 @@ func TestANYLargeUDPBuffer(t *testing.T) {
 		t.Errorf("ANY over UDP with a 64 KiB buffer: %d records, want 1", len(resp.Answer))
 	}
 }
+
+// TestPublishReusesPreparation: a zone published again, in a new set,
+// keeps what auth precomputed for it (a compiled zone is not written
+// after it is built, so that lives beside it, not in it); a new zone
+// with the same origin gets its own.
+func TestPublishReusesPreparation(t *testing.T) {
+	r := testResponder(t, Options{})
+	p := r.zones.Load()
+	zs := r.Zones().Zones()
+	r.Publish(zone.NewSet(zs...))
+	for _, z := range zs {
+		if a, b := p.zones[string(z.Origin)], r.zones.Load().zones[string(z.Origin)]; a != b || a.z != z {
+			t.Errorf("%s: prepared again", zone.NameString(z.Origin))
+		}
+	}
+	z, err := zone.Load("testdata/example.test.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Publish(zone.NewSet(z))
+	if sz := r.zones.Load().zones[string(z.Origin)]; sz.z != z || len(sz.referrals) != z.Cuts || sz.negative[0].wire == nil {
+		t.Errorf("a new zone of the same origin: %+v", sz)
+	}
+	check(t, ask(t, r, query("www.sub.example.test.", dns.TypeA), false), expect{
+		authority:  []string{"sub.example.test. 3600 IN NS ns.sub.example.test.", "sub.example.test. 3600 IN NS ns1.example.test."},
+		additional: []string{"ns.sub.example.test. 3600 IN A 192.0.2.200", "ns1.example.test. 3600 IN A 192.0.2.53"},
+	})
+}

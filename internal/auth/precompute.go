@@ -7,70 +7,124 @@ import (
 	"github.com/tern-dns/tern/internal/zone"
 )
 
-// prepare precomputes the parts of responses that do not depend on the
-// query: each delegation's referral, with and without DNSSEC. It runs
-// once per zone, before the zone is published.
-func (r *Responder) prepare(set *zone.Set) {
+// published is what Publish swaps in: the zone set, and each of its zones
+// as served, by origin (canonical wire form).
+type published struct {
+	set   *zone.Set
+	zones map[string]*served
+}
+
+// served is a zone with the parts of its answers that do not depend on
+// the query, precomputed when it is published. They are the Responder's:
+// a compiled zone is never written once built.
+type served struct {
+	z *zone.Zone
+	// referrals holds each delegation's referral without and with DNSSEC
+	// records, indexed by its Node.CutIndex.
+	referrals [][2]block
+	// negative is the authority section's SOA of negative answers,
+	// without and with its RRSIGs.
+	negative [2]block
+}
+
+// block is a run of response records written once at publication, to be
+// copied into responses instead of being built per query: Knot and NSD
+// spend most of a referral's time on name compression, which a copy
+// avoids. It was written after a question for the name of its node; ptrs
+// are the offsets of the compression pointers in wire, which copyBlock
+// shifts by the difference between the real question's length and that
+// one's. A block with no wire was not precomputed.
+type block struct {
+	wire           []byte
+	ptrs           []uint16
+	authority, add uint16 // record counts
+}
+
+// publish prepares the zones of set, reusing what old (nil at first)
+// prepared for the zones it shares with set.
+func (r *Responder) publish(set *zone.Set, old *published) *published {
+	p := &published{set: set, zones: make(map[string]*served, set.Len())}
 	for _, z := range set.Zones() {
-		if z.Prepared.Load() {
-			continue
+		sz := old.zone(z)
+		if sz == nil {
+			sz = r.prepare(z)
 		}
-		var s Scratch
-		z.Nodes(func(n *zone.Node) {
-			if n.Flags&zone.Delegation == 0 || n.Cut != nil {
-				return
-			}
-			var ref [2]*zone.Block
-			for do := 0; do < 2; do++ {
-				if do == 1 && !z.Signed {
-					break
-				}
-				ref[do] = r.referralBlock(&s, z, n, do == 1)
-			}
-			n.Referral = &ref
-		})
-		if z.NegSOA != nil {
-			var neg [2]*zone.Block
-			for do := 0; do < 2; do++ {
-				neg[do] = r.negativeBlock(&s, z, do == 1)
-			}
-			z.Negative = &neg
-		}
-		z.Prepared.Store(true)
+		p.zones[string(z.Origin)] = sz
 	}
+	return p
+}
+
+// zone returns p's served z, or nil (also when p is nil).
+func (p *published) zone(z *zone.Zone) *served {
+	if p == nil {
+		return nil
+	}
+	if sz := p.zones[string(z.Origin)]; sz != nil && sz.z == z {
+		return sz
+	}
+	return nil
+}
+
+// find returns the most specific zone that contains name, given as its
+// label offsets (labels[i] is where the i-th label starts), or nil: one
+// map probe per label, whatever the number of zones. skip is the number
+// of leading labels not to consider: find(…, 1) finds the parent zone of
+// an apex.
+func (p *published) find(name []byte, labels []uint8, skip int) *served {
+	for i := skip; i < len(labels); i++ {
+		if sz, ok := p.zones[string(name[labels[i]:])]; ok {
+			return sz
+		}
+	}
+	return nil
+}
+
+// prepare precomputes z's referrals, with and without DNSSEC, and the
+// SOA of its negative answers.
+func (r *Responder) prepare(z *zone.Zone) *served {
+	sz := &served{z: z, referrals: make([][2]block, z.Cuts)}
+	var s Scratch
+	z.Nodes(func(n *zone.Node) {
+		if n.Flags&zone.Delegation == 0 || n.Cut != nil {
+			return
+		}
+		for do := 0; do < 2; do++ {
+			if do == 1 && !z.Signed {
+				break
+			}
+			sz.referrals[n.CutIndex][do] = r.referralBlock(&s, z, n, do == 1)
+		}
+	})
+	if z.NegSOA != nil {
+		for do := 0; do < 2; do++ {
+			sz.negative[do] = r.negativeBlock(&s, z, do == 1)
+		}
+	}
+	return sz
 }
 
 // referralBlock writes the referral for cut after a question for the cut
 // name itself and keeps the records.
-func (r *Responder) referralBlock(s *Scratch, z *zone.Zone, cut *zone.Node, do bool) *zone.Block {
+func (r *Responder) referralBlock(s *Scratch, z *zone.Zone, cut *zone.Node, do bool) block {
 	b := &s.b
 	if !s.questionFor(cut.Name) {
-		return nil
+		return block{}
 	}
 	start := b.Len()
 	s.naddl, s.nproved, s.nwild = 0, 0, 0
 	s.dnssec = do
 	if flags := r.referral(s, z, cut, 0); flags&wire.FlagTC != 0 {
-		return nil
+		return block{}
 	}
-	msg := b.Finish()
-	blk := &zone.Block{
-		Wire:      append([]byte(nil), msg[start:]...),
-		Authority: binary.BigEndian.Uint16(msg[8:]),
-		Add:       binary.BigEndian.Uint16(msg[10:]),
-	}
-	if !findPointers(msg, start, int(blk.Authority)+int(blk.Add), &blk.Ptrs) {
-		return nil
-	}
-	return blk
+	return keep(b.Finish(), start)
 }
 
 // negativeBlock writes the SOA of negative answers (with DO, and its
 // RRSIGs) after a question for the origin and keeps the records.
-func (r *Responder) negativeBlock(s *Scratch, z *zone.Zone, do bool) *zone.Block {
+func (r *Responder) negativeBlock(s *Scratch, z *zone.Zone, do bool) block {
 	b := &s.b
 	if !s.questionFor(z.Origin) {
-		return nil
+		return block{}
 	}
 	start := b.Len()
 	b.RR(z.Origin, z.NegSOA)
@@ -78,10 +132,19 @@ func (r *Responder) negativeBlock(s *Scratch, z *zone.Zone, do bool) *zone.Block
 	if do && z.NegSOASigs != nil {
 		r.writeRecords(s, authoritySec, z.NegSOASigs, z.Origin, -1)
 	}
-	msg := b.Finish()
-	blk := &zone.Block{Wire: append([]byte(nil), msg[start:]...), Authority: binary.BigEndian.Uint16(msg[8:])}
-	if !findPointers(msg, start, int(blk.Authority), &blk.Ptrs) {
-		return nil
+	return keep(b.Finish(), start)
+}
+
+// keep copies the records of msg from start on, which fill its authority
+// and additional sections, into a block.
+func keep(msg []byte, start int) block {
+	blk := block{
+		wire:      append([]byte(nil), msg[start:]...),
+		authority: binary.BigEndian.Uint16(msg[8:]),
+		add:       binary.BigEndian.Uint16(msg[10:]),
+	}
+	if !findPointers(msg, start, int(blk.authority)+int(blk.add), &blk.ptrs) {
+		return block{}
 	}
 	return blk
 }
@@ -154,20 +217,20 @@ func findPointers(msg []byte, start, n int, ptrs *[]uint16) bool {
 
 // copyBlock appends a precomputed block, shifting its compression
 // pointers by delta, and reports whether it fit.
-func (s *Scratch) copyBlock(blk *zone.Block, delta int) bool {
+func (s *Scratch) copyBlock(blk *block, delta int) bool {
 	b := &s.b
-	if b.Len()+len(blk.Wire) > b.Limit() {
+	if b.Len()+len(blk.wire) > b.Limit() {
 		return false
 	}
 	at := b.Len()
-	b.Raw(blk.Wire)
+	b.Raw(blk.wire)
 	buf := b.Bytes()
-	for _, p := range blk.Ptrs {
+	for _, p := range blk.ptrs {
 		i := at + int(p)
 		v := int(binary.BigEndian.Uint16(buf[i:])&0x3FFF) + delta
 		binary.BigEndian.PutUint16(buf[i:], 0xC000|uint16(v))
 	}
-	b.CountAuthority(int(blk.Authority))
-	b.CountAdditional(int(blk.Add))
+	b.CountAuthority(int(blk.authority))
+	b.CountAdditional(int(blk.add))
 	return true
 }

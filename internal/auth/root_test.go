@@ -90,7 +90,8 @@ func TestPrecomputedReferrals(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := &Responder{payload: DefaultUDPPayload}
-	slow.zones.Store(zone.NewSet(z)) // not prepared: no blocks
+	// Not prepared: no blocks.
+	slow.zones.Store(&published{set: zone.NewSet(z), zones: map[string]*served{string(z.Origin): {z: z}}})
 	n := 0
 	z.Nodes(func(d *zone.Node) {
 		if d.Flags&zone.Delegation == 0 {

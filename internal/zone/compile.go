@@ -144,6 +144,12 @@ func (c *compiler) finish() (*Zone, error) {
 	for _, n := range c.list {
 		c.adjust(n)
 	}
+	for _, n := range c.list {
+		if n.Flags&Delegation != 0 && n.Cut == nil {
+			n.CutIndex = uint32(z.Cuts)
+			z.Cuts++
+		}
+	}
 	if z.Apex.NS() == nil {
 		c.errorf(nil, "no NS records at the apex")
 	}

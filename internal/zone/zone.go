@@ -9,7 +9,6 @@ package zone
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -89,9 +88,10 @@ const (
 )
 
 // Node is one owner name of a zone. The fields an answer reads (name,
-// RRsets, cut, flags: nodeHot bytes) come first, so that in a large zone,
-// where each lookup is a cache miss, they lie on one cache line, or two
-// for a node that starts in the middle of one (nodes are 96 bytes).
+// RRsets, cut, flags, cut index: nodeHot bytes) come first, so that in a
+// large zone, where each lookup is a cache miss, they lie on one cache
+// line, or two for a node that starts in the middle of one (nodes are 96
+// bytes: every other node of a slab starts a line).
 type Node struct {
 	// Name is the owner in canonical wire form (lowercase).
 	Name   []byte
@@ -101,6 +101,11 @@ type Node struct {
 	// occluded). nil for authoritative nodes.
 	Cut   *Node
 	Flags NodeFlags
+	// CutIndex numbers the zone's delegations (nodes flagged Delegation
+	// with no Cut) densely from 0, so that the answer path can keep data
+	// of its own per delegation in a slice of Zone.Cuts entries; 0 for
+	// other nodes.
+	CutIndex uint32
 	// Parent is the node one label up; nil at the apex.
 	Parent *Node
 	// WildcardChild is the "*" node directly below, if any.
@@ -108,13 +113,13 @@ type Node struct {
 	// NSEC3 is the NSEC3 node whose hash matches this name, in zones
 	// signed with NSEC3; nil if none (opt-out, or unsigned).
 	NSEC3 *Node
-	// Referral holds the precomputed referral of a delegation, without
-	// and with DNSSEC records; filled by auth before the zone is served.
-	Referral *[2]*Block
+	// Padding to 96 bytes: at 88, seven in eight nodes of a slab would
+	// start past the beginning of a line and their hot fields span two.
+	_ [8]byte
 }
 
 // nodeHot is the size of Node's answer fields, which Ahead prefetches.
-const nodeHot = unsafe.Offsetof(Node{}.Flags) + 1
+const nodeHot = unsafe.Offsetof(Node{}.CutIndex) + unsafe.Sizeof(Node{}.CutIndex)
 
 // CNAME, DNAME and NS return those RRsets, nil when absent; flags make the
 // common "absent" answer a bit test.
@@ -174,10 +179,9 @@ type Zone struct {
 	// SOA and signatures live only as long as the negative TTL.
 	NegSOA     []byte
 	NegSOASigs *RRset
-	// Negative is the authority section's SOA of negative answers,
-	// precomputed without and with its RRSIGs; filled by auth.
-	Negative *[2]*Block
-	Serial   uint32
+	Serial     uint32
+	// Cuts is the number of delegations (see Node.CutIndex).
+	Cuts int
 
 	// Records, Names: counts for reports.
 	Records int
@@ -197,9 +201,6 @@ type Zone struct {
 	Unavailable bool
 	// NSEC3 is the zone's NSEC3 chain, nil for NSEC or unsigned zones.
 	NSEC3 *NSEC3Chain
-
-	// Prepared is set once the answer path's precomputation has run.
-	Prepared atomic.Bool
 
 	index    index
 	nsec     []*Node  // nodes with NSEC, in canonical order
@@ -257,32 +258,6 @@ func (s *Set) Len() int { return len(s.zones) }
 // Get returns the zone whose origin is exactly name, or nil.
 func (s *Set) Get(name []byte) *Zone { return s.zones[string(name)] }
 
-// Find returns the most specific zone that contains name, given as its
-// label offsets (labels[i] is where the i-th label starts), or nil.
-// skip is the number of leading labels not to consider: Find(…, 1) finds
-// the parent zone of an apex.
-func (s *Set) Find(name []byte, labels []uint8, skip int) *Zone {
-	for i := skip; i < len(labels); i++ {
-		if z, ok := s.zones[string(name[labels[i]:])]; ok {
-			return z
-		}
-	}
-	return nil
-}
-
 // bytesString views b as a string without copying; b must never change,
 // which holds for compiled zone data.
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// Block is a run of response records written once at load time, to be
-// copied into responses instead of being built per query: Knot and NSD
-// spend most of a referral's time on name compression, which a copy
-// avoids. It was written after a question for the name of its node; Ptrs
-// are the offsets of the compression pointers in Wire, which the writer
-// shifts by the difference between the real question's length and that
-// one's.
-type Block struct {
-	Wire           []byte
-	Ptrs           []uint16
-	Authority, Add uint16 // record counts
-}
