@@ -110,9 +110,9 @@ type Scratch struct {
 	// proofs, the NSEC/NSEC3 nodes already in the authority section, and
 	// the wildcard answers whose proofs are still to be written.
 	dnssec  bool
-	proved  [8]*zone.Node
+	proved  [maxProofs]*zone.Node
 	nproved int
-	wild    [4]wildProof
+	wild    [MaxChain]wildProof
 	nwild   int
 	key     [wire.MaxName + 1]byte
 	qend    int    // where the question ends in the response
@@ -365,8 +365,8 @@ func (r *Responder) answerZone(s *Scratch, sz *served, flags uint16, nameLen, nl
 			if !r.put(s, answerSec, cname, nil, ownerOff) {
 				return flags | wire.FlagTC
 			}
-			if res.kind == kindWildcard {
-				s.queueWildcard(n)
+			if res.kind == kindWildcard && !s.queueWildcard(n) {
+				return flags | wire.FlagTC
 			}
 			if !s.followCNAME(cname) {
 				return r.done(s, z, flags)
@@ -427,10 +427,10 @@ func (s *Scratch) followCNAME(set *zone.RRset) bool {
 // synthesizes s.name) for the query type, or a NODATA.
 func (r *Responder) positive(s *Scratch, sz *served, n *zone.Node, k kind, ownerOff int, flags uint16) uint16 {
 	q := &s.q
-	if k == kindWildcard {
+	if k == kindWildcard && !s.queueWildcard(n) {
 		// RFC 4035 §3.1.3.3: a wildcard answer proves the name itself
-		// does not exist.
-		s.queueWildcard(n)
+		// does not exist; RFC 4035 §3.1.1: no proof, no answer without TC.
+		return flags | wire.FlagTC
 	}
 	wrote := false
 	switch q.QType {

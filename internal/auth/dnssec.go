@@ -14,15 +14,28 @@ type wildProof struct {
 	n    int
 }
 
-// queueWildcard remembers that s.name was synthesized from wildcard w.
-func (s *Scratch) queueWildcard(w *zone.Node) {
-	if !s.dnssec || s.nwild == len(s.wild) {
-		return
+// maxProofs bounds the NSEC and NSEC3 RRsets of one answer: one per
+// wildcard expansion, at most one per link of a chain (MaxChain), and
+// those of the answer's end: three for an NSEC3 NXDOMAIN (RFC 5155
+// §7.2.2), fewer for the other denials and for a referral's no-DS proof.
+const maxProofs = MaxChain + 3
+
+// queueWildcard remembers that s.name was synthesized from wildcard w. It
+// reports false when the queue is full, which a chain of at most MaxChain
+// links cannot make it; the answer is then truncated rather than sent
+// without the proof (RFC 4035 §3.1.1).
+func (s *Scratch) queueWildcard(w *zone.Node) bool {
+	if !s.dnssec {
+		return true
+	}
+	if s.nwild == len(s.wild) {
+		return false
 	}
 	p := &s.wild[s.nwild]
 	p.w = w
 	p.n = copy(p.name[:], s.name[:wire.NameLen(s.name[:])])
 	s.nwild++
+	return true
 }
 
 // wildcardProofs writes the queued wildcard proofs.
@@ -156,7 +169,9 @@ func (r *Responder) nsecCover(s *Scratch, z *zone.Zone, name []byte) bool {
 }
 
 // proof writes one NSEC or NSEC3 RRset with its RRSIGs into the authority
-// section, once per answer.
+// section, once per answer. With no room left to remember it (which
+// maxProofs rules out) it reports false, for TC, rather than risk writing
+// a proof twice.
 func (r *Responder) proof(s *Scratch, n *zone.Node, set *zone.RRset) bool {
 	if set == nil {
 		return true
@@ -166,11 +181,12 @@ func (r *Responder) proof(s *Scratch, n *zone.Node, set *zone.RRset) bool {
 			return true
 		}
 	}
-	if s.nproved < len(s.proved) {
-		s.proved[s.nproved] = n
-		s.nproved++
+	if s.nproved == len(s.proved) || !r.put(s, authoritySec, set, n.Name, -1) {
+		return false
 	}
-	return r.put(s, authoritySec, set, n.Name, -1)
+	s.proved[s.nproved] = n
+	s.nproved++
+	return true
 }
 
 // wildcardName returns "*." + n's name in scratch space.
