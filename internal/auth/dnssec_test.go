@@ -283,7 +283,7 @@ func TestDNSSECWithoutDO(t *testing.T) {
 		{"www.secure.signed.test.", dns.TypeA, "", "secure.signed.test. NS"},
 		{"signed.test.", dns.TypeDNSKEY, "signed.test. DNSKEY, signed.test. DNSKEY", ""},
 		{"www.signed.test.", dns.TypeNSEC, "www.signed.test. NSEC", ""},
-		{"www.signed.test.", dns.TypeRRSIG, "www.signed.test. RRSIG(A), www.signed.test. RRSIG(AAAA), www.signed.test. RRSIG(NSEC)", ""},
+		{"www.signed.test.", dns.TypeRRSIG, "www.signed.test. RRSIG(A)", ""}, // one covered type: TestQTypeRRSIG
 	} {
 		for _, edns := range []bool{false, true} {
 			m := query(tc.qname, tc.qtype)

@@ -179,6 +179,12 @@ func protocolQueries() []Query {
 		p(Query{Name: "www.example.test.", Class: dns.ClassANY, EDNS: 1232})
 		p(Query{Name: "www.example.test.", Class: dns.ClassHESIOD})
 		p(Query{Name: "www.example.test.", Type: dns.TypeRRSIG, EDNS: 1232})
+		// RRSIG at the apex (several signed types), at an alias (not
+		// followed) and at a wildcard; NSEC at an alias.
+		p(Query{Name: "example.test.", Type: dns.TypeRRSIG, EDNS: 1232})
+		p(Query{Name: "alias.example.test.", Type: dns.TypeRRSIG, EDNS: 1232, DO: true})
+		p(Query{Name: "alias.example.test.", Type: dns.TypeNSEC, EDNS: 1232})
+		p(Query{Name: "x.wild.example.test.", Type: dns.TypeRRSIG, EDNS: 1232, DO: true})
 		p(Query{Name: "www.example.test.", Type: dns.TypeNSEC, EDNS: 1232})
 		p(Query{Name: "example.test.", Type: dns.TypeDNSKEY, EDNS: 1232, DO: true})
 		p(Query{Name: "www.example.test.", Type: dns.TypeOPT, EDNS: 1232})
