@@ -3,6 +3,7 @@ package zone
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func compileText(t *testing.T, origin, text string) (*Zone, error) {
@@ -131,4 +132,41 @@ func TestRRsetTTLsAgree(t *testing.T) {
 			t.Errorf("record TTL %d, want 60 (RFC 2181 §5.2)", ttl)
 		}
 	})
+}
+
+// TestNodeLayout keeps Node's comment true: 96 bytes, so that every other
+// node of a slab starts a cache line, and the answer's fields (nodeHot,
+// CutIndex included) within the first 64.
+func TestNodeLayout(t *testing.T) {
+	if s := unsafe.Sizeof(Node{}); s != 96 {
+		t.Errorf("Node is %d bytes, want 96", s)
+	}
+	if nodeHot > 64 {
+		t.Errorf("the answer's fields span %d bytes, more than a cache line", nodeHot)
+	}
+}
+
+// TestCutIndex: the delegations are numbered densely from 0 (auth indexes
+// its precomputed referrals by it), and nothing else is.
+func TestCutIndex(t *testing.T) {
+	z, err := compileText(t, "example.test.", head+"a NS ns.a\nns.a A 192.0.2.3\nb NS ns1\nwww A 192.0.2.2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]string{}
+	z.Nodes(func(n *Node) {
+		if n.Flags&Delegation == 0 || n.Cut != nil {
+			if n.CutIndex != 0 {
+				t.Errorf("%s: not a delegation, CutIndex %d", name(n), n.CutIndex)
+			}
+			return
+		}
+		if int(n.CutIndex) >= z.Cuts || seen[n.CutIndex] != "" {
+			t.Errorf("%s: CutIndex %d of %d cuts, seen at %s", name(n), n.CutIndex, z.Cuts, seen[n.CutIndex])
+		}
+		seen[n.CutIndex] = name(n)
+	})
+	if z.Cuts != 2 || len(seen) != 2 {
+		t.Errorf("%d cuts, %d numbered, want 2 (a and b)", z.Cuts, len(seen))
+	}
 }
