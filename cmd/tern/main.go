@@ -16,7 +16,7 @@ const usage = `usage: tern <command> [arguments]
 commands:
   serve   serve zones (with no arguments: an embedded demo zone on 127.0.0.1:5300)
   check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
-  zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3]
+  zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3] | keys | ds
   perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
   version print the version (also: tern --version)
 

@@ -28,6 +28,7 @@ commands:
   sign FILE --origin NAME --key-dir DIR [--nsec3 [--opt-out]] [--algorithm ecdsap256sha256|ed25519]
             [--inception T --expiration T | --validity D]   sign a zone, write it to stdout
   keys --key-dir DIR [--origin NAME]                          show keys and rollover state
+  ds --key-dir DIR --origin NAME                              print the DS records to give the parent (SHA-256)
 `
 
 // runZone implements 'tern zone ...' (owned by the DNSSEC signing work).
@@ -41,6 +42,8 @@ func runZone(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runZoneSign(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return runZoneKeys(args[1:], stdout, stderr)
+	case "ds":
+		return runZoneDS(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, zoneUsage)
 		return 0
@@ -199,11 +202,8 @@ func signingKeys(dir, origin string, alg uint8, ttl uint32, now time.Time) ([]*d
 	if st == nil {
 		return dnssec.EnsureKeys(dir, origin, alg, ttl, now)
 	}
-	m, err := dnssec.NewManager(dir, origin, dnssec.DefaultPolicy())
-	if err != nil {
-		return nil, false, err
-	}
-	keys, err := m.Keys(now)
+	// Read only: a server may be managing the directory right now.
+	keys, err := dnssec.PublishedKeys(dir, origin, now)
 	if err != nil {
 		return nil, false, err
 	}
@@ -350,6 +350,39 @@ func runZoneKeys(args []string, stdout, stderr io.Writer) int {
 	if err := dnssec.WriteKeyReport(stdout, *keyDir, *origin, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "tern zone keys: %v\n", err)
 		return 1
+	}
+	return 0
+}
+
+// runZoneDS implements 'tern zone ds': the DS records of the zone's
+// key-signing keys, to give the parent zone's operator or registrar.
+func runZoneDS(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tern zone ds", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	keyDir := fs.String("key-dir", "", "key directory (required)")
+	origin := fs.String("origin", "", "zone (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(pos) != 0 || *keyDir == "" || *origin == "" {
+		fmt.Fprintln(stderr, "usage: tern zone ds --key-dir DIR --origin NAME")
+		return 2
+	}
+	if _, ok := dns.IsDomainName(*origin); !ok {
+		fmt.Fprintf(stderr, "tern zone ds: bad origin %q\n", *origin)
+		return 2
+	}
+	ds, err := dnssec.ParentDS(*keyDir, *origin, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "tern zone ds: %v\n", err)
+		return 1
+	}
+	for _, d := range ds {
+		fmt.Fprintln(stdout, d.String())
 	}
 	return 0
 }

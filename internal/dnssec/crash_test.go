@@ -61,6 +61,16 @@ func TestCrashWhileStoringKeys(t *testing.T) {
 					}
 				}
 
+				// A tool reading the directory (tern zone sign, tern zone
+				// ds) while a server may be writing it changes nothing.
+				before, _ := os.ReadDir(dir)
+				if _, err := PublishedKeys(dir, "example.com.", tt.crashAt); err != nil && point == "before saving state" {
+					t.Errorf("PublishedKeys: %v", err)
+				}
+				if after, _ := os.ReadDir(dir); len(after) != len(before) {
+					t.Errorf("PublishedKeys changed the key directory: %d entries, then %d", len(before), len(after))
+				}
+
 				m, err = NewManager(dir, "example.com.", testPolicy())
 				if err != nil {
 					t.Fatalf("restart: %v", err)

@@ -276,7 +276,10 @@ type Manager struct {
 }
 
 // NewManager opens (or starts) key management for zone with keys in dir.
-// The state file and key files are read now; nothing is written until Step.
+// The manager owns dir: it first finishes or undoes what a crash
+// interrupted there (recoverKeyDir), then reads the state file and key
+// files; nothing else is written until Step. Tools that only read a key
+// directory a server may be managing use PublishedKeys instead.
 func NewManager(dir, zone string, p Policy) (*Manager, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -285,27 +288,57 @@ func NewManager(dir, zone string, p Policy) (*Manager, error) {
 	if err := mkdirDurable(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("key manager %s: %w", zone, err)
 	}
-	st, err := LoadState(dir, zone)
+	st, err := loadZoneState(dir, zone)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
 		st = &State{Zone: zone}
 	}
-	if st.Zone != zone {
-		return nil, fmt.Errorf("key manager: state file is for %s, not %s", st.Zone, zone)
-	}
 	if err := recoverKeyDir(dir, st); err != nil {
 		return nil, fmt.Errorf("key manager %s: %w", zone, err)
 	}
-	m := &Manager{dir: dir, zone: zone, policy: p, state: st, keys: map[uint16]*Key{}}
+	return readManager(dir, p, st)
+}
+
+// PublishedKeys returns the keys a managed key directory publishes for
+// zone at now, with their roles, as Manager.Keys does, without changing
+// anything in dir. It returns nil, nil when dir has no state for zone.
+func PublishedKeys(dir, zone string, now time.Time) ([]*Key, error) {
+	st, err := loadZoneState(dir, dns.CanonicalName(dns.Fqdn(zone)))
+	if err != nil || st == nil {
+		return nil, err
+	}
+	m, err := readManager(dir, DefaultPolicy(), st)
+	if err != nil {
+		return nil, err
+	}
+	return m.Keys(now)
+}
+
+// loadZoneState is LoadState for zone (canonical), checking that the
+// file is that zone's.
+func loadZoneState(dir, zone string) (*State, error) {
+	st, err := LoadState(dir, zone)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	if st.Zone != zone {
+		return nil, fmt.Errorf("key manager: state file is for %s, not %s", st.Zone, zone)
+	}
+	return st, nil
+}
+
+// readManager makes the Manager of state st, reading its keys from dir.
+func readManager(dir string, p Policy, st *State) (*Manager, error) {
+	m := &Manager{dir: dir, zone: st.Zone, policy: p, state: st, keys: map[uint16]*Key{}}
 	for _, ks := range st.Keys {
 		k, err := ReadKey(filepath.Join(dir, ks.File))
 		if err != nil {
 			if !ks.Remove.IsZero() && errors.Is(err, os.ErrNotExist) {
 				continue // removed key whose files were cleaned up
 			}
-			return nil, fmt.Errorf("key manager %s: key %d: %w", zone, ks.Tag, err)
+			return nil, fmt.Errorf("key manager %s: key %d: %w", st.Zone, ks.Tag, err)
 		}
 		m.keys[ks.Tag] = k
 	}

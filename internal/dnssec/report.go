@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -15,18 +16,22 @@ import (
 
 // WriteKeyReport prints every key in dir (of zone origin, or of all zones
 // when origin is empty) and, where a key manager state file exists, each
-// key's rollover state and timings relative to now.
+// key's rollover state and timings relative to now. A directory with no
+// keys (for origin, when given) is an error.
 func WriteKeyReport(w io.Writer, dir, origin string, now time.Time) error {
 	zones, err := zonesInDir(dir)
 	if err != nil {
 		return err
 	}
 	if origin != "" {
-		zones = []string{dns.CanonicalName(dns.Fqdn(origin))}
+		origin = dns.CanonicalName(dns.Fqdn(origin))
+		if !slices.Contains(zones, origin) {
+			return noKeysError(dir, origin)
+		}
+		zones = []string{origin}
 	}
 	if len(zones) == 0 {
-		fmt.Fprintf(w, "no keys in %s\n", dir)
-		return nil
+		return noKeysError(dir, origin)
 	}
 	for _, z := range zones {
 		if err := writeZoneReport(w, dir, z, now); err != nil {
