@@ -250,3 +250,53 @@ func TestTCPIdleMemory(t *testing.T) {
 		t.Errorf("%d connections open, want %d", got, n)
 	}
 }
+
+// TestTCPAnswersAllocateNothing: once warm, answering pipelined queries
+// over TCP allocates nothing (buffers and Workers come from the pools).
+// The client reads into buffers of its own, so the process's allocation
+// count is the server's.
+func TestTCPAnswersAllocateNothing(t *testing.T) {
+	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	c := dialTCP(t, s, &net.Dialer{})
+	var burst []byte
+	const per = 8
+	for i := 0; i < per; i++ {
+		burst = append(burst, framed(t, "www.example.test.", dns.TypeA)...)
+	}
+	resp := make([]byte, 2+BufferSize)
+	exchange := func() error {
+		if _, err := c.Write(burst); err != nil {
+			return err
+		}
+		for i := 0; i < per; i++ {
+			if _, err := io.ReadFull(c, resp[:2]); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(c, resp[:binary.BigEndian.Uint16(resp)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	for i := 0; i < 50; i++ {
+		if err := exchange(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bursts = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < bursts; i++ {
+		if err := exchange(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// Allow the runtime's own few (a GC cycle may empty the pools).
+	n := after.Mallocs - before.Mallocs
+	t.Logf("%d allocations for %d queries", n, bursts*per)
+	if n > bursts/10 {
+		t.Errorf("%d allocations for %d queries", n, bursts*per)
+	}
+}
