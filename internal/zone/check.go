@@ -32,6 +32,16 @@ func (c *compiler) errorf(p *pos, format string, args ...any) {
 	}
 }
 
+// syntaxError records a syntax error at file:line; msg is ":column:
+// what" or " what".
+func (c *compiler) syntaxError(file string, line int, msg string) {
+	if len(c.errs) > maxErrors {
+		return
+	}
+	p := pos{c.fileIndex(file), uint32(line)}
+	c.errs = append(c.errs, posError{p, fmt.Errorf("%s:%d:%s", file, line, msg)})
+}
+
 // setPos returns the position of the first record of n's set of type t.
 func setPos(n *Node, t uint16) *pos {
 	if s := n.Get(t); s != nil {

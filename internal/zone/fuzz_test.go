@@ -14,6 +14,9 @@ func FuzzCompile(f *testing.F) {
 	f.Add(head + "a CNAME b\nb DNAME c\nx.b A 1.2.3.4\n")
 	f.Add(head + "mx MX 10 ns1\nsrv SRV 1 2 3 ns1\nunk TYPE65280 \\# 2 0102\n")
 	f.Add("$ORIGIN example.test.\n$GENERATE 1-3 h$ A 10.0.0.$\n")
+	// Syntax errors, after which the parser goes on (see parser.run).
+	f.Add(head + "a FOO 1\n  A 1.2.3.4\nb MX ( ten\n mail )\nc TXT \"open\nd A 192.0.2.9\n")
+	f.Add(head + "$TTL 7\n$ORIGIN sub\nx A 999.0.0.1\n  AAAA ::1\n(\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		if strings.Contains(text, "$INCLUDE") {
 			return // no file system access from fuzz inputs

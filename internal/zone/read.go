@@ -65,10 +65,16 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 	const batchSize = 1024
 	full := make(chan batch, 8)
 	free := make(chan batch, 8)
-	perr := make(chan error, 1)
+	type result struct {
+		err    error
+		syntax []syntaxError
+	}
+	perr := make(chan result, 1)
 	go func() {
 		b := make(batch, 0, batchSize)
-		err := ParseFunc(r, name, origin, func(rr dns.RR, file string, line int) {
+		var syntax []syntaxError
+		bad := func(file string, line int, msg string) { syntax = append(syntax, syntaxError{file, line, msg}) }
+		err := parse(r, name, origin, func(rr dns.RR, file string, line int) {
 			b = append(b, Record{RR: rr, File: file, Line: line})
 			if len(b) == batchSize {
 				full <- b
@@ -79,12 +85,12 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 					b = make(batch, 0, batchSize)
 				}
 			}
-		})
+		}, bad)
 		if len(b) > 0 {
 			full <- b
 		}
 		close(full)
-		perr <- err
+		perr <- result{err, syntax}
 	}()
 	for b := range full {
 		for i := range b {
@@ -96,10 +102,22 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 		default:
 		}
 	}
-	if err := <-perr; err != nil {
-		return nil, err
+	res := <-perr
+	if res.err != nil {
+		return nil, res.err
+	}
+	for _, e := range res.syntax {
+		c.syntaxError(e.file, e.line, e.msg)
 	}
 	return c.finish()
+}
+
+// syntaxError is a syntax error the parser reported, kept until the
+// compiler can take it.
+type syntaxError struct {
+	file string
+	line int
+	msg  string
 }
 
 // LoadRecords reads a zone file with the reader Load uses and checks it
@@ -110,19 +128,23 @@ func readFull(r io.Reader, name, origin string, hint int) (*Zone, error) {
 // (outside the zone) are left out, so that every command reads a zone
 // file alike. The warnings are Load's.
 func LoadRecords(path, origin string) ([]Record, []Warning, error) {
-	recs, err := ParseFile(path, origin)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("zone %s: %w", dns.Fqdn(origin), err)
+	}
+	defer f.Close()
+	c, err := newCompiler(origin, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newCompiler(origin, len(recs))
-	if err != nil {
-		return nil, nil, err
-	}
-	kept := recs[:0]
-	for _, r := range recs {
-		if c.add(r.RR, r.File, r.Line) {
-			kept = append(kept, r)
+	var kept []Record
+	err = parse(f, path, origin, func(rr dns.RR, file string, line int) {
+		if c.add(rr, file, line) {
+			kept = append(kept, Record{RR: rr, File: file, Line: line})
 		}
+	}, c.syntaxError)
+	if err != nil {
+		return nil, nil, err
 	}
 	z, err := c.finish()
 	if err != nil {

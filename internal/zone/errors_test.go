@@ -1,0 +1,211 @@
+package zone
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// brokenZones are zone files with several syntax errors each, the lines
+// (per file) where Tern reports them, and the peers whose checkers report
+// the same lines (each peer differs somewhere: NSD counts an unbalanced
+// quote at the end of the file and a missing field on the next line;
+// Knot does not open the relative $INCLUDE).
+var brokenZones = []struct {
+	file  string
+	want  map[string][]int // file name -> lines with errors
+	peers []string
+}{
+	{"types.zone", map[string][]int{"types.zone": {7, 8, 9, 10, 12}}, []string{"knot", "bind"}},
+	{"state.zone", map[string][]int{"state.zone": {10, 13, 15}}, []string{"knot", "bind"}},
+	{"multiline.zone", map[string][]int{"multiline.zone": {10}}, []string{"knot", "bind"}},
+	{"include.zone", map[string][]int{"include.zone": {9}, "include.inc": {2, 4}}, []string{"nsd", "bind"}},
+}
+
+// errorLines collects "file:line" positions from checker output by a
+// pattern whose groups are the file and the line.
+func errorLines(out string, re *regexp.Regexp) map[string][]int {
+	got := map[string][]int{}
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[2])
+		f := filepath.Base(m[1])
+		if !slices.Contains(got[f], n) {
+			got[f] = append(got[f], n)
+		}
+	}
+	for _, l := range got {
+		sort.Ints(l)
+	}
+	return got
+}
+
+var terrLine = regexp.MustCompile(`(?m)^([^:\n]+):(\d+):`)
+
+// TestEveryError: every syntax error of a file is reported, not the
+// first only, at the lines Knot's, NSD's or BIND's checkers name, with a
+// message that says what is wrong.
+func TestEveryError(t *testing.T) {
+	for _, c := range brokenZones {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "broken", c.file)
+			_, err := Load(path, "x.test")
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if got := errorLines(err.Error(), terrLine); !equalLines(got, c.want) {
+				t.Errorf("error lines %v, want %v:\n%v", got, c.want, err)
+			}
+			for _, peer := range c.peers {
+				out, ok := checkWith(t, peer, path)
+				if !ok {
+					continue
+				}
+				if got := errorLines(out, peerLine[peer]); !equalLines(got, c.want) {
+					t.Errorf("%s reports lines %v, the test wants %v:\n%s", peer, got, c.want, out)
+				}
+			}
+		})
+	}
+}
+
+func equalLines(a, b map[string][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for f, l := range a {
+		if !slices.Equal(l, b[f]) {
+			return false
+		}
+	}
+	return true
+}
+
+// peerLine finds the file and line of each error in a peer's output.
+var peerLine = map[string]*regexp.Regexp{
+	"nsd":  regexp.MustCompile(`error: (\S+?):(\d+): `),
+	"bind": regexp.MustCompile(`(\S+?\.(?:zone|inc)):(\d+): `),
+	"knot": regexp.MustCompile(`file '(\S+?)', line (\d+) \(`),
+}
+
+// checkWith runs a peer's zone checker on path (origin x.test) and
+// returns its output; false when the peer is not installed.
+func checkWith(t *testing.T, peer, path string) (string, bool) {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd *exec.Cmd
+	switch peer {
+	case "nsd":
+		cmd = exec.Command(lookPeer("nsd-checkzone"), "x.test", abs)
+	case "bind":
+		cmd = exec.Command(lookPeer("named-checkzone"), "x.test", abs)
+	case "knot":
+		// Knot 3.2 has no kzonecheck: knotc zone-check does its work.
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "knot.conf")
+		text := "server:\n  rundir: " + dir + "\ndatabase:\n  storage: " + dir + "\nzone:\n  - domain: x.test\n    file: " + abs + "\n"
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(lookPeer("knotc"), "-c", conf, "zone-check", "x.test")
+	}
+	if cmd.Path == "" {
+		t.Logf("%s: not installed", peer)
+		return "", false
+	}
+	cmd.Dir = filepath.Dir(abs)
+	out, _ := cmd.CombinedOutput() // they exit non-zero on a broken zone
+	return string(out), true
+}
+
+// lookPeer finds a peer's program in PATH or /usr/sbin, "" if absent.
+func lookPeer(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p := filepath.Join("/usr/sbin", name); fileExists(p) {
+		return p
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// TestErrorMessages: messages say what is wrong, where miekg/dns's
+// name what it tried last.
+func TestErrorMessages(t *testing.T) {
+	_, err := Load("testdata/broken/types.zone", "x.test")
+	for _, want := range []string{
+		`types.zone:7:6: unknown type "FOO"`,
+		`types.zone:8:13: bad IPv4 address "999.1.1.1"`,
+		`types.zone:9:12: bad MX preference "mail"`,
+		`types.zone:10:20: bad IPv6 address "zz::1"`,
+		`types.zone:12: unbalanced quotes: the string runs on to line 14`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nlacks %q", err, want)
+		}
+	}
+	_, err = Load("testdata/broken/state.zone", "x.test")
+	if want := "state.zone:13:11: bad MX exchange: missing at the end of the line"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v\nlacks %q", err, want)
+	}
+}
+
+// TestParseGoesOn: after a bad line the records that follow are read
+// with the $ORIGIN, $TTL and owner in force there.
+func TestParseGoesOn(t *testing.T) {
+	recs, err := ParseFile("testdata/broken/state.zone", "x.test")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, strconv.Itoa(r.Line)+" "+strings.Join(strings.Fields(r.RR.String()), " "))
+	}
+	for _, want := range []string{
+		`11 www.sub.x.test. 60 IN TXT "same owner"`,    // the owner of line 9, after line 10's error
+		"14 mail2.sub.x.test. 120 IN A 192.0.2.3",      // $TTL 120 and $ORIGIN sub.x.test.
+		"16 mail2.sub.x.test. 120 IN AAAA 2001:db8::1", // owner and TTL after line 15's error
+		"18 last.x.test. 120 IN A 192.0.2.4",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("records\n%s\nlack %q", strings.Join(got, "\n"), want)
+		}
+	}
+	recs, err = ParseFile("testdata/broken/include.zone", "x.test")
+	var owners []string
+	for _, r := range recs {
+		owners = append(owners, r.RR.Header().Name)
+	}
+	for _, want := range []string{"i1.x.test.", "i3.x.test.", "after.x.test."} {
+		if !slices.Contains(owners, want) {
+			t.Errorf("records %v lack %s (%v)", owners, want, err)
+		}
+	}
+}
+
+// TestErrorsBounded: a file of garbage gives maxErrors errors and stops.
+func TestErrorsBounded(t *testing.T) {
+	text := strings.Repeat("x BOGUS 1\n", 10*maxErrors)
+	_, err := Read(strings.NewReader(text), "g.zone", "x.test")
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%T %v", err, err)
+	}
+	if len(e.Errs) != maxErrors+1 || !strings.Contains(err.Error(), "too many errors") {
+		t.Fatalf("%d errors: %v", len(e.Errs), err)
+	}
+}
