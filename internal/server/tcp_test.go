@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -298,5 +299,57 @@ func TestTCPAnswersAllocateNothing(t *testing.T) {
 	t.Logf("%d allocations for %d queries", n, bursts*per)
 	if n > bursts/10 {
 		t.Errorf("%d allocations for %d queries", n, bursts*per)
+	}
+}
+
+// echoWorker answers a message with itself, from a buffer of its own for
+// messages starting with 'o' and in out for the others; a message
+// starting with 'x' gets no answer.
+type echoWorker struct{ own []byte }
+
+func (w *echoWorker) Answer(pkt, out []byte) []byte {
+	switch {
+	case len(pkt) > 0 && pkt[0] == 'x':
+		return nil
+	case len(pkt) > 0 && pkt[0] == 'o':
+		w.own = append(w.own[:0], pkt...)
+		return w.own
+	}
+	return append(out, pkt...)
+}
+
+// TestTCPWorkerAnswers: answers built in the server's buffer and answers
+// a Worker returns from its own buffer go out in the order of their
+// queries; a message that gets no answer ends the connection after the
+// answers before it are written (RFC 7766 §7).
+func TestTCPWorkerAnswers(t *testing.T) {
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1},
+		HandlerFunc(func(bool) Worker { return new(echoWorker) }))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c := dialTCP(t, s, &net.Dialer{})
+	msgs := []string{"a1", "own2", "b3", "own4", "c5", "x6", "d7"}
+	var burst []byte
+	for _, m := range msgs {
+		burst = binary.BigEndian.AppendUint16(burst, uint16(len(m)))
+		burst = append(burst, m...)
+	}
+	if _, err := c.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for _, m := range msgs[:5] {
+		want = binary.BigEndian.AppendUint16(want, uint16(len(m)))
+		want = append(want, m...)
+	}
+	if string(got) != string(want) {
+		t.Errorf("got %q, want %q and the connection closed", got, want)
 	}
 }
