@@ -85,7 +85,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
-	poller := fs.Bool("udp-poller", false, "serve UDP from netpoller goroutines instead of blocking threads (for comparison)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -146,7 +145,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
 		TCPIOTimeout:      cfg.Server.TCPIOTimeout.Duration,
-		UDPPoller:         *poller,
 		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
 		DontFragment: cfg.Server.UDPPayload <= 1400,
 		Logger:       log,

@@ -310,7 +310,7 @@ func newProgressBar(w io.Writer) *progressBar {
 	if !ok {
 		return nil
 	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios); err != nil {
 		return nil
 	}
 	return &progressBar{w: w, last: -1}

@@ -1,6 +1,7 @@
 // Package server runs the sockets: per-worker SO_REUSEPORT UDP sockets
-// with batched recvmmsg/sendmmsg, and TCP with RFC 7766 framing,
-// pipelining, idle and I/O timeouts and a connection limit. Answers come from a
+// with batched recvmmsg/sendmmsg on Linux (udp_linux.go; a portable loop
+// elsewhere, udp_other.go), and TCP with RFC 7766 framing, pipelining,
+// idle and I/O timeouts and a connection limit. Answers come from a
 // Handler's Workers.
 package server
 
@@ -39,10 +40,6 @@ type Config struct {
 	// TCPMaxConnections bounds concurrent TCP connections; more are
 	// closed on accept.
 	TCPMaxConnections int
-	// UDPPoller selects the netpoller UDP loop (goroutines woken by
-	// epoll) instead of the default: a blocking recvmmsg on a locked OS
-	// thread per worker, which costs less per wakeup.
-	UDPPoller bool
 	// DontFragment sends UDP answers with DF set (IPv4) and never
 	// fragmented (IPv6), as RFC 9715 §3.1 recommends; an answer larger
 	// than the interface MTU is then not sent. For payload limits of at
@@ -56,9 +53,7 @@ type Server struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
-	udp     []*net.UDPConn // the sockets of netpoller workers (UDPPoller)
-	// workers are the UDP workers; the blocking ones own their sockets'
-	// descriptors and close them when they stop.
+	// workers are the UDP workers; each owns its socket.
 	workers []*udpWorker
 	tcp     []net.Listener
 	addrs   []string
@@ -147,25 +142,6 @@ func reusePort(c syscall.RawConn) error {
 	return nil
 }
 
-// dontFragment makes the kernel send datagrams whole or not at all: DF
-// set on IPv4, no fragment header on IPv6 (RFC 9715 §3.1, R1 and R2).
-// PMTUDISC_PROBE does that while ignoring path-MTU updates, so that
-// forged ICMP "fragmentation needed" messages cannot shrink what we send.
-// Without DF the kernel also draws an IP ID for every datagram from a
-// shared table, a cost per packet that DF avoids.
-func dontFragment(fd int, network string) error {
-	if network != "udp4" {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_PROBE); err != nil && network == "udp6" {
-			return fmt.Errorf("IPV6_MTU_DISCOVER: %w", err)
-		}
-	}
-	// On an IPv6 socket this covers the IPv4 traffic of a dual-stack one.
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE); err != nil && network == "udp4" {
-		return fmt.Errorf("IP_MTU_DISCOVER: %w", err)
-	}
-	return nil
-}
-
 // Start binds every socket and starts serving; it returns once all are
 // bound, or the first bind error (after closing what it bound).
 func (s *Server) Start(ctx context.Context) error {
@@ -207,20 +183,11 @@ func (s *Server) Start(ctx context.Context) error {
 			if err != nil {
 				return abort(i, err)
 			}
-			run := w.run
-			if s.cfg.UDPPoller {
-				s.udp = append(s.udp, conn)
-			} else {
-				if err := w.detach(); err != nil {
-					return abort(i, err)
-				}
-				run = func() error { return w.runBlocking(&s.closed) }
-			}
 			s.workers = append(s.workers, w)
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				if err := run(); err != nil {
+				if err := w.run(&s.closed); err != nil {
 					s.log.Error("udp worker stopped", "addr", addr, "err", err)
 				}
 			}()
@@ -335,8 +302,8 @@ func (s *Server) Addrs() []string { return s.addrs }
 // Close stops every socket and connection and waits for the goroutines.
 func (s *Server) Close() {
 	s.closed.Store(true)
-	for _, c := range s.udp {
-		c.Close()
+	for _, w := range s.workers {
+		w.stop()
 	}
 	for _, l := range s.tcp {
 		l.Close()

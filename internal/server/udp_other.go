@@ -1,0 +1,58 @@
+//go:build !linux || ternportable
+
+package server
+
+import (
+	"errors"
+	"net"
+	"sync/atomic"
+	"syscall"
+)
+
+// batch is how many datagrams the loop reads at a time.
+const batch = 1
+
+// udpWorker is the portable UDP loop, for systems without recvmmsg and
+// sendmmsg (see udp_linux.go for the batched one): a goroutine that reads
+// one datagram at a time from its net.UDPConn and writes the answer back
+// to the sender. The build tag ternportable selects it on Linux too, so
+// that the tests run it (TestPortableUDP).
+type udpWorker struct {
+	conn   *net.UDPConn
+	worker Worker
+	rx     []byte
+	tx     []byte
+}
+
+// newUDPWorker returns the worker that serves conn; stop closes it.
+func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
+	return &udpWorker{
+		conn:   conn,
+		worker: h.NewWorker(false),
+		rx:     make([]byte, rxSize),
+		tx:     make([]byte, BufferSize),
+	}, nil
+}
+
+// run answers datagrams until the socket is closed.
+func (w *udpWorker) run(closed *atomic.Bool) error {
+	for {
+		n, _, flags, from, err := w.conn.ReadMsgUDPAddrPort(w.rx, nil)
+		if err != nil {
+			if closed.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			continue // say, ECONNREFUSED from an earlier answer's ICMP
+		}
+		pkt := w.rx[:n]
+		if flags&syscall.MSG_TRUNC != 0 {
+			pkt = nil // longer than rxSize: not read whole
+		}
+		if out := w.worker.Answer(pkt, w.tx[:0]); out != nil {
+			_, _ = w.conn.WriteToUDPAddrPort(out, from)
+		}
+	}
+}
+
+// stop closes the socket, which ends run.
+func (w *udpWorker) stop() { w.conn.Close() }
