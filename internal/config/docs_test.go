@@ -53,21 +53,61 @@ func TestDocsListEveryKey(t *testing.T) {
 			documented = append(documented, section+"."+m[1])
 		}
 	}
-	keys := leafPaths(schema(), "")
-	for _, k := range keys {
-		if !slices.Contains(documented, k) {
-			t.Errorf("docs/config.md: no row for %s", k)
-		}
-	}
-	for _, k := range documented {
-		if !slices.Contains(keys, k) {
-			t.Errorf("docs/config.md: a row for %s, which is not a key", k)
-		}
-	}
+	checkRows(t, "docs/config.md", documented)
 }
 
 // arrayIndex matches the index indexLines gives array elements: "[1]".
 var arrayIndex = regexp.MustCompile(`\[\d+\]`)
+
+// checkRows wants documented, the keys the key tables of file have rows
+// for, to be the keys Parse accepts.
+func checkRows(t *testing.T, file string, documented []string) {
+	t.Helper()
+	keys := leafPaths(schema(), "")
+	for _, k := range keys {
+		if !slices.Contains(documented, k) {
+			t.Errorf("%s: no row for %s", file, k)
+		}
+	}
+	for _, k := range documented {
+		if !slices.Contains(keys, k) {
+			t.Errorf("%s: a row for %s, which is not a key", file, k)
+		}
+	}
+}
+
+// readmeCell matches the backquoted names of a README key row's first
+// cell: "| `server.listen` |", "| `[zone.signing] algorithm`, `nsec3` |".
+var readmeCell = regexp.MustCompile("`(\\[+([a-z.-]+)\\]+ )?([a-z0-9.-]+)`")
+
+// TestReadmeListsEveryKey checks that the key table of README.md's
+// Configuration section has every key Parse accepts, and no other.
+func TestReadmeListsEveryKey(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	inSection := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "#") {
+			inSection = line == "### Configuration"
+			continue
+		}
+		first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		if !inSection || !strings.HasPrefix(line, "| `") || !ok {
+			continue
+		}
+		table := ""
+		for _, m := range readmeCell.FindAllStringSubmatch(first, -1) {
+			if m[2] != "" {
+				table = m[2] + "."
+			}
+			documented = append(documented, table+m[3])
+		}
+	}
+	checkRows(t, "README.md", documented)
+}
 
 // commentedKey matches a commented-out key or table header of the example,
 // "# id = ...", "# [zone.signing]", and captures it without the "# ".
