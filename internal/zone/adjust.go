@@ -160,7 +160,7 @@ func (c *compiler) additional(s *RRset) {
 		t := c.nodes.get(low[:len(target)])
 		if t == nil || (t.Get(dns.TypeA) == nil && t.Get(dns.TypeAAAA) == nil) {
 			if s.Type != dns.TypeSRV {
-				c.checkTarget(s, low[:len(target)], t)
+				c.checkTarget(s, target, t)
 			}
 			return
 		}

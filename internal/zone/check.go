@@ -109,7 +109,11 @@ func (c *compiler) check(n *Node) {
 // name a wildcard with an address covers resolves; an NS target below a
 // cut needs glue (RFC 1034 §4.2.1).
 func (c *compiler) checkTarget(s *RRset, target []byte, t *Node) {
-	if !wire.InZone(target, c.z.Origin) {
+	// Lowered into the compiler's buffer: a local array would escape
+	// (through NameString) and cost an allocation per target.
+	target = c.lowTarget[:copy(c.lowTarget[:], target)]
+	wire.Lower(target, target)
+	if !wire.InZone(target, c.z.Origin) || c.warningsFull() {
 		return
 	}
 	e := t // the nearest node that exists
@@ -142,22 +146,24 @@ func (c *compiler) checkTarget(s *RRset, target []byte, t *Node) {
 func (c *compiler) checkValidity(n *Node, sig *RRset) {
 	now := uint32(c.now.Unix())
 	expired, early := 0, 0
-	sig.Each(func(tail []byte) {
-		rd := tail[10:]
-		if len(rd) < 16 {
-			return
+	// The records walked here rather than with Each, whose closure would
+	// cost an allocation per signed RRset.
+	for w := sig.Wire; len(w) >= 10; {
+		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
+		if rd := w[10:n]; len(rd) >= 16 {
+			// RFC 4034 §3.1.5: times compare in serial number
+			// arithmetic (RFC 1982), as 32-bit differences.
+			exp, inc := binary.BigEndian.Uint32(rd[8:]), binary.BigEndian.Uint32(rd[12:])
+			switch {
+			case int32(exp-now) < 0:
+				expired++
+			case int32(inc-now) > 0:
+				early++
+			}
 		}
-		// RFC 4034 §3.1.5: times compare in serial number arithmetic
-		// (RFC 1982), as 32-bit differences.
-		exp, inc := binary.BigEndian.Uint32(rd[8:]), binary.BigEndian.Uint32(rd[12:])
-		switch {
-		case int32(exp-now) < 0:
-			expired++
-		case int32(inc-now) > 0:
-			early++
-		}
-	})
-	if expired+early < int(sig.Count) {
+		w = w[n:]
+	}
+	if expired+early < int(sig.Count) || c.warningsFull() {
 		return
 	}
 	var what string

@@ -47,6 +47,8 @@ type compiler struct {
 	now    time.Time // for signature validity
 	buf    []byte
 	owner  [256]byte
+	// lowTarget holds an NS or MX target being checked (checkTarget).
+	lowTarget [256]byte
 	// seen indexes the RDATA of large RRsets for duplicate detection.
 	seen map[setID]map[string]bool
 	// Slabs for nodes and for RRsets while they are built (setSlab) and

@@ -136,7 +136,7 @@ func (c *compiler) addTail(p pos, name, tail []byte) {
 			}
 		}
 	}
-	if ttl != set.TTL {
+	if ttl != set.TTL && !c.warningsFull() {
 		c.warnf(&p, "TTL %d differs from the TTL %d of the %s RRset (first record at %s): the set is served with the lowest (RFC 2181 §5.2)",
 			ttl, set.TTL, dns.Type(typ), c.position(pos{set.file, set.line}))
 	}

@@ -92,6 +92,17 @@ func (c *compiler) warnf(p *pos, format string, args ...any) {
 	c.warns = append(c.warns, w)
 }
 
+// warningsFull counts a warning that will not be kept, so that its
+// caller can skip formatting it: a zone whose signatures have all
+// expired has one per signed RRset.
+func (c *compiler) warningsFull() bool {
+	if len(c.warns) < maxWarnings {
+		return false
+	}
+	c.nwarn++
+	return true
+}
+
 // noFile marks a position that is the zone as a whole.
 const noFile = ^uint16(0)
 
