@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -207,5 +208,42 @@ func TestErrorsBounded(t *testing.T) {
 	}
 	if len(e.Errs) != maxErrors+1 || !strings.Contains(err.Error(), "too many errors") {
 		t.Fatalf("%d errors: %v", len(e.Errs), err)
+	}
+}
+
+// TestIncludedFilesClosed: a parse that stops inside an $INCLUDEd file
+// (more than maxErrors errors there) closes it all the same. It used to
+// stay open until the collector ran the file's finalizer: a server
+// reloading such a zone held one more descriptor each time.
+func TestIncludedFilesClosed(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	dir := t.TempDir()
+	top := filepath.Join(dir, "top.zone")
+	inc := filepath.Join(dir, "inc.zone")
+	var b strings.Builder
+	for i := 0; i < maxErrors+10; i++ {
+		b.WriteString("bad A 1.2.3\n")
+	}
+	if err := os.WriteFile(inc, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(top, []byte(head+"$INCLUDE inc.zone\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No collection may close what the parse left open.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	if _, err := ParseFile(top, "example.test."); err == nil || !strings.Contains(err.Error(), "too many errors") {
+		t.Fatalf("error %v, want too many errors", err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == inc {
+			t.Errorf("descriptor %s still open on the included %s", fd.Name(), inc)
+		}
 	}
 }

@@ -79,6 +79,9 @@ type lineReader struct {
 type tracker struct {
 	cur        *lineReader
 	nextOrigin string
+	// included are the files $INCLUDE opened, closed at the end of the
+	// parse whether or not they were read to their end.
+	included []*lineReader
 }
 
 func (l *lineReader) ReadByte() (byte, error) {
@@ -257,6 +260,7 @@ func (f includeFS) Open(name string) (fs.File, error) {
 	if parent != nil {
 		l.ttl, l.hasTTL, l.recTTL, l.hasRecTTL = parent.ttl, parent.hasTTL, parent.recTTL, parent.hasRecTTL
 	}
+	f.track.included = append(f.track.included, l)
 	return l, nil
 }
 
@@ -304,6 +308,15 @@ func parse(r io.Reader, name, origin string, fn func(rr dns.RR, file string, lin
 	}
 	p.top = &lineReader{r: bufio.NewReader(r), name: name, line: 1, track: p.tr, origin: origin}
 	p.run(p.top)
+	// An included file the parse stopped in before its end (too many
+	// errors, a read error) is still open (see lineReader.Close), and
+	// nothing will read it now.
+	for _, l := range p.tr.included {
+		if l.c != nil {
+			l.c.Close()
+			l.c = nil
+		}
+	}
 	if p.errors > maxErrors {
 		bad(name, p.top.line, fmt.Sprintf(" too many errors (more than %d): stopped here", maxErrors))
 	}
