@@ -186,6 +186,11 @@ func TestParseGoesOn(t *testing.T) {
 			t.Errorf("records\n%s\nlack %q", strings.Join(got, "\n"), want)
 		}
 	}
+	// $ORIGIN @ keeps the origin; the restart after line 4 must too.
+	recs, _ = Parse(strings.NewReader("$ORIGIN sub.x.test.\n$TTL 5\n$ORIGIN @\nbad A 1\nok A 192.0.2.1\n"), "o.zone", "x.test")
+	if len(recs) != 1 || recs[0].RR.Header().Name != "ok.sub.x.test." {
+		t.Errorf("records after $ORIGIN @ and an error: %v", recs)
+	}
 	recs, err = ParseFile("testdata/broken/include.zone", "x.test")
 	var owners []string
 	for _, r := range recs {

@@ -191,6 +191,8 @@ func (l *lineReader) directive() {
 // absolute makes a name in a directive absolute, as miekg/dns does.
 func absolute(name, origin string) string {
 	switch {
+	case name == "@":
+		return origin
 	case dns.IsFqdn(name):
 		return name
 	case origin == ".":
