@@ -160,7 +160,7 @@ func TestTCPSlowQueryDropped(t *testing.T) {
 // be reset once the write deadline of an earlier flush had passed.)
 func TestTCPSplitQueriesServed(t *testing.T) {
 	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
-		TCPIdleTimeout: 300 * time.Millisecond, TCPIOTimeout: 10 * time.Second})
+		TCPIdleTimeout: 500 * time.Millisecond, TCPIOTimeout: 10 * time.Second})
 	c := dialTCP(t, s, &net.Dialer{})
 	q := framed(t, "big.example.test.", dns.TypeTXT)
 	half := len(q) / 2
@@ -178,7 +178,7 @@ func TestTCPSplitQueriesServed(t *testing.T) {
 	// next, for several idle timeouts.
 	chunk := append(append(append([]byte{}, q[half:]...), q...), q[:half]...)
 	began := time.Now()
-	for round := 0; round < 10 || round < 200 && time.Since(began) < 2*time.Second; round++ {
+	for round := 0; round < 10 || round < 250 && time.Since(began) < 2500*time.Millisecond; round++ {
 		time.Sleep(20 * time.Millisecond)
 		if _, err := c.Write(chunk); err != nil {
 			t.Fatalf("round %d, after %v: %v", round, time.Since(began), err)
