@@ -113,7 +113,7 @@ func (c *compiler) checkTarget(s *RRset, target []byte, t *Node) {
 	// (through NameString) and cost an allocation per target.
 	target = c.lowTarget[:copy(c.lowTarget[:], target)]
 	wire.Lower(target, target)
-	if !wire.InZone(target, c.z.Origin) || c.warningsFull() {
+	if !wire.InZone(target, c.z.Origin) {
 		return
 	}
 	e := t // the nearest node that exists
@@ -131,6 +131,9 @@ func (c *compiler) checkTarget(s *RRset, target []byte, t *Node) {
 	}
 	below := e.Cut != nil || e.Flags&Delegation != 0 || (e != t && e.DNAME() != nil)
 	if below && s.Type != dns.TypeNS {
+		return
+	}
+	if c.warningsFull() {
 		return
 	}
 	what := "has no A or AAAA record in the zone"

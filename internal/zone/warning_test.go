@@ -157,3 +157,22 @@ func TestCompareVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestWarningsCountedOnce: once the kept warnings are full, the count of
+// the others counts only warnings. An MX target a wildcard with an
+// address covers deserves none; it used to be counted as one.
+func TestWarningsCountedOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(head)
+	for range maxWarnings + 5 {
+		b.WriteString("x.other.test. A 192.0.2.9\n")
+	}
+	b.WriteString("@ MX 10 mail.w\n@ MX 20 smtp.w\n*.w A 192.0.2.4\n")
+	z, err := compileText(t, "example.test", b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := z.Warnings[len(z.Warnings)-1].Msg; !strings.HasSuffix(last, " 5 more warnings") {
+		t.Errorf("last warning %q, want 5 more", last)
+	}
+}
