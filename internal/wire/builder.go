@@ -2,29 +2,64 @@ package wire
 
 import "encoding/binary"
 
-// maxCompress bounds the compression table. Names beyond it are written
-// uncompressed, which is correct, only longer. The table costs only the
-// entries a response fills, so the bound is set for the largest TCP
-// answers (a thousand MX targets with their addresses).
-const maxCompress = 2048
+// The compression table (RFC 1035 §4.1.4) holds the name suffixes written
+// uncompressed where a pointer can reach them (offsets up to 0x3FFF). A
+// name is compressed to its longest suffix in the table. The first
+// linearMax entries are searched one by one, as most answers have a
+// handful and comparing is cheaper than hashing there; past them the
+// entries are indexed by an open-addressed hash table of suffix hashes, so
+// that the cost of compressing a name depends on its labels, not on the
+// names already written. (Searching one by one throughout cost milliseconds
+// for a 64 KiB answer of 1000 MX records and their addresses:
+// BenchmarkLargeAnswer in internal/auth.)
+const (
+	// maxCompress bounds the entries; names beyond it are written
+	// uncompressed, which is correct, only longer. The 16 KiB a pointer
+	// reaches holds about 700 entries in the 1000-MX answer.
+	maxCompress = 2048
+	// linearMax is the number of entries searched one by one.
+	linearMax = 32
+	// compSlots is the hash table's size, a power of two, so that it is
+	// at most half full; compShift keeps the hash's top log2(compSlots)
+	// bits, which pick the slot.
+	compSlots = 2 * maxCompress
+	compShift = 32 - 12 // 1<<12 == compSlots
 
-// compEntry records that the name bytes (canonical wire form, lowercase) are
-// present in the message at offset off.
+	// maxPointer is the largest offset a compression pointer holds.
+	maxPointer = 0x3FFF
+)
+
+// compEntry records that the name (canonical wire form, lowercase for the
+// question's suffixes) is present in the message at offset off; hash is
+// its suffixHash once the table is hashed.
 type compEntry struct {
 	name []byte
 	off  uint16
+	hash uint32
 }
 
 // Builder writes a response into a caller-owned buffer. It is reused from
 // query to query; Reset prepares it for the next one. Names are compressed
-// against the names already written (RFC 1035 §4.1.4) with a small table
-// of suffixes instead of a hash map, which is what makes it allocation free.
+// against the names already written with a fixed-size table of suffixes
+// instead of a map, which is what makes it allocation free.
 type Builder struct {
 	buf   []byte // len(buf) is the current message length
 	limit int    // the message may not grow past this
 
 	comp  [maxCompress]compEntry
 	ncomp int
+	// slots, once hashed is set (the first name written with linearMax
+	// entries in the table), holds the entries' indexes + 1 (0: empty),
+	// probed linearly. Entries leave last in, first out
+	// (Rollback, Reset), which undoes their insertion exactly: no
+	// tombstones, and only the slots a message used are cleared.
+	hashed bool
+	slots  [compSlots]uint16
+	// starts and hashes hold the label offsets and suffix hashes of the
+	// name being written (here rather than on the stack, which would
+	// zero them for every name).
+	starts [MaxLabels + 1]uint8
+	hashes [MaxLabels + 1]uint32
 
 	// Section counts, written into the header by Finish.
 	an, ns, ar uint16
@@ -33,12 +68,13 @@ type Builder struct {
 // Reset starts a new message in buf[:0] that may grow to limit bytes
 // (capped by cap(buf)).
 func (b *Builder) Reset(buf []byte, limit int) {
-	if limit > cap(buf) {
-		limit = cap(buf)
+	if b.hashed {
+		b.unwind(0)
+		b.hashed = false
 	}
-	b.buf = buf[:0]
-	b.limit = limit
 	b.ncomp = 0
+	b.buf = buf[:0]
+	b.limit = min(limit, cap(buf))
 	b.an, b.ns, b.ar = 0, 0, 0
 }
 
@@ -69,8 +105,23 @@ func (b *Builder) Mark() Mark { return Mark{len(b.buf), b.ncomp, b.an, b.ns, b.a
 // Rollback forgets everything written after m.
 func (b *Builder) Rollback(m Mark) {
 	b.buf = b.buf[:m.n]
+	if b.hashed {
+		b.unwind(m.ncomp)
+	}
 	b.ncomp = m.ncomp
 	b.an, b.ns, b.ar = m.an, m.ns, m.ar
+}
+
+// unwind takes the entries from the last down to the n-th out of the hash
+// table.
+func (b *Builder) unwind(n int) {
+	for i := b.ncomp; i > n; i-- {
+		s := b.comp[i-1].hash >> compShift
+		for b.slots[s] != uint16(i) {
+			s = (s + 1) & (compSlots - 1)
+		}
+		b.slots[s] = 0
+	}
 }
 
 // Overflow reports whether the message has grown past its limit. Writers
@@ -96,20 +147,26 @@ func (b *Builder) Question(raw []byte, q *Query) {
 	name := q.Name()
 	for i := 0; i < q.nlabels-1 && b.ncomp < maxCompress; i++ {
 		o := int(q.labels[i])
-		b.comp[b.ncomp] = compEntry{name[o:], uint16(start + o)}
+		b.comp[b.ncomp] = compEntry{name: name[o:], off: uint16(start + o)}
 		b.ncomp++
 	}
 }
 
-// Name writes name (canonical wire form) compressed against earlier names.
+// Name writes name (canonical wire form) compressed against earlier names:
+// its longest suffix already in the message becomes a pointer, and the
+// suffixes it writes out become available to the names after it.
 func (b *Builder) Name(name []byte) {
 	for len(name) > 1 {
+		if b.hashed || b.ncomp >= linearMax {
+			b.nameHashed(name)
+			return
+		}
 		if off, ok := b.lookup(name); ok {
 			b.buf = append(b.buf, 0xC0|byte(off>>8), byte(off))
 			return
 		}
-		if b.ncomp < maxCompress && len(b.buf) < 0x3FFF {
-			b.comp[b.ncomp] = compEntry{name, uint16(len(b.buf))}
+		if len(b.buf) <= maxPointer {
+			b.comp[b.ncomp] = compEntry{name: name, off: uint16(len(b.buf))}
 			b.ncomp++
 		}
 		l := int(name[0]) + 1
@@ -125,6 +182,7 @@ func (b *Builder) NameAt(off int) {
 	b.buf = append(b.buf, 0xC0|byte(off>>8), byte(off))
 }
 
+// lookup searches the entries one by one (fewer than linearMax).
 func (b *Builder) lookup(name []byte) (uint16, bool) {
 	for i := 0; i < b.ncomp; i++ {
 		e := &b.comp[i]
@@ -133,6 +191,91 @@ func (b *Builder) lookup(name []byte) (uint16, bool) {
 		}
 	}
 	return 0, false
+}
+
+// index puts entry i (an index + 1) with hash h into the hash table.
+func (b *Builder) index(i int, h uint32) {
+	b.comp[i-1].hash = h
+	s := h >> compShift
+	for b.slots[s] != 0 {
+		s = (s + 1) & (compSlots - 1)
+	}
+	b.slots[s] = uint16(i)
+}
+
+// nameHashed is Name once the table holds linearMax entries, and hashes
+// it the first time: the hashes of all the name's suffixes in one pass
+// from the root, then one probe per suffix, longest first.
+func (b *Builder) nameHashed(name []byte) {
+	if !b.hashed {
+		b.hashed = true
+		for i := 1; i <= b.ncomp; i++ {
+			b.index(i, b.suffixHashes(b.comp[i-1].name)[0])
+		}
+	}
+	hs := b.suffixHashes(name)
+	starts := &b.starts
+	start := len(b.buf)
+	k := 0
+	for ; name[starts[k]] != 0; k++ {
+		suffix := name[starts[k]:]
+		if off, ok := b.find(hs[k], suffix); ok {
+			b.buf = append(b.buf, name[:starts[k]]...)
+			b.buf = append(b.buf, 0xC0|byte(off>>8), byte(off))
+			break
+		}
+	}
+	if name[starts[k]] == 0 {
+		b.buf = append(b.buf, name...)
+	}
+	// Enter the suffixes written out, longest first, as Name does.
+	for i := 0; i < k; i++ {
+		off := start + int(starts[i])
+		if off > maxPointer || b.ncomp >= maxCompress {
+			break
+		}
+		b.comp[b.ncomp] = compEntry{name: name[starts[i]:], off: uint16(off)}
+		b.ncomp++
+		b.index(b.ncomp, hs[i])
+	}
+}
+
+// find probes the hash table for the entry holding name, whose hash is h.
+func (b *Builder) find(h uint32, name []byte) (uint16, bool) {
+	for s := h >> compShift; ; s = (s + 1) & (compSlots - 1) {
+		i := b.slots[s]
+		if i == 0 {
+			return 0, false
+		}
+		e := &b.comp[i-1]
+		if e.hash == h && len(e.name) == len(name) && string(e.name) == string(name) {
+			return e.off, true
+		}
+	}
+}
+
+// suffixHashes fills b.starts with the offsets of name's labels and
+// b.hashes with the hash of the suffix starting at each, and returns the
+// hashes. A suffix's hash is its first label folded into the hash of the
+// rest (FNV-1a, then a multiplication so that the top bits, which pick the
+// slot, depend on every byte), so one pass from the root gives them all.
+func (b *Builder) suffixHashes(name []byte) *[MaxLabels + 1]uint32 {
+	starts, hs := &b.starts, &b.hashes
+	n := 0
+	for i := 0; name[i] != 0; i += int(name[i]) + 1 {
+		starts[n] = uint8(i)
+		n++
+	}
+	starts[n] = uint8(len(name) - 1)
+	h := uint32(2166136261)
+	hs[n] = h
+	for k := n - 1; k >= 0; k-- {
+		for _, c := range name[starts[k]:starts[k+1]] {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		hs[k] = h * 0x9E3779B1
+	}
+	return hs
 }
 
 // RR writes one record: owner (compressed), then tail, which is the
