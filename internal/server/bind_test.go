@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -166,3 +167,26 @@ func TestUDPWorkersShareTheLoad(t *testing.T) {
 type answerFunc func(pkt, out []byte) []byte
 
 func (f answerFunc) Answer(pkt, out []byte) []byte { return f(pkt, out) }
+
+// TestOverlapFails: an address that a wildcard address also listed with the
+// same port covers is refused before anything is bound, saying which.
+func TestOverlapFails(t *testing.T) {
+	for _, tc := range []struct {
+		listen []string
+		err    string // "" for none
+	}{
+		{[]string{"0.0.0.0:5300", "127.0.0.1:5300"}, "listen 127.0.0.1:5300: 0.0.0.0:5300, also listed, covers it"},
+		{[]string{"[::1]:5300", "[::]:5300"}, "listen [::1]:5300: [::]:5300, also listed, covers it"},
+		{[]string{"[::]:5300", "127.0.0.1:5300"}, "listen 127.0.0.1:5300: [::]:5300, also listed, covers it"},
+		{[]string{"[::]:5300", "0.0.0.0:5300", "127.0.0.1:5300"}, "listen 127.0.0.1:5300: 0.0.0.0:5300, also listed, covers it"},
+		{[]string{"[::]:5300", "0.0.0.0:5300"}, ""},
+		{[]string{"0.0.0.0:5300", "[::1]:5300", "127.0.0.1:5301"}, ""},
+		{[]string{"0.0.0.0:0", "127.0.0.1:0"}, ""},
+	} {
+		s := New(Config{Listen: tc.listen}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+		err := s.overlap()
+		if got := fmt.Sprint(err); tc.err == "" && err != nil || tc.err != "" && got != tc.err {
+			t.Errorf("%v: %v, want %q", tc.listen, err, tc.err)
+		}
+	}
+}

@@ -145,6 +145,9 @@ func reusePort(c syscall.RawConn) error {
 // Start binds every socket and starts serving; it returns once all are
 // bound, or the first bind error (after closing what it bound).
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.overlap(); err != nil {
+		return err
+	}
 	lc := net.ListenConfig{Control: s.control}
 	shared := net.ListenConfig{Control: s.controlShared}
 	for _, addr := range s.cfg.Listen {
@@ -283,6 +286,32 @@ func (s *Server) family(host, port string) string {
 		}
 	}
 	return ""
+}
+
+// overlap reports a listed address that a wildcard one also listed, with
+// the same port, covers: its bind would fail (the sockets do not share
+// ports, see bind), and the wildcard serves it already.
+func (s *Server) overlap() error {
+	for _, a := range s.cfg.Listen {
+		ha, pa, err := net.SplitHostPort(a)
+		wild := net.ParseIP(ha)
+		if err != nil || pa == "0" || wild == nil || !wild.IsUnspecified() {
+			continue
+		}
+		v4 := wild.To4() != nil
+		for _, b := range s.cfg.Listen {
+			hb, pb, err := net.SplitHostPort(b)
+			ip := net.ParseIP(hb)
+			if err != nil || pb != pa || ip == nil || ip.IsUnspecified() {
+				continue
+			}
+			// The IPv6 wildcard covers IPv4 too unless bound IPv6 only.
+			if ip.To4() != nil == v4 || !v4 && s.family(ha, pa) == "" {
+				return fmt.Errorf("listen %s: %s, also listed, covers it", b, a)
+			}
+		}
+	}
+	return nil
 }
 
 // bindError is err from binding a proto socket, saying so when the
