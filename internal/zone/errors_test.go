@@ -252,3 +252,33 @@ func TestIncludedFilesClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestDollarInData: a '$' that does not start a line is data, not a
+// directive, as miekg/dns reads it. A TXT string holding "$TTL 60" gave
+// the $GENERATE records after it TTL 60, and one holding "$ORIGIN
+// evil.test." gave the records read after a later syntax error that
+// origin, both before the line reader looked only at a line's first byte.
+func TestDollarInData(t *testing.T) {
+	text := head + "note TXT \"$TTL 60 is what we use\"\n$GENERATE 1-2 host$ A 192.0.2.$\n"
+	recs, err := Parse(strings.NewReader(text), "t.zone", "example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	generated := 0
+	for _, r := range recs {
+		if h := r.RR.Header(); strings.HasPrefix(h.Name, "host") {
+			generated++
+			if h.Ttl != 300 {
+				t.Errorf("%s: TTL %d, want the $TTL in force, 300", h.Name, h.Ttl)
+			}
+		}
+	}
+	if generated != 2 {
+		t.Errorf("%d generated records, want 2", generated)
+	}
+	text = head + "note TXT \"x\" \"$ORIGIN evil.test.\"\nbad A 1.2.3\nok A 192.0.2.1\n"
+	recs, _ = Parse(strings.NewReader(text), "t.zone", "example.test.")
+	if last := recs[len(recs)-1].RR.Header().Name; last != "ok.example.test." {
+		t.Errorf("the record after the error is %s, want ok.example.test.", last)
+	}
+}

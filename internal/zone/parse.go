@@ -92,6 +92,9 @@ func (l *lineReader) ReadByte() (byte, error) {
 		l.failed = err
 	}
 	if err == nil {
+		// Whether b starts a line: only there does '$' start a
+		// directive; elsewhere (a TXT string, say) it is data.
+		first := l.last == '\n' || l.last == 0
 		if l.last == '\n' {
 			l.line++
 			l.cur = l.cur[:0]
@@ -104,7 +107,7 @@ func (l *lineReader) ReadByte() (byte, error) {
 		if lexical[b] || l.comment || l.quoted || l.escaped {
 			l.lex(b)
 		}
-		if len(l.cur) < 512 && (len(l.cur) > 0 || b == '$') {
+		if len(l.cur) < 512 && (len(l.cur) > 0 || b == '$' && first && l.depth == 0) {
 			l.cur = append(l.cur, b)
 			if b == '\n' {
 				l.directive()
