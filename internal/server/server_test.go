@@ -289,3 +289,73 @@ func coldBatches(t *testing.T, addr string) {
 		}
 	}
 }
+
+// TestOversizedUDPQuery: a datagram longer than the server reads (rxSize)
+// is answered FORMERR with its ID and question, not dropped, among
+// ordinary queries of the same batch, whether the Worker answers batches
+// or one query at a time.
+func TestOversizedUDPQuery(t *testing.T) {
+	for _, batcher := range []bool{true, false} {
+		resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
+		h := HandlerFunc(func(tcp bool) Worker {
+			w := resp.NewWorker(tcp, auth.DefaultCacheSize)
+			if batcher {
+				return w
+			}
+			return struct{ Worker }{w}
+		})
+		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("udp", s.Addrs()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 6 // every other query is oversized
+		for i := 0; i < n; i++ {
+			m := new(dns.Msg)
+			m.SetQuestion("www.example.test.", dns.TypeA)
+			m.Id = uint16(100 + i)
+			if i%2 == 0 {
+				// EDNS padding (RFC 7830) makes the query 5000 bytes.
+				m.SetEdns0(1232, false)
+				m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_PADDING{Padding: make([]byte, 5000-m.Len()-4)})
+			}
+			p, err := m.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 && len(p) != 5000 {
+				t.Fatalf("query of %d bytes, want 5000", len(p))
+			}
+			if _, err := c.Write(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[uint16]bool{}
+		buf := make([]byte, 1500)
+		for len(got) < n {
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			k, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("batcher %v: %d of %d answers: %v", batcher, len(got), n, err)
+			}
+			var r dns.Msg
+			if err := r.Unpack(buf[:k]); err != nil {
+				t.Fatal(err)
+			}
+			i := int(r.Id) - 100
+			wantRcode, wantAnswers := dns.RcodeSuccess, 1
+			if i%2 == 0 {
+				wantRcode, wantAnswers = dns.RcodeFormatError, 0
+			}
+			if r.Rcode != wantRcode || len(r.Answer) != wantAnswers || len(r.Question) != 1 || r.Question[0].Name != "www.example.test." || !r.RecursionDesired {
+				t.Fatalf("batcher %v, query %d: %v", batcher, i, &r)
+			}
+			got[r.Id] = true
+		}
+		c.Close()
+		s.Close()
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // batch is how many datagrams one recvmmsg may return and one sendmmsg
@@ -186,7 +188,8 @@ func (w *udpWorker) sendBatch() {
 
 // answerBatch answers the nrx datagrams received and prepares ntx
 // replies: one call of the Batcher for the batch, or one Answer per
-// datagram.
+// datagram. A datagram too long to have been read whole is answered
+// FORMERR here (see rxSize); the Worker gets nil for it, which it drops.
 func (w *udpWorker) answerBatch() {
 	w.ntx = 0
 	if b := w.batcher; b != nil {
@@ -196,17 +199,27 @@ func (w *udpWorker) answerBatch() {
 		}
 		b.AnswerBatch(w.pkts[:w.nrx], w.outs[:w.nrx])
 		for i := 0; i < w.nrx; i++ {
-			w.reply(i, w.outs[i])
+			out := w.outs[i]
+			if w.pkts[i] == nil {
+				out = wire.FormErr(w.rxBuf[i], w.txBuf[i][:0])
+			}
+			w.reply(i, out)
 		}
 		return
 	}
 	for i := 0; i < w.nrx; i++ {
-		w.reply(i, w.worker.Answer(w.packet(i), w.txBuf[w.ntx][:0]))
+		out := w.txBuf[w.ntx][:0]
+		if pkt := w.packet(i); pkt != nil {
+			out = w.worker.Answer(pkt, out)
+		} else {
+			out = wire.FormErr(w.rxBuf[i], out)
+		}
+		w.reply(i, out)
 	}
 }
 
-// packet is received datagram i; one too long to have been read whole is
-// empty, which Answer drops.
+// packet is received datagram i, or nil when it was too long to be read
+// whole (MSG_TRUNC).
 func (w *udpWorker) packet(i int) []byte {
 	h := &w.rxHdr[i]
 	if h.Hdr.Flags&unix.MSG_TRUNC != 0 {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // batch is how many datagrams the loop reads at a time.
@@ -44,11 +46,13 @@ func (w *udpWorker) run(closed *atomic.Bool) error {
 			}
 			continue // say, ECONNREFUSED from an earlier answer's ICMP
 		}
-		pkt := w.rx[:n]
+		var out []byte
 		if flags&syscall.MSG_TRUNC != 0 {
-			pkt = nil // longer than rxSize: not read whole
+			out = wire.FormErr(w.rx, w.tx[:0]) // longer than rxSize
+		} else {
+			out = w.worker.Answer(w.rx[:n], w.tx[:0])
 		}
-		if out := w.worker.Answer(pkt, w.tx[:0]); out != nil {
+		if out != nil {
 			_, _ = w.conn.WriteToUDPAddrPort(out, from)
 		}
 	}

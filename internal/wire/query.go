@@ -181,7 +181,14 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 	// Answer and authority records of a query carry nothing we use, but
 	// they must be well formed for the additional section to be found.
 	for i := 0; i < int(an)+int(ns); i++ {
-		if off, ok = skipRR(pkt, off); !ok {
+		var rtype uint16
+		if off, rtype, ok = skipRR(pkt, off); !ok {
+			return Error, RcodeFormErr
+		}
+		// RFC 6891 §6.1.1: the OPT record goes in the additional
+		// section; anywhere else the message is malformed (Knot
+		// answers FORMERR, without EDNS).
+		if rtype == TypeOPT {
 			return Error, RcodeFormErr
 		}
 	}
@@ -305,17 +312,17 @@ func skipName(pkt []byte, off int) (int, bool) {
 	return 0, false
 }
 
-// skipRR steps over one resource record.
-func skipRR(pkt []byte, off int) (int, bool) {
+// skipRR steps over one resource record and returns its type too.
+func skipRR(pkt []byte, off int) (int, uint16, bool) {
 	off, ok := skipName(pkt, off)
 	if !ok || off+10 > len(pkt) {
-		return 0, false
+		return 0, 0, false
 	}
 	end := off + 10 + int(binary.BigEndian.Uint16(pkt[off+8:]))
 	if end > len(pkt) {
-		return 0, false
+		return 0, 0, false
 	}
-	return end, true
+	return end, binary.BigEndian.Uint16(pkt[off:]), true
 }
 
 // scanOPT finds an OPT record in a message that is already being
@@ -323,7 +330,7 @@ func skipRR(pkt []byte, off int) (int, bool) {
 func (q *Query) scanOPT(pkt []byte, off, skip, ar int) {
 	var ok bool
 	for i := 0; i < skip; i++ {
-		if off, ok = skipRR(pkt, off); !ok {
+		if off, _, ok = skipRR(pkt, off); !ok {
 			return
 		}
 	}

@@ -39,6 +39,24 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// opt is an OPT record (payload 1232, no options) and aRR an A record
+// for the root, in wire form.
+var (
+	opt = []byte{0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0}
+	aRR = []byte{0, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1}
+)
+
+// withRRs returns pkt with the given section counts and the records rrs
+// appended.
+func withRRs(pkt []byte, an, ns, ar byte, rrs ...[]byte) []byte {
+	p := append([]byte(nil), pkt...)
+	p[7], p[9], p[11] = an, ns, ar
+	for _, rr := range rrs {
+		p = append(p, rr...)
+	}
+	return p
+}
+
 func TestParseRejects(t *testing.T) {
 	m := new(dns.Msg)
 	m.SetQuestion("a.test.", dns.TypeA)
@@ -75,6 +93,12 @@ func TestParseRejects(t *testing.T) {
 			p[11] = 1
 			return append(p, 0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 4, 0, 3, 0, 9)
 		}(), Error, RcodeFormErr},
+		// RFC 6891 §6.1.1: OPT belongs in the additional section.
+		{"OPT in the answer section", withRRs(good, 1, 0, 0, opt), Error, RcodeFormErr},
+		{"OPT in the authority section", withRRs(good, 0, 1, 0, opt), Error, RcodeFormErr},
+		{"OPT in answer and additional", withRRs(good, 1, 0, 1, opt, opt), Error, RcodeFormErr},
+		{"A record in the answer section", withRRs(good, 1, 0, 0, aRR), Answer, 0},
+		{"OPT in additional after an answer record", withRRs(good, 1, 0, 1, aRR, opt), Answer, 0},
 		{"EDNS version 1", func() []byte {
 			p := append([]byte(nil), good...)
 			p[11] = 1
