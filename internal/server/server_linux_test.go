@@ -128,3 +128,28 @@ func inode(t *testing.T, fd int) uint64 {
 	}
 	return st.Ino
 }
+
+// TestPktinfoOnlyOnWildcard: only sockets bound to a wildcard address ask
+// for each datagram's destination; those bound to one address keep the
+// path without control messages.
+func TestPktinfoOnlyOnWildcard(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		want   bool
+	}{
+		{"127.0.0.1:0", false}, {"0.0.0.0:0", true}, {"[::1]:0", false}, {"[::]:0", true},
+	} {
+		s := New(Config{Listen: []string{tc.listen}, Workers: 1}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+		if err := s.Start(context.Background()); err != nil {
+			if strings.HasPrefix(tc.listen, "[") {
+				t.Logf("no IPv6: %v", err)
+				continue
+			}
+			t.Fatal(err)
+		}
+		if got := s.workers[0].pktinfo; got != tc.want {
+			t.Errorf("%s: pktinfo %v, want %v", tc.listen, got, tc.want)
+		}
+		s.Close()
+	}
+}

@@ -58,7 +58,20 @@ type udpWorker struct {
 	outs [batch][]byte
 	nrx  int
 	ntx  int
+	// pktinfo is set when the socket is bound to a wildcard address:
+	// each datagram then comes with its destination address in ctl (an
+	// IP_PKTINFO or IPV6_PKTINFO control message), which the answer
+	// hands back to sendmmsg as its source. Sockets bound to one address
+	// skip all of it.
+	pktinfo bool
+	ctl     [batch]cmsgBuf
 }
+
+// cmsgBuf holds the control messages of one datagram: room for an
+// in6_pktinfo one (40 bytes on 64-bit Linux; in_pktinfo needs 32) and
+// what else may come, in uint64s so that a cmsghdr read from it is
+// aligned.
+type cmsgBuf [8]uint64
 
 // newUDPWorker takes conn's socket out of the netpoller (see udpWorker)
 // and returns the worker that serves it; conn is closed.
@@ -81,6 +94,10 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		unix.Close(w.fd)
 		return nil, err
 	}
+	if w.pktinfo, err = recvPktinfo(w.fd); err != nil {
+		unix.Close(w.fd)
+		return nil, err
+	}
 	w.worker = h.NewWorker(false)
 	w.batcher, _ = w.worker.(Batcher)
 	for i := 0; i < batch; i++ {
@@ -92,6 +109,9 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		h.Name = (*byte)(unsafe.Pointer(&w.addr[i]))
 		h.Iov = &w.rxIov[i]
 		h.SetIovlen(1)
+		if w.pktinfo {
+			h.Control = (*byte)(unsafe.Pointer(&w.ctl[i]))
+		}
 		t := &w.txHdr[i].Hdr
 		t.Iov = &w.txIov[i]
 		t.SetIovlen(1)
@@ -116,6 +136,11 @@ func (w *udpWorker) run(closed *atomic.Bool) error {
 	for !closed.Load() {
 		for i := 0; i < batch; i++ {
 			w.rxHdr[i].Hdr.Namelen = uint32(unsafe.Sizeof(w.addr[i]))
+		}
+		if w.pktinfo {
+			for i := 0; i < batch; i++ {
+				w.rxHdr[i].Hdr.SetControllen(int(unsafe.Sizeof(w.ctl[i])))
+			}
 		}
 		n, e := w.recvBatch(busy)
 		if e != 0 {
@@ -240,5 +265,69 @@ func (w *udpWorker) reply(i int, out []byte) {
 	t := &w.txHdr[j].Hdr
 	t.Name = w.rxHdr[i].Hdr.Name
 	t.Namelen = w.rxHdr[i].Hdr.Namelen
+	if w.pktinfo {
+		t.Control, t.Controllen = w.rxHdr[i].Hdr.Control, 0
+		if w.rxHdr[i].Hdr.Flags&unix.MSG_CTRUNC == 0 && replySource(&w.ctl[i], int(w.rxHdr[i].Hdr.Controllen)) {
+			t.Controllen = w.rxHdr[i].Hdr.Controllen
+		}
+	}
 	w.ntx++
+}
+
+// recvPktinfo asks for the destination address of every datagram (see
+// udpWorker.pktinfo) when fd is bound to a wildcard address, and reports
+// whether it did. An IPv6 socket's IPV6_PKTINFO covers the IPv4 datagrams
+// of a dual-stack one too, as mapped addresses, and sendmsg takes it back
+// for them (Linux's ip_cmsg_send).
+func recvPktinfo(fd int) (bool, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return false, fmt.Errorf("udp socket address: %w", err)
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		if sa.Addr != [4]byte{} {
+			return false, nil
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+			return false, fmt.Errorf("IP_PKTINFO: %w", err)
+		}
+		return true, nil
+	case *unix.SockaddrInet6:
+		if sa.Addr != [16]byte{} {
+			return false, nil
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
+			return false, fmt.Errorf("IPV6_RECVPKTINFO: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// replySource turns ctl, the n bytes of control message received with a
+// datagram,
+// into the one that sends its answer from the address it was sent to,
+// and reports whether it holds one. IPv4's in_pktinfo keeps ipi_spec_dst
+// as received (the local address of the datagram, which sendmsg takes as
+// the source); IPv6's in6_pktinfo its address. The interface index is
+// cleared, so the answer is routed as any other (RFC 1122 §3.3.4.2 lets a
+// multihomed host send from any interface; the source address is what
+// the client checks).
+func replySource(ctl *cmsgBuf, n int) bool {
+	if n < unix.SizeofCmsghdr || n > len(ctl)*8 {
+		return false
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(ctl))
+	data := unsafe.Add(unsafe.Pointer(ctl), unix.CmsgLen(0))
+	room := n - unix.CmsgLen(0)
+	switch {
+	case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && room >= unix.SizeofInet4Pktinfo:
+		(*unix.Inet4Pktinfo)(data).Ifindex = 0
+	case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_PKTINFO && room >= unix.SizeofInet6Pktinfo:
+		(*unix.Inet6Pktinfo)(data).Ifindex = 0
+	default:
+		return false
+	}
+	return true
 }

@@ -17,7 +17,9 @@ const batch = 1
 // udpWorker is the portable UDP loop, for systems without recvmmsg and
 // sendmmsg (see udp_linux.go for the batched one): a goroutine that reads
 // one datagram at a time from its net.UDPConn and writes the answer back
-// to the sender. The build tag ternportable selects it on Linux too, so
+// to the sender. On a socket bound to a wildcard address the kernel picks
+// the answer's source address, which may not be the one the query was
+// sent to (udp_linux.go answers from that one). The build tag ternportable selects it on Linux too, so
 // that the tests run it (TestPortableUDP).
 type udpWorker struct {
 	conn   *net.UDPConn
