@@ -135,6 +135,9 @@ type Signing struct {
 	// CDS to become a DS served by the parent.
 	PropagationDelay Duration `toml:"propagation-delay"`
 	ParentDelay      Duration `toml:"parent-delay"`
+	// SerialPolicy is how each new signed version gets its SOA serial:
+	// "increment" (the default) or "unixtime".
+	SerialPolicy string `toml:"serial-policy"`
 }
 
 // Duration is a time.Duration written in TOML as a string such as "10s".

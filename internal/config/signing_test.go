@@ -19,12 +19,13 @@ opt-out = true
 zsk-lifetime = "720h"
 signature-validity = "336h"
 signature-refresh = "120h"
+serial-policy = "unixtime"
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sg := c.Zones[0].Signing
-	if sg == nil || sg.KeyDir != "/etc/tern/keys/example.com" || sg.Algorithm != "ed25519" || !sg.NSEC3 || !sg.OptOut {
+	if sg == nil || sg.KeyDir != "/etc/tern/keys/example.com" || sg.Algorithm != "ed25519" || !sg.NSEC3 || !sg.OptOut || sg.SerialPolicy != "unixtime" {
 		t.Fatalf("signing %+v", sg)
 	}
 	if sg.ZSKLifetime.Duration != 720*time.Hour || sg.SignatureRefresh.Duration != 120*time.Hour {
@@ -37,6 +38,7 @@ signature-refresh = "120h"
 		{"[zone.signing]\nalgorithm = \"rsasha1\"\n", `tern.toml:2: zone "example.com.": signing: missing key-dir`},
 		{"[zone.signing]\nkey-dir = \"k\"\nalgorithm = \"rsasha1\"\n", `algorithm "rsasha1"`},
 		{"[zone.signing]\nkey-dir = \"k\"\nopt-out = true\n", "opt-out needs nsec3"},
+		{"[zone.signing]\nkey-dir = \"k\"\nserial-policy = \"dateserial\"\n", `serial-policy "dateserial" (want increment or unixtime)`},
 		{"[zone.signing]\nkey-dir = \"k\"\nsignature-validity = \"1h\"\nsignature-refresh = \"2h\"\n", "signature-refresh must be shorter"},
 		{"[zone.signing]\nkey-dir = \"k\"\nbogus = 1\n", "unknown key zone.signing.bogus"},
 	} {

@@ -109,6 +109,11 @@ func (c *Config) Validate() error {
 			default:
 				v.addZone(at, "%s: signing: algorithm %q (want ecdsap256sha256 or ed25519)", name, sg.Algorithm)
 			}
+			switch strings.ToLower(sg.SerialPolicy) {
+			case "", "increment", "unixtime":
+			default:
+				v.addZone(at, "%s: signing: serial-policy %q (want increment or unixtime)", name, sg.SerialPolicy)
+			}
 			if sg.OptOut && !sg.NSEC3 {
 				v.addZone(at, "%s: signing: opt-out needs nsec3", name)
 			}

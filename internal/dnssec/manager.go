@@ -39,6 +39,8 @@ type Policy struct {
 	ParentDelay time.Duration
 	// DSTTL is the TTL of the parent's DS RRset (TTLds).
 	DSTTL time.Duration
+	// Serial is how each new version of the zone gets its SOA serial.
+	Serial SerialPolicy
 }
 
 // DefaultPolicy returns a conservative policy: ECDSA P-256, ZSK rolled
@@ -74,6 +76,8 @@ func (p Policy) Validate() error {
 		return errors.New("policy: ZSK lifetime shorter than its publication interval")
 	case p.KSKLifetime > 0 && p.KSKLifetime <= p.kskPublishInterval():
 		return errors.New("policy: KSK lifetime shorter than its publication interval")
+	case p.Serial > SerialUnixtime:
+		return fmt.Errorf("policy: unknown serial policy %d", p.Serial)
 	}
 	return nil
 }
@@ -179,6 +183,10 @@ func (k *KeyState) active(now time.Time) bool {
 type State struct {
 	Zone string      `json:"zone"`
 	Keys []*KeyState `json:"keys"`
+	// Serial is the SOA serial of the last version of the zone the
+	// server published (nil before the first): a restart serves no
+	// lower one (see ZoneSigner.Sign).
+	Serial *uint32 `json:"served_serial,omitempty"`
 }
 
 // Describe returns human-readable lines about rollovers in progress and
@@ -348,11 +356,37 @@ func readManager(dir string, p Policy, st *State) (*Manager, error) {
 // State returns a copy of the current key state.
 func (m *Manager) State() State {
 	s := State{Zone: m.state.Zone}
+	if m.state.Serial != nil {
+		serial := *m.state.Serial
+		s.Serial = &serial
+	}
 	for _, k := range m.state.Keys {
 		c := *k
 		s.Keys = append(s.Keys, &c)
 	}
 	return s
+}
+
+// ServedSerial returns the SOA serial last recorded by SetServedSerial,
+// and false when none was.
+func (m *Manager) ServedSerial() (uint32, bool) {
+	if m.state.Serial == nil {
+		return 0, false
+	}
+	return *m.state.Serial, true
+}
+
+// SetServedSerial records serial as that of the version of the zone about
+// to be published, durably (the state file is written atomically) before
+// it returns, so that after a crash the zone is never served with a lower
+// serial.
+func (m *Manager) SetServedSerial(serial uint32) error {
+	if cur, ok := m.ServedSerial(); ok && cur == serial {
+		return nil
+	}
+	m.state.Serial = &serial
+	m.unsaved = true
+	return m.storeChanges()
 }
 
 // Plan is what the signer needs after a Step.

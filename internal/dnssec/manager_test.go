@@ -143,6 +143,7 @@ func TestRollovers(t *testing.T) {
 	var windows []window
 	now := t0
 	restarts := 0
+	var lastSerial uint32
 	for steps := 0; now.Before(t0.Add(100 * day)); steps++ {
 		if steps > 200 {
 			t.Fatal("too many steps")
@@ -155,6 +156,13 @@ func TestRollovers(t *testing.T) {
 			t.Fatalf("at %s: next event %s not in the future", now, next)
 		}
 		verifyInGo(t, signed, now)
+		// Every step is a key event or a signature refresh: a new
+		// version, with a greater serial (RFC 1982).
+		serial := servedSerial(t, signed)
+		if steps > 0 && !serialAfter(serial, lastSerial) {
+			t.Errorf("at %s: serial %d after %d", now.Sub(t0), serial, lastSerial)
+		}
+		lastSerial = serial
 		state := zs.Manager().State()
 		snap := observe(t, l, state, signed)
 		windows = append(windows, window{now, next, snap})
@@ -210,8 +218,9 @@ func TestRollovers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st2.Signed != 0 || !next2.Equal(next) {
-				t.Errorf("after restart at %s: signed %d (want 0), next %s (want %s)", now.Sub(t0), st2.Signed, next2, next)
+			if st2.Signed != 0 || !next2.Equal(next) || servedSerial(t, signed2) != serial {
+				t.Errorf("after restart at %s: signed %d (want 0), next %s (want %s), serial %d (want %d)",
+					now.Sub(t0), st2.Signed, next2, next, servedSerial(t, signed2), serial)
 			}
 			if s2 := observe(t, l, zs2.Manager().State(), signed2); !reflect.DeepEqual(s2, snap) {
 				t.Errorf("after restart at %s: %s, want %s", now.Sub(t0), s2, snap)

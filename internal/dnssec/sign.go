@@ -656,7 +656,7 @@ func sameRRset(a, b []dns.RR) bool {
 		}
 	}
 	if len(a) == 1 {
-		return dns.IsDuplicate(a[0], b[0])
+		return sameRR(a[0], b[0])
 	}
 	wa := make([][]byte, len(a))
 	wb := make([][]byte, len(b))
@@ -679,6 +679,24 @@ func sameRRset(a, b []dns.RR) bool {
 		}
 	}
 	return true
+}
+
+// sameRR reports whether two records have the same owner (without regard
+// to case), class, type and RDATA, their TTLs aside. RDATA IsDuplicate
+// finds different is compared in wire form, as text read back can differ
+// in form only: a CDS digest's hex is upper case when read from the
+// signed copy, lower case when made from a key.
+func sameRR(a, b dns.RR) bool {
+	if dns.IsDuplicate(a, b) {
+		return true
+	}
+	ha, hb := a.Header(), b.Header()
+	if ha.Rrtype != hb.Rrtype || ha.Class != hb.Class || dns.CanonicalName(ha.Name) != dns.CanonicalName(hb.Name) {
+		return false
+	}
+	wa, err1 := rdataWire(a)
+	wb, err2 := rdataWire(b)
+	return err1 == nil && err2 == nil && bytes.Equal(wa, wb)
 }
 
 // task is one signature to make (or reuse): an RRset with one key.
@@ -726,19 +744,9 @@ func runTasks(ctx context.Context, tasks []task, origin string, incep, expir, ke
 						nReused.Add(1)
 						continue
 					}
-					ttl := t.set.rrs[0].Header().Ttl
-					sig := &dns.RRSIG{
-						Hdr:        dns.RR_Header{Rrtype: dns.TypeRRSIG, Class: dns.ClassINET, Ttl: ttl},
-						OrigTtl:    ttl,
-						Algorithm:  t.key.DNSKEY.Algorithm,
-						KeyTag:     t.key.Tag(),
-						SignerName: origin,
-						Inception:  inc,
-						Expiration: exp,
-					}
-					if err := sig.Sign(t.key.Signer, t.set.rrs); err != nil {
-						fail(fmt.Errorf("sign %s/%s with key %d: %w", t.set.rrs[0].Header().Name,
-							dns.TypeToString[t.set.typ], t.key.Tag(), err))
+					sig, err := signRRset(t.set.rrs, t.key, origin, inc, exp)
+					if err != nil {
+						fail(err)
 						stop.Store(true)
 						return
 					}
@@ -787,6 +795,25 @@ func runTasks(ctx context.Context, tasks []task, origin string, incep, expir, ke
 	}
 	r := int(nReused.Load())
 	return len(tasks) - r, r, nil
+}
+
+// signRRset signs the RRset rrs (one owner, type and TTL) with key,
+// valid from inc to exp (RFC 4034 §3.1.5 times).
+func signRRset(rrs []dns.RR, key *Key, origin string, inc, exp uint32) (*dns.RRSIG, error) {
+	h := rrs[0].Header()
+	sig := &dns.RRSIG{
+		Hdr:        dns.RR_Header{Rrtype: dns.TypeRRSIG, Class: dns.ClassINET, Ttl: h.Ttl},
+		OrigTtl:    h.Ttl,
+		Algorithm:  key.DNSKEY.Algorithm,
+		KeyTag:     key.Tag(),
+		SignerName: origin,
+		Inception:  inc,
+		Expiration: exp,
+	}
+	if err := sig.Sign(key.Signer, rrs); err != nil {
+		return nil, fmt.Errorf("sign %s/%s with key %d: %w", h.Name, dns.TypeToString[h.Rrtype], key.Tag(), err)
+	}
+	return sig, nil
 }
 
 // reusable returns an existing signature of an unchanged RRset by the same

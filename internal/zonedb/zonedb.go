@@ -105,10 +105,7 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 		zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
 		switch {
 		case err == nil:
-			if zc.Signing == nil && prev != nil && !prev.Unavailable {
-				// A zone the server signs keeps its file's serial while
-				// its signatures change: comparing versions is for
-				// zones loaded from their files.
+			if prev != nil && !prev.Unavailable {
 				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
 			}
 			m.current[origin] = z
@@ -238,6 +235,11 @@ func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
 	set(&p.SignatureRefresh, sg.SignatureRefresh)
 	set(&p.PropagationDelay, sg.PropagationDelay)
 	set(&p.ParentDelay, sg.ParentDelay)
+	serial, err := dnssec.ParseSerialPolicy(sg.SerialPolicy)
+	if err != nil {
+		return nil, err
+	}
+	p.Serial = serial
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -283,7 +285,7 @@ func (m *Manager) sign(ctx context.Context, sz *signedZone, unsigned []dns.RR) (
 	if err != nil {
 		return nil, next, fmt.Errorf("compiling the signed zone: %w", err)
 	}
-	m.log.Info("signed", "zone", sz.cfg.Origin, "signatures", st.Signed, "kept", st.Reused, "next", next.Format(time.RFC3339))
+	m.log.Info("signed", "zone", sz.cfg.Origin, "serial", z.Serial, "signatures", st.Signed, "kept", st.Reused, "next", next.Format(time.RFC3339))
 	return z, next, nil
 }
 
