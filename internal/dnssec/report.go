@@ -104,6 +104,9 @@ func writeZoneReport(w io.Writer, dir, zone string, now time.Time) error {
 	for _, line := range st.Describe(now) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	if st.Serial != nil {
+		fmt.Fprintf(w, "  last served SOA serial %d\n", *st.Serial)
+	}
 	return nil
 }
 

@@ -78,6 +78,10 @@ func TestSignSerial(t *testing.T) {
 	// 1 -> 2" for a first signing of a zone file with serial 1: the
 	// file's serial names the unsigned content.
 	sign("first signing", serialZone(t, 1, ""), 2)
+	var report strings.Builder
+	if err := WriteKeyReport(&report, dir, "example.com.", now); err != nil || !strings.Contains(report.String(), "last served SOA serial 2\n") {
+		t.Errorf("key report (%v):\n%s", err, report.String())
+	}
 
 	now = now.Add(time.Hour)
 	if st := sign("nothing changed", serialZone(t, 1, ""), 2); st.Signed != 0 {
