@@ -36,6 +36,7 @@ func (r *rng) shuffle(lines []string) {
 const (
 	smallOrigin = "bench.test."
 	bigOrigin   = "big.test."
+	largeOrigin = "large.test."
 )
 
 // runGen writes every zone and query file the harness needs into -out:
@@ -43,6 +44,7 @@ const (
 //	small.zone, small-success.txt, small-nxdomain.txt, small-soa.txt
 //	root.zone (copy), root-referral.txt, root-nxdomain.txt
 //	big.zone, big-success.txt
+//	large.zone, large-tcp.txt, large-glue-tcp.txt
 func runGen(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ExitOnError)
 	out := fs.String("out", "", "output directory")
@@ -59,6 +61,9 @@ func runGen(args []string) error {
 		return err
 	}
 	if err := genRoot(*out, *root); err != nil {
+		return err
+	}
+	if err := genLarge(*out); err != nil {
 		return err
 	}
 	if *big > 0 {
@@ -237,4 +242,37 @@ func genBig(out string, n int) error {
 		q[i] = fmt.Sprintf("n%d.%s A", r.intn(n), bigOrigin)
 	}
 	return writeLines(filepath.Join(out, "big-success.txt"), q)
+}
+
+// genLarge writes a zone with two names of 1000 MX records each and a
+// query file for each; over TCP both answers are about 64 KiB, thousands
+// of names to compress:
+//   - many.large.test.: exchanges outside the zone, each with a label of
+//     its own (~50 bytes) under one suffix, so no additional section;
+//   - glue.large.test.: exchanges in the zone, each with an A and an AAAA
+//     record: the MX set and then as many addresses as fit (internal/auth's
+//     BenchmarkLargeAnswer answers the same question).
+func genLarge(out string) error {
+	zone := []string{
+		"$ORIGIN " + largeOrigin,
+		"$TTL 3600",
+		"@ IN SOA ns1 hostmaster 2026010101 7200 3600 1209600 3600",
+		"@ IN NS ns1",
+		"ns1 IN A 192.0.2.1",
+	}
+	r := rng(4)
+	for i := 0; i < 1000; i++ {
+		zone = append(zone,
+			fmt.Sprintf("many IN MX %d mx%04d-%016x%016x%08x.mail.example.", i, i, r.next(), r.next(), uint32(r.next())),
+			fmt.Sprintf("glue IN MX %d mx%04d", i, i),
+			fmt.Sprintf("mx%04d IN A 10.0.%d.%d", i, i>>8, i&255),
+			fmt.Sprintf("mx%04d IN AAAA 2001:db8::%x", i, i))
+	}
+	if err := writeLines(filepath.Join(out, "large.zone"), zone); err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(out, "large-tcp.txt"), []string{"many." + largeOrigin + " MX"}); err != nil {
+		return err
+	}
+	return writeLines(filepath.Join(out, "large-glue-tcp.txt"), []string{"glue." + largeOrigin + " MX"})
 }

@@ -4,17 +4,24 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"time"
 )
 
-// exchange sends one UDP query and waits up to timeout for its reply.
-func exchange(conn *net.UDPConn, id uint16, name, qtype string, edns, do bool, timeout time.Duration) (reply, error) {
+// exchange sends one query and waits up to timeout for its reply: over
+// UDP, or over TCP (RFC 1035 §4.2.2 framing, one query per connection)
+// when conn is a TCP connection.
+func exchange(conn net.Conn, id uint16, name, qtype string, edns, do bool, timeout time.Duration) (reply, error) {
 	q, err := buildQuery(id, name, qtype, edns, do)
 	if err != nil {
 		return reply{}, err
+	}
+	_, tcp := conn.(*net.TCPConn)
+	if tcp {
+		q = append([]byte{byte(len(q) >> 8), byte(len(q))}, q...)
 	}
 	if _, err := conn.Write(q); err != nil {
 		return reply{}, err
@@ -23,7 +30,15 @@ func exchange(conn *net.UDPConn, id uint16, name, qtype string, edns, do bool, t
 	deadline := time.Now().Add(timeout)
 	for {
 		conn.SetReadDeadline(deadline)
-		n, err := conn.Read(buf)
+		var n int
+		if tcp {
+			if _, err = io.ReadFull(conn, buf[:2]); err == nil {
+				n = int(buf[0])<<8 | int(buf[1])
+				_, err = io.ReadFull(conn, buf[:n])
+			}
+		} else {
+			n, err = conn.Read(buf)
+		}
 		if err != nil {
 			return reply{}, err
 		}
@@ -99,9 +114,11 @@ func runProbe(args []string) error {
 // that every reply is the kind the workload is meant to produce:
 //
 //	answer   NOERROR, AA, an answer section
+//	large    NOERROR, AA, at least 1000 records in the answer section
 //	nxdomain NXDOMAIN, AA, SOA in authority
 //	referral NOERROR, no AA, empty answer, NS in authority
 //
+// With -tcp each query goes over its own TCP connection.
 // With -do the query has the DO bit and the reply must carry RRSIGs (the
 // signed root zone). Truncated (TC) replies are counted, not judged. It
 // prints one line per problem and fails if any.
@@ -109,7 +126,8 @@ func runCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
 	queries := fs.String("queries", "", "query file (dnsperf format)")
-	expect := fs.String("expect", "answer", "answer, nxdomain or referral")
+	expect := fs.String("expect", "answer", "answer, large, nxdomain or referral")
+	overTCP := fs.Bool("tcp", false, "ask over TCP")
 	do := fs.Bool("do", false, "set DO (implies -edns) and require RRSIGs")
 	edns := fs.Bool("edns", false, "send EDNS0 (4096-byte payload)")
 	n := fs.Int("n", 20, "how many queries to check")
@@ -136,7 +154,16 @@ func runCheck(args []string) error {
 			continue
 		}
 		done++
-		r, err := exchange(conn, uint16(done), fld[0], fld[1], *edns, *do, time.Second)
+		var r reply
+		if *overTCP {
+			var c net.Conn
+			if c, err = net.DialTimeout("tcp", ua.String(), time.Second); err == nil {
+				r, err = exchange(c, uint16(done), fld[0], fld[1], *edns, *do, 5*time.Second)
+				c.Close()
+			}
+		} else {
+			r, err = exchange(conn, uint16(done), fld[0], fld[1], *edns, *do, time.Second)
+		}
 		if err != nil {
 			fmt.Printf("%s %s: %v\n", fld[0], fld[1], err)
 			bad++
@@ -153,6 +180,10 @@ func runCheck(args []string) error {
 		case "answer":
 			if r.rcode != 0 || !r.aa || len(r.sections[0]) == 0 {
 				why = append(why, "want NOERROR+AA with an answer")
+			}
+		case "large":
+			if r.rcode != 0 || !r.aa || len(r.sections[0]) < 1000 {
+				why = append(why, "want NOERROR+AA with at least 1000 answer records")
 			}
 		case "nxdomain":
 			if r.rcode != 3 || !r.aa || !r.has(1, "SOA") {
