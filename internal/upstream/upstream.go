@@ -1,0 +1,237 @@
+// Package upstream sends one query to one authoritative server and returns
+// its answer, accepting only an answer that matches what was asked: the
+// resolver's only door to the network. Each query has a fresh random ID
+// and source port (RFC 5452 §9.2), is sent with EDNS (falling back to
+// plain DNS for servers that reject it) and is retried over TCP when the
+// UDP answer is truncated.
+package upstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Exchanger sends one question to one server and returns its answer, as a
+// resolver needs it: the resolve package asks through it, so that it can
+// be tested without sockets.
+type Exchanger interface {
+	Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error)
+}
+
+// Defaults of a Client.
+const (
+	// DefaultTimeout bounds one query (both the UDP try and a TCP retry)
+	// when the context has no earlier deadline.
+	DefaultTimeout = 2 * time.Second
+	// DefaultUDPSize is the EDNS payload size advertised: the DNS flag
+	// day 2020 value, which avoids IP fragmentation.
+	DefaultUDPSize = 1232
+)
+
+// Client is the Exchanger that uses the network. Its zero value is ready.
+type Client struct {
+	// Timeout bounds each query; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// UDPSize is the EDNS payload size advertised; 0 means DefaultUDPSize.
+	UDPSize uint16
+}
+
+// ErrMismatch is wrapped by Validate's errors: the packet is not the
+// answer to the query (another ID, question, or not a response).
+var ErrMismatch = errors.New("not the answer to the query")
+
+// Exchange asks server the question q and returns its answer. Over UDP,
+// packets that do not match (source, ID, question) are ignored until the
+// timeout; a truncated answer is asked again over TCP; an answer FORMERR or
+// NOTIMP to a query with EDNS is asked again without it (RFC 6891 §7).
+func (c *Client) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	size := c.UDPSize
+	if size == 0 {
+		size = DefaultUDPSize
+	}
+	m, err := c.exchange(ctx, server, q, size)
+	if err != nil {
+		return nil, err
+	}
+	if m.Rcode == dns.RcodeFormatError || m.Rcode == dns.RcodeNotImplemented {
+		// RFC 6891 §7: a server that does not understand EDNS answers
+		// FORMERR or NOTIMP; ask again without it.
+		return c.exchange(ctx, server, q, 0)
+	}
+	return m, nil
+}
+
+// exchange asks once over UDP (with EDNS when size > 0) and again over TCP
+// if the answer is truncated.
+func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
+	m, err := exchangeUDP(ctx, server, q, size)
+	if err != nil {
+		return nil, err
+	}
+	if m.Truncated {
+		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
+		return exchangeTCP(ctx, server, q, size)
+	}
+	return m, nil
+}
+
+// query builds a non-recursive query for q with a fresh random ID.
+func query(q dns.Question, size uint16) (*dns.Msg, []byte, error) {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, nil, fmt.Errorf("query ID: %w", err)
+	}
+	m := &dns.Msg{Question: []dns.Question{q}}
+	// RFC 5452 §9.2: an unpredictable ID for every query.
+	m.Id = binary.BigEndian.Uint16(b[:])
+	m.Opcode = dns.OpcodeQuery
+	if size > 0 {
+		m.SetEdns0(size, false)
+	}
+	pkt, err := m.Pack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("packing the query for %s: %w", q.Name, err)
+	}
+	return m, pkt, nil
+}
+
+// exchangeUDP sends the query from a new socket, so from a new source port
+// chosen at random by the kernel (RFC 5452 §9.2; Linux picks ephemeral
+// ports at random), and waits for the matching answer.
+func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
+	m, pkt, err := query(q, size)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(server))
+	if err != nil {
+		return nil, fmt.Errorf("udp to %s: %w", server, err)
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := conn.Write(pkt); err != nil {
+		return nil, fmt.Errorf("udp to %s: %w", server, err)
+	}
+	buf := make([]byte, 65535)
+	for {
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return nil, fmt.Errorf("udp to %s: %w", server, ioError(ctx, err))
+		}
+		// A connected socket only receives from the server, but the check
+		// costs nothing and does not depend on the kernel.
+		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
+			continue
+		}
+		if r, err := Validate(buf[:n], m.Id, q); err == nil {
+			return r, nil
+		}
+		// RFC 5452 §9.1: a packet that does not match is dropped and the
+		// wait for the real answer goes on.
+	}
+}
+
+// exchangeTCP asks over a new TCP connection (RFC 7766).
+func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
+	m, pkt, err := query(q, size)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", server.String())
+	if err != nil {
+		return nil, fmt.Errorf("tcp to %s: %w", server, err)
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	out := make([]byte, 2+len(pkt))
+	binary.BigEndian.PutUint16(out, uint16(len(pkt)))
+	copy(out[2:], pkt)
+	if _, err := conn.Write(out); err != nil {
+		return nil, fmt.Errorf("tcp to %s: %w", server, err)
+	}
+	var l [2]byte
+	if _, err := io.ReadFull(conn, l[:]); err != nil {
+		return nil, fmt.Errorf("tcp to %s: reading the length: %w", server, ioError(ctx, err))
+	}
+	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return nil, fmt.Errorf("tcp to %s: reading the answer: %w", server, ioError(ctx, err))
+	}
+	r, err := Validate(buf, m.Id, q)
+	if err != nil {
+		return nil, fmt.Errorf("tcp to %s: %w", server, err)
+	}
+	return r, nil
+}
+
+// ioError is the error of a read that failed: the context's when the
+// deadline set from it (or its cancellation) stopped the read, so that the
+// caller can tell a timeout with errors.Is.
+func ioError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// Validate parses pkt and checks that it is the answer to the query with
+// this ID and question: a response, opcode QUERY, the same ID and the same
+// question (name compared case-insensitively, type and class; RFC 5452
+// §9.1). An answer FORMERR or NOTIMP may omit the question (RFC 6891 §7
+// fallback needs to see it). Errors wrap ErrMismatch when the packet
+// parses but does not match.
+func Validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
+	r := new(dns.Msg)
+	if err := r.Unpack(pkt); err != nil {
+		return nil, fmt.Errorf("unparseable answer: %w", err)
+	}
+	switch {
+	case !r.Response:
+		return nil, fmt.Errorf("%w: QR not set", ErrMismatch)
+	case r.Id != id:
+		return nil, fmt.Errorf("%w: ID %d, want %d", ErrMismatch, r.Id, id)
+	case r.Opcode != dns.OpcodeQuery:
+		return nil, fmt.Errorf("%w: opcode %d", ErrMismatch, r.Opcode)
+	}
+	if len(r.Question) == 0 && (r.Rcode == dns.RcodeFormatError || r.Rcode == dns.RcodeNotImplemented) {
+		return r, nil
+	}
+	if len(r.Question) != 1 {
+		return nil, fmt.Errorf("%w: %d questions", ErrMismatch, len(r.Question))
+	}
+	got := r.Question[0]
+	if !strings.EqualFold(got.Name, q.Name) || got.Qtype != q.Qtype || got.Qclass != q.Qclass {
+		return nil, fmt.Errorf("%w: question %s %s %s, want %s %s %s", ErrMismatch,
+			got.Name, dns.Class(got.Qclass), dns.Type(got.Qtype), q.Name, dns.Class(q.Qclass), dns.Type(q.Qtype))
+	}
+	return r, nil
+}
