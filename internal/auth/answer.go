@@ -114,7 +114,7 @@ type Scratch struct {
 	nproved int
 	wild    [MaxChain]wildProof
 	nwild   int
-	key     [wire.MaxName + 1]byte
+	key     [wire.MaxKey]byte
 	qend    int    // where the question ends in the response
 	overTCP bool   // the query came over TCP
 	out     []byte // a response buffer for precomputation

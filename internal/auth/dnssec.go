@@ -161,7 +161,7 @@ func (r *Responder) nsec3Match(s *Scratch, n *zone.Node) bool {
 
 // nsecCover writes the NSEC that matches or covers name.
 func (r *Responder) nsecCover(s *Scratch, z *zone.Zone, name []byte) bool {
-	n := z.NSECCover(zone.CanonicalKey(s.key[:0], name))
+	n := z.NSECCover(wire.CanonicalKey(s.key[:0], name))
 	if n == nil {
 		return true
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // Default signature timing, used when Options leaves them zero.
@@ -193,7 +195,7 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 		if err != nil {
 			return nil, st, fmt.Errorf("sign %s: %w", origin, err)
 		}
-		if k != apexKey && !isBelow(k, apexKey) {
+		if k != apexKey && !wire.KeyBelow(k, apexKey) {
 			return nil, st, fmt.Errorf("sign %s: record %s is outside the zone", origin, h.Name)
 		}
 		if k == apexKey && wantCDS && (h.Rrtype == dns.TypeCDS || h.Rrtype == dns.TypeCDNSKEY) {
@@ -274,7 +276,7 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 	var auth []*node
 	cut := ""
 	for _, n := range sorted {
-		if cut != "" && isBelow(n.key, cut) {
+		if cut != "" && wire.KeyBelow(n.key, cut) {
 			n.occluded = true
 			continue
 		}
@@ -532,7 +534,7 @@ func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, op
 		// Empty non-terminals between this name and the apex.
 		name, k := n.name, n.key
 		for k != apexKey {
-			pk, ok := parentKey(k)
+			pk, ok := wire.KeyParent(k)
 			if !ok || pk == apexKey {
 				break
 			}

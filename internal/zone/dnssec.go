@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // NSEC3Chain is a zone's NSEC3 records (RFC 5155), kept apart from the
@@ -64,29 +66,10 @@ func OptOut(n *Node) bool {
 	return s != nil && len(s.Wire) > 11 && s.Wire[11]&1 != 0
 }
 
-// CanonicalKey writes name's key for canonical ordering (RFC 4034 §6.1)
-// into dst and returns it: labels right to left, each followed by a zero
-// byte, so that byte order is canonical order.
-func CanonicalKey(dst, name []byte) []byte {
-	var offs [128]uint8
-	n := 0
-	for i := 0; i < len(name) && name[i] != 0 && n < len(offs); i += int(name[i]) + 1 {
-		offs[n] = uint8(i)
-		n++
-	}
-	dst = dst[:0]
-	for j := n - 1; j >= 0; j-- {
-		o := int(offs[j])
-		dst = append(dst, name[o+1:o+1+int(name[o])]...)
-		dst = append(dst, 0)
-	}
-	return dst
-}
-
 // NSECCover returns the node with an NSEC record that is name itself or
 // the closest before it in canonical order: the NSEC that matches or
-// covers name (RFC 4034 §4.1.1). key is CanonicalKey(name). nil in zones
-// without NSEC.
+// covers name (RFC 4034 §4.1.1). key is wire.CanonicalKey(name). nil in
+// zones without NSEC.
 func (z *Zone) NSECCover(key []byte) *Node {
 	if len(z.nsec) == 0 {
 		return nil
@@ -142,7 +125,7 @@ func (c *compiler) buildDNSSEC() {
 	}
 	keys := make([][]byte, len(z.nsec))
 	for i, n := range z.nsec {
-		key = CanonicalKey(key[:0], n.Name)
+		key = wire.CanonicalKey(key, n.Name)
 		keys[i] = append([]byte(nil), key...)
 	}
 	idx := make([]int, len(z.nsec))

@@ -204,7 +204,7 @@ type Zone struct {
 
 	index    index
 	nsec     []*Node  // nodes with NSEC, in canonical order
-	nsecKeys [][]byte // their CanonicalKey, for binary search
+	nsecKeys [][]byte // their wire.CanonicalKey, for binary search
 	// nsecHeads are the first 8 bytes of each key, big-endian and
 	// zero-padded: the search compares these dense words and reads a
 	// whole key only when they tie, instead of following a pointer to
