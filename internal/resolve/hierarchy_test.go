@@ -1,0 +1,197 @@
+package resolve_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/upstream"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// The local hierarchy: the root on the first address delegates tld. and
+// net. to the second; tld. delegates example.tld. with glue to the third;
+// net. delegates cdn.net. to ns1.example.tld., a name out of net.'s
+// bailiwick (no usable glue: it is resolved); www.example.tld. is a CNAME
+// to www.cdn.net.
+var hierarchy = []struct {
+	server int // index of the address serving the zone
+	origin string
+	text   string
+}{
+	{0, ".", `
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+a.root. A {0}
+tld. NS ns.nic.tld.
+net. NS ns.nic.tld.
+ns.nic.tld. A {1}
+`}, {1, "tld.", `
+tld. SOA ns.nic.tld. h.nic.tld. 1 7200 3600 1209600 300
+tld. NS ns.nic.tld.
+ns.nic.tld. A {1}
+example.tld. NS ns1.example.tld.
+ns1.example.tld. A {2}
+`}, {1, "net.", `
+net. SOA ns.nic.tld. h.nic.tld. 1 7200 3600 1209600 300
+net. NS ns.nic.tld.
+cdn.net. NS ns1.example.tld.
+`}, {2, "example.tld.", `
+example.tld. SOA ns1.example.tld. h.example.tld. 1 7200 3600 1209600 300
+example.tld. NS ns1.example.tld.
+ns1.example.tld. A {2}
+www.example.tld. CNAME www.cdn.net.
+`}, {2, "cdn.net.", `
+cdn.net. SOA ns1.example.tld. h.example.tld. 1 7200 3600 1209600 300
+cdn.net. NS ns1.example.tld.
+www.cdn.net. A 192.0.2.80
+`},
+}
+
+// startHierarchy serves the hierarchy on three loopback addresses, port
+// 53 (root hints carry no port): 127.0.0.11-13, or another trio if one of
+// those is taken. It skips the test when port 53 cannot be bound (not
+// root).
+func startHierarchy(t *testing.T) []netip.Addr {
+	t.Helper()
+	for base := 11; base < 250; base += 10 {
+		addrs := []netip.Addr{}
+		for i := range 3 {
+			addrs = append(addrs, netip.AddrFrom4([4]byte{127, 0, 0, byte(base + i)}))
+		}
+		if err := free(addrs); err != nil {
+			if errors.Is(err, syscall.EACCES) {
+				t.Skipf("the local hierarchy needs port 53 on 127.0.0.x: %v (run as root)", err)
+			}
+			continue
+		}
+		started := 0
+		for i, a := range addrs {
+			var zones []*zone.Zone
+			for _, z := range hierarchy {
+				if z.server != i {
+					continue
+				}
+				text := z.text
+				for j, a := range addrs {
+					text = strings.ReplaceAll(text, fmt.Sprintf("{%d}", j), a.String())
+				}
+				zn, err := zone.Read(strings.NewReader("$TTL 3600\n"+text), z.origin, z.origin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				zones = append(zones, zn)
+			}
+			resp := auth.New(zone.NewSet(zones...), auth.Options{})
+			srv := server.New(server.Config{Listen: []string{netip.AddrPortFrom(a, 53).String()}, Workers: 1},
+				server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
+			if err := srv.Start(context.Background()); err != nil {
+				t.Logf("%v: %v", a, err)
+				break
+			}
+			t.Cleanup(srv.Close)
+			started++
+		}
+		if started == len(addrs) {
+			return addrs
+		}
+	}
+	t.Skip("no three free addresses with port 53 on 127.0.0.0/8")
+	return nil
+}
+
+// free checks that port 53 of each address is free for UDP and TCP,
+// without SO_REUSEPORT: the server sets it, and would otherwise share the
+// port with another process's socket.
+func free(addrs []netip.Addr) error {
+	for _, a := range addrs {
+		ap := netip.AddrPortFrom(a, 53)
+		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		if err != nil {
+			return err
+		}
+		u.Close()
+		l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(ap))
+		if err != nil {
+			return err
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// TestHierarchy resolves through Tern's own authoritative servers: two
+// referrals with glue, a CNAME into another zone, and that zone's NS name
+// resolved because its glue would be out of bailiwick.
+func TestHierarchy(t *testing.T) {
+	addrs := startHierarchy(t)
+	var steps []resolve.Step
+	r := resolve.New(&upstream.Client{}, resolve.Options{
+		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
+		Trace: func(s resolve.Step) { steps = append(steps, s) },
+	})
+	res, err := r.Resolve(context.Background(), "WWW.Example.TLD.", dns.TypeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rr := range res.Answer {
+		got = append(got, strings.Join(strings.Fields(rr.String()), " "))
+	}
+	want := []string{"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80"}
+	if res.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
+		t.Fatalf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, want)
+	}
+	// The path: root, tld., example.tld. (CNAME); root, net. (referral
+	// to cdn.net. without usable glue); ns1.example.tld. resolved from
+	// the root (depth 1); then cdn.net.'s server.
+	var path []string
+	for _, s := range steps {
+		path = append(path, fmt.Sprintf("%d %s %s", s.Depth, s.Zone, s.Question.Name))
+	}
+	wantPath := []string{
+		"0 . www.example.tld.", "0 tld. www.example.tld.", "0 example.tld. www.example.tld.",
+		"0 . www.cdn.net.", "0 net. www.cdn.net.",
+		"1 . ns1.example.tld.", "1 tld. ns1.example.tld.", "1 example.tld. ns1.example.tld.",
+		"0 cdn.net. www.cdn.net.",
+	}
+	if !slices.Equal(path, wantPath) {
+		t.Errorf("path\n%q\nwant\n%q", path, wantPath)
+	}
+	if t.Failed() || testing.Verbose() {
+		for _, s := range steps {
+			t.Logf("%+v", s)
+		}
+	}
+}
+
+// TestHierarchyNegative: NXDOMAIN and NODATA from the hierarchy, with the
+// zone's SOA.
+func TestHierarchyNegative(t *testing.T) {
+	addrs := startHierarchy(t)
+	r := resolve.New(&upstream.Client{}, resolve.Options{Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1]}}})
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+	}{{"nx.example.tld.", dns.TypeA, dns.RcodeNameError}, {"www.cdn.net.", dns.TypeAAAA, dns.RcodeSuccess}} {
+		res, err := r.Resolve(context.Background(), tc.name, tc.qtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rcode != tc.rcode || len(res.Answer) != 0 || len(res.Authority) != 1 || res.Authority[0].Header().Rrtype != dns.TypeSOA {
+			t.Errorf("%s %s: %s answer %v authority %v", tc.name, dns.Type(tc.qtype), dns.RcodeToString[res.Rcode], res.Answer, res.Authority)
+		}
+	}
+}

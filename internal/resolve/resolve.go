@@ -1,0 +1,493 @@
+// Package resolve is the iterative resolver: starting from the root hints
+// it follows referrals down to the servers of the zone that holds the
+// answer, resolving name server names that come without usable glue and
+// following CNAME chains across zones. It holds no sockets: it asks
+// through an upstream.Exchanger, so that tests drive it with canned
+// answers. There is no cache yet: every resolution starts at the root.
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/upstream"
+)
+
+// Limits bound the work one resolution may do, against loops and the
+// amplification attacks that turn a resolver against authorities
+// (NXNSAttack, tsuNAME). The defaults are those the modern resolvers
+// converged on.
+type Limits struct {
+	// Queries bounds the upstream queries of one resolution, NS names'
+	// sub-resolutions included (default 50).
+	Queries int
+	// CNAMEs bounds the length of a CNAME chain (default 11).
+	CNAMEs int
+	// Referrals bounds the referrals followed in one descent from the
+	// root (default 30).
+	Referrals int
+	// NSNames bounds the NS names without glue resolved per delegation
+	// (default 5; NXNSAttack).
+	NSNames int
+	// Depth bounds the nesting of sub-resolutions of NS names (default 4).
+	Depth int
+	// Timeout bounds the time of one resolution (default 10s).
+	Timeout time.Duration
+}
+
+// DefaultLimits are the limits used where Options leaves one zero.
+var DefaultLimits = Limits{Queries: 50, CNAMEs: 11, Referrals: 30, NSNames: 5, Depth: 4, Timeout: 10 * time.Second}
+
+// Options configure a Resolver.
+type Options struct {
+	// Hints are the root servers; nil means the embedded IANA hints.
+	Hints []Server
+	// Limits; each zero field takes its DefaultLimits value.
+	Limits Limits
+	// Port is the port authorities are asked on (default 53).
+	Port uint16
+	// Trace, when set, is called after every upstream query.
+	Trace func(Step)
+}
+
+// Resolver resolves names iteratively. It is safe for concurrent use.
+type Resolver struct {
+	ex     upstream.Exchanger
+	hints  []Server
+	limits Limits
+	port   uint16
+	trace  func(Step)
+}
+
+// New returns a Resolver that asks through ex.
+func New(ex upstream.Exchanger, opt Options) *Resolver {
+	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace}
+	if r.hints == nil {
+		r.hints = RootHints()
+	}
+	d := DefaultLimits
+	for _, l := range []struct {
+		v   *int
+		def int
+	}{{&r.limits.Queries, d.Queries}, {&r.limits.CNAMEs, d.CNAMEs}, {&r.limits.Referrals, d.Referrals}, {&r.limits.NSNames, d.NSNames}, {&r.limits.Depth, d.Depth}} {
+		if *l.v <= 0 {
+			*l.v = l.def
+		}
+	}
+	if r.limits.Timeout <= 0 {
+		r.limits.Timeout = d.Timeout
+	}
+	if r.port == 0 {
+		r.port = 53
+	}
+	return r
+}
+
+// Result is the outcome of a resolution, as a response to the client
+// would carry it.
+type Result struct {
+	// Rcode is NOERROR (an answer or NODATA), NXDOMAIN or, with an
+	// error, SERVFAIL.
+	Rcode int
+	// Answer is the CNAME chain, if any, followed by the records of the
+	// type asked.
+	Answer []dns.RR
+	// Authority holds the SOA of a negative answer.
+	Authority []dns.RR
+	// Queries is the number of upstream queries the resolution sent.
+	Queries int
+}
+
+// Step is one upstream query, as the trace hook sees it.
+type Step struct {
+	// Depth is 0 for the client's question, more inside the resolution
+	// of an NS name.
+	Depth    int
+	Question dns.Question
+	// Zone is the zone cut the server was asked as a server of.
+	Zone       string
+	ServerName string
+	Server     netip.AddrPort
+	// Why says why this server was asked (root hint, glue from a zone,
+	// address resolved).
+	Why string
+	// Outcome says what came back: an answer, a referral, a negative
+	// answer, or why the server was passed over.
+	Outcome string
+	// GlueUsed and GlueIgnored are the address records of a referral,
+	// used or dropped as out of the delegating zone's bailiwick.
+	GlueUsed, GlueIgnored []string
+	// Dropped counts answer and authority records dropped as out of
+	// bailiwick.
+	Dropped int
+	Took    time.Duration
+}
+
+// Resolve resolves the question (name, type, class IN). A failure returns
+// a SERVFAIL Result and an *Error saying why.
+func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	defer cancel()
+	ru := &run{r: r}
+	res, err := ru.resolve(ctx, dns.CanonicalName(name), qtype, 0)
+	if err != nil {
+		return &Result{Rcode: dns.RcodeServerFailure, Queries: ru.queries}, err
+	}
+	res.Queries = ru.queries
+	return res, nil
+}
+
+// run is the state of one resolution.
+type run struct {
+	r       *Resolver
+	queries int
+}
+
+// resolve answers name/qtype, following CNAME chains: within an answer as
+// far as the answering zone vouches for it, then from the root for a
+// target in another zone.
+func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int) (*Result, error) {
+	res := &Result{}
+	seen := map[string]bool{name: true}
+	for {
+		m, zone, err := ru.iterate(ctx, name, qtype, depth)
+		if err != nil {
+			return nil, err
+		}
+		cur := name
+		for {
+			if rrs := owned(m.Answer, cur, qtype); len(rrs) > 0 {
+				res.Answer = append(res.Answer, rrs...)
+				res.Rcode = dns.RcodeSuccess
+				return res, nil
+			}
+			cn := owned(m.Answer, cur, dns.TypeCNAME)
+			if len(cn) == 0 {
+				break
+			}
+			res.Answer = append(res.Answer, cn[0])
+			if len(seen) > ru.r.limits.CNAMEs {
+				return nil, &Error{Reason: CNAMELimit, Name: name, Detail: fmt.Sprintf("a chain of more than %d CNAMEs", ru.r.limits.CNAMEs)}
+			}
+			target := dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+			if seen[target] {
+				return nil, &Error{Reason: CNAMELoop, Name: name, Detail: "the CNAME chain comes back to " + target}
+			}
+			seen[target] = true
+			cur = target
+		}
+		// RFC 6604 §2.1: the rcode is about the last name of the chain;
+		// it is believed only from a server authoritative for it.
+		if cur == name || (dns.IsSubDomain(zone, cur) && m.Authoritative) {
+			res.Rcode = m.Rcode
+			for _, rr := range m.Ns {
+				if rr.Header().Rrtype == dns.TypeSOA {
+					res.Authority = append(res.Authority, rr)
+				}
+			}
+			return res, nil
+		}
+		// The chain leaves the zone that answered: its next name is
+		// resolved from the root.
+		name = cur
+	}
+}
+
+// iterate follows referrals from the root to the zone that answers
+// name/qtype and returns that answer (its records all in bailiwick of the
+// zone) and the zone.
+func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
+	zone, servers := ".", ru.r.hints
+	for referrals := 0; ; referrals++ {
+		m, next, err := ru.ask(ctx, zone, servers, name, qtype, depth)
+		if err != nil {
+			return nil, "", err
+		}
+		if next == nil {
+			return m, zone, nil
+		}
+		if referrals >= ru.r.limits.Referrals {
+			return nil, "", &Error{Reason: ReferralLimit, Name: name, Detail: fmt.Sprintf("more than %d referrals", ru.r.limits.Referrals)}
+		}
+		zone, servers = next.zone, next.servers
+	}
+}
+
+// delegation is a referral: the child zone and its name servers, those
+// with usable glue first.
+type delegation struct {
+	zone    string
+	servers []Server
+}
+
+// ask asks the servers of zone in turn until one gives an answer or a
+// referral; lame and unreachable servers are passed over. Servers whose
+// names have no usable address are resolved first, at most
+// Limits.NSNames of them.
+func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, depth int) (*dns.Msg, *delegation, error) {
+	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
+	tried := map[netip.Addr]bool{}
+	resolved := 0
+	var why []string // why servers were passed over, for the error
+	type retry struct {
+		s Server
+		a netip.Addr
+	}
+	var retries []retry
+	for _, s := range servers {
+		addrs, how := s.Addrs, s.Why
+		if len(addrs) == 0 {
+			switch {
+			case dns.IsSubDomain(zone, s.Name):
+				// Its address is in the zone it serves and did not come
+				// as glue: asking for it would ask the zone itself.
+				why = append(why, s.Name+" has no glue")
+				continue
+			case resolved >= ru.r.limits.NSNames:
+				why = append(why, fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames))
+				continue
+			case depth >= ru.r.limits.Depth:
+				why = append(why, fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth))
+				continue
+			}
+			resolved++
+			var err error
+			if addrs, err = ru.addresses(ctx, s.Name, depth+1); err != nil {
+				if fatal(err) {
+					return nil, nil, err
+				}
+				why = append(why, err.Error())
+				continue
+			}
+			how = "address of " + s.Name + " resolved"
+		}
+		for _, a := range addrs {
+			if tried[a] {
+				continue
+			}
+			tried[a] = true
+			m, next, err := ru.query(ctx, zone, s.Name, how, a, q, depth)
+			if err == nil {
+				return m, next, nil
+			}
+			if fatal(err) {
+				return nil, nil, err
+			}
+			why = append(why, err.Error())
+			if errors.Is(err, errUnreachable) {
+				retries = append(retries, retry{Server{Name: s.Name, Why: how}, a})
+			}
+		}
+	}
+	// One more try of the servers that did not answer: a lost datagram
+	// must not fail the resolution.
+	for _, rt := range retries {
+		m, next, err := ru.query(ctx, zone, rt.s.Name, rt.s.Why+", retried", rt.a, q, depth)
+		if err == nil {
+			return m, next, nil
+		}
+		if fatal(err) {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, &Error{Reason: NoReachableAuthority, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; ")}
+}
+
+// addresses resolves the IPv4 addresses of a name server.
+func (ru *run) addresses(ctx context.Context, ns string, depth int) ([]netip.Addr, error) {
+	res, err := ru.resolve(ctx, ns, dns.TypeA, depth)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netip.Addr
+	for _, rr := range res.Answer {
+		if a, ok := rrAddr(rr); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%s has no address (%s)", ns, dns.RcodeToString[res.Rcode])
+	}
+	return addrs, nil
+}
+
+// errUnreachable and errLame are wrapped by the errors of a server that
+// did not answer, and of one whose answer is not usable.
+var (
+	errUnreachable = errors.New("no answer")
+	errLame        = errors.New("lame")
+)
+
+// query asks one server and sorts its answer: a final answer (nil
+// delegation), a referral, or an error when the server is lame or does
+// not answer.
+func (ru *run) query(ctx context.Context, zone, nsName, why string, addr netip.Addr, q dns.Question, depth int) (*dns.Msg, *delegation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, &Error{Reason: Timeout, Name: q.Name, Detail: fmt.Sprintf("the resolution took longer than %v", ru.r.limits.Timeout)}
+	}
+	if ru.queries >= ru.r.limits.Queries {
+		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
+	}
+	ru.queries++
+	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: nsName, Server: netip.AddrPortFrom(addr, ru.r.port), Why: why}
+	start := time.Now()
+	m, err := ru.r.ex.Exchange(ctx, st.Server, q)
+	st.Took = time.Since(start)
+	var next *delegation
+	if err != nil {
+		err = fmt.Errorf("%s (%s): %w: %w", nsName, addr, errUnreachable, err)
+	} else {
+		next, err = ru.sort(m, zone, q, &st)
+		if err != nil {
+			err = fmt.Errorf("%s (%s): %w: %w", nsName, addr, errLame, err)
+		}
+	}
+	if err != nil {
+		st.Outcome = err.Error()
+	}
+	if ru.r.trace != nil {
+		ru.r.trace(st)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, &Error{Reason: Timeout, Name: q.Name, Detail: fmt.Sprintf("the resolution took longer than %v", ru.r.limits.Timeout)}
+		}
+		return nil, nil, err
+	}
+	return m, next, nil
+}
+
+// sort checks an answer from a server of zone, drops its records that are
+// out of the zone's bailiwick (RFC 2181 §5.4.1: never trusted), and says
+// whether it is a final answer (nil delegation), a referral, or not
+// usable (an error: the server is lame).
+func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegation, error) {
+	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
+		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
+	}
+	before := len(m.Answer) + len(m.Ns)
+	m.Answer = inBailiwick(m.Answer, zone)
+	m.Ns = inBailiwick(m.Ns, zone)
+	st.Dropped = before - len(m.Answer) - len(m.Ns)
+	if len(m.Answer) > 0 || m.Rcode == dns.RcodeNameError {
+		if !m.Authoritative {
+			return nil, errors.New("answer without AA")
+		}
+		st.Outcome = outcome(m)
+		return nil, nil
+	}
+	// A referral: NS records of a cut below the zone, at or above the
+	// name asked. A cut at or above the zone (an upward referral) would
+	// loop and is lame.
+	var cut string
+	var names []string
+	for _, rr := range m.Ns {
+		ns, ok := rr.(*dns.NS)
+		if !ok {
+			continue
+		}
+		owner := dns.CanonicalName(ns.Hdr.Name)
+		if owner == zone || !dns.IsSubDomain(owner, q.Name) {
+			continue
+		}
+		if cut == "" {
+			cut = owner
+		}
+		if owner == cut {
+			names = append(names, dns.CanonicalName(ns.Ns))
+		}
+	}
+	if cut == "" {
+		if !m.Authoritative {
+			return nil, errors.New("no answer, no referral and no AA")
+		}
+		st.Outcome = outcome(m)
+		return nil, nil
+	}
+	d := &delegation{zone: cut}
+	index := map[string]int{}
+	for _, n := range names {
+		if _, dup := index[n]; !dup {
+			index[n] = len(d.servers)
+			d.servers = append(d.servers, Server{Name: n, Why: "glue from " + zone})
+		}
+	}
+	for _, rr := range m.Extra {
+		i, ok := index[dns.CanonicalName(rr.Header().Name)]
+		a, isAddr := rrAddr(rr)
+		if !ok || !isAddr {
+			continue
+		}
+		// RFC 2181 §5.4.1: glue is believed only within the bailiwick
+		// of the zone that gave the referral.
+		if !dns.IsSubDomain(zone, dns.CanonicalName(rr.Header().Name)) {
+			st.GlueIgnored = append(st.GlueIgnored, rrString(rr))
+			continue
+		}
+		st.GlueUsed = append(st.GlueUsed, rrString(rr))
+		d.servers[i].Addrs = append(d.servers[i].Addrs, a)
+	}
+	// Servers with addresses first: asking them costs no sub-resolution.
+	with := make([]Server, 0, len(d.servers))
+	var without []Server
+	for _, s := range d.servers {
+		if len(s.Addrs) > 0 {
+			with = append(with, s)
+		} else {
+			without = append(without, s)
+		}
+	}
+	d.servers = append(with, without...)
+	st.Outcome = "referral to " + cut + " (NS " + strings.Join(names, " ") + ")"
+	return d, nil
+}
+
+// outcome describes a final answer for the trace.
+func outcome(m *dns.Msg) string {
+	switch {
+	case m.Rcode == dns.RcodeNameError:
+		return "NXDOMAIN"
+	case len(m.Answer) == 0:
+		return "NODATA"
+	}
+	return fmt.Sprintf("answer, %d records", len(m.Answer))
+}
+
+// inBailiwick returns the records of class IN owned by names in zone.
+func inBailiwick(rrs []dns.RR, zone string) []dns.RR {
+	out := rrs[:0]
+	for _, rr := range rrs {
+		h := rr.Header()
+		if h.Class == dns.ClassINET && dns.IsSubDomain(zone, dns.CanonicalName(h.Name)) {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// owned returns the records of rrs owned by name with type t (any type
+// but CNAME for ANY).
+func owned(rrs []dns.RR, name string, t uint16) []dns.RR {
+	var out []dns.RR
+	for _, rr := range rrs {
+		h := rr.Header()
+		if !strings.EqualFold(h.Name, name) {
+			continue
+		}
+		if h.Rrtype == t || (t == dns.TypeANY && h.Rrtype != dns.TypeCNAME) {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// rrString is a record in zone-file form on one line, tabs as spaces.
+func rrString(rr dns.RR) string {
+	return strings.Join(strings.Fields(rr.String()), " ")
+}

@@ -1,0 +1,383 @@
+package resolve
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// key is what a fake server's canned answer is found by. Qtype 0 matches
+// every type and every name at or below Name.
+type key struct {
+	server string
+	name   string
+	qtype  uint16
+}
+
+// fake is an Exchanger with canned answers: the hierarchy a test needs,
+// without sockets. A question without an answer times out.
+type fake struct {
+	answers map[key]*dns.Msg
+	asked   []key
+}
+
+func (f *fake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	k := key{server.Addr().String(), dns.CanonicalName(q.Name), q.Qtype}
+	f.asked = append(f.asked, k)
+	m, ok := f.answers[k]
+	for n := k.name; !ok; {
+		if m, ok = f.answers[key{k.server, n, 0}]; ok || n == "." {
+			break
+		}
+		_, n, _ = strings.Cut(n, ".")
+		if n == "" {
+			n = "."
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("fake: %v: %w", k, context.DeadlineExceeded)
+	}
+	r := m.Copy()
+	r.Question = []dns.Question{q}
+	r.Response = true
+	return r, nil
+}
+
+// askedOf returns the addresses asked, in order.
+func (f *fake) askedOf() []string {
+	var s []string
+	for _, k := range f.asked {
+		s = append(s, k.server)
+	}
+	return s
+}
+
+func rrs(t testing.TB, ss ...string) []dns.RR {
+	t.Helper()
+	var out []dns.RR
+	for _, s := range ss {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+// The canned answers: AA answers, negative answers and referrals.
+func answer(t testing.TB, records ...string) *dns.Msg {
+	return &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}, Answer: rrs(t, records...)}
+}
+
+func negative(t testing.TB, rcode int, soa string) *dns.Msg {
+	return &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true, Rcode: rcode}, Ns: rrs(t, soa)}
+}
+
+func referral(t testing.TB, ns []string, glue ...string) *dns.Msg {
+	return &dns.Msg{Ns: rrs(t, ns...), Extra: rrs(t, glue...)}
+}
+
+const (
+	root   = "10.0.0.1"
+	gtld   = "10.0.0.2" // com. and net.
+	exCom  = "10.0.0.3" // example.com.
+	exNet  = "10.0.0.4" // example.net.
+	exCom2 = "10.0.0.5" // example.com.'s second server
+	evil   = "10.6.6.6"
+)
+
+// world is a small hierarchy: the root delegates com. and net. to
+// a.gtld.net (glue in the root's bailiwick), com. delegates example.com.
+// with in-zone glue, net. delegates example.net.
+func world(t testing.TB) *fake {
+	return &fake{answers: map[key]*dns.Msg{
+		{root, "com.", 0}: referral(t, []string{"com. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
+		{root, "net.", 0}: referral(t, []string{"net. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
+		{gtld, "example.com.", 0}: referral(t, []string{"example.com. 3600 IN NS ns1.example.com."},
+			"ns1.example.com. 3600 IN A "+exCom),
+		{gtld, "example.net.", 0}: referral(t, []string{"example.net. 3600 IN NS ns.example.net."},
+			"ns.example.net. 3600 IN A "+exNet),
+		{exCom, "www.example.com.", dns.TypeA}:   answer(t, "www.example.com. 300 IN A 192.0.2.1"),
+		{exCom, "www.example.com.", dns.TypeTXT}: negative(t, 0, "example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"),
+		{exCom, "nx.example.com.", 0}:            negative(t, dns.RcodeNameError, "example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"),
+		{exNet, "ns.example.net.", dns.TypeA}:    answer(t, "ns.example.net. 300 IN A "+exNet),
+		{exNet, "www.example.net.", dns.TypeA}:   answer(t, "www.example.net. 300 IN A 192.0.2.2"),
+	}}
+}
+
+func resolver(f *fake, l Limits, steps *[]Step) *Resolver {
+	return New(f, Options{
+		Hints:  []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
+		Limits: l,
+		Trace:  func(s Step) { *steps = append(*steps, s) },
+	})
+}
+
+// records returns the records in zone-file form, tabs as spaces.
+func records(rrs []dns.RR) []string {
+	var s []string
+	for _, rr := range rrs {
+		s = append(s, rrString(rr))
+	}
+	return s
+}
+
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		qname     string
+		qtype     uint16
+		setup     func(t *testing.T, f *fake)
+		limits    Limits
+		rcode     int
+		answer    []string
+		authority []string
+		asked     []string // the servers asked, in order, when given
+		reason    Reason   // the failure expected
+		check     func(t *testing.T, f *fake, steps []Step)
+	}{{
+		name: "referrals followed with in-bailiwick glue", qname: "www.example.com.", qtype: dns.TypeA,
+		answer: []string{"www.example.com. 300 IN A 192.0.2.1"},
+		asked:  []string{root, gtld, exCom},
+		check: func(t *testing.T, f *fake, steps []Step) {
+			if len(steps[1].GlueUsed) != 1 || steps[1].Outcome != "referral to example.com. (NS ns1.example.com.)" {
+				t.Errorf("step 2: %+v", steps[1])
+			}
+		},
+	}, {
+		name: "NODATA passed through", qname: "www.example.com.", qtype: dns.TypeTXT,
+		authority: []string{"example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"},
+	}, {
+		name: "NXDOMAIN passed through", qname: "nx.example.com.", qtype: dns.TypeA, rcode: dns.RcodeNameError,
+		authority: []string{"example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"},
+	}, {
+		name: "out-of-bailiwick glue ignored, the NS name resolved", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			// com. may not vouch for an address in net.
+			f.answers[key{gtld, "example.com.", 0}] = referral(t, []string{"example.com. 3600 IN NS ns.example.net."},
+				"ns.example.net. 3600 IN A "+evil)
+			f.answers[key{exNet, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 300 IN A 192.0.2.1")
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.1"},
+		asked:  []string{root, gtld, root, gtld, exNet, exNet},
+		check: func(t *testing.T, f *fake, steps []Step) {
+			if want := []string{"ns.example.net. 3600 IN A " + evil}; !slices.Equal(steps[1].GlueIgnored, want) {
+				t.Errorf("glue ignored %q, want %q", steps[1].GlueIgnored, want)
+			}
+			if steps[2].Depth != 1 || steps[5].Why != "address of ns.example.net. resolved" {
+				t.Errorf("steps %+v", steps)
+			}
+		},
+	}, {
+		name: "CNAME across zones, out-of-bailiwick answer records dropped", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t,
+				"www.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A "+evil)
+		},
+		answer: []string{"www.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"},
+		asked:  []string{root, gtld, exCom, root, gtld, exNet},
+		check: func(t *testing.T, f *fake, steps []Step) {
+			if steps[2].Dropped != 1 {
+				t.Errorf("step 3 dropped %d records, want 1", steps[2].Dropped)
+			}
+		},
+	}, {
+		name: "CNAME chain within a zone", qname: "a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "a.example.com.", dns.TypeA}] = answer(t,
+				"a.example.com. 300 IN CNAME b.example.com.", "b.example.com. 300 IN CNAME www.example.com.", "www.example.com. 300 IN A 192.0.2.1")
+		},
+		answer: []string{"a.example.com. 300 IN CNAME b.example.com.", "b.example.com. 300 IN CNAME www.example.com.", "www.example.com. 300 IN A 192.0.2.1"},
+		asked:  []string{root, gtld, exCom},
+	}, {
+		name: "CNAME loop across zones stopped", qname: "a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN CNAME b.example.net.")
+			f.answers[key{exNet, "b.example.net.", dns.TypeA}] = answer(t, "b.example.net. 300 IN CNAME a.example.com.")
+		},
+		reason: CNAMELoop,
+	}, {
+		name: "CNAME chain limit", qname: "c0.example.com.", qtype: dns.TypeA, limits: Limits{CNAMEs: 3},
+		setup: func(t *testing.T, f *fake) {
+			var chain []string
+			for i := range 5 {
+				chain = append(chain, fmt.Sprintf("c%d.example.com. 300 IN CNAME c%d.example.com.", i, i+1))
+			}
+			f.answers[key{exCom, "c0.example.com.", dns.TypeA}] = answer(t, append(chain, "c5.example.com. 300 IN A 192.0.2.1")...)
+		},
+		reason: CNAMELimit,
+	}, {
+		name: "lame server (REFUSED) skipped", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = &dns.Msg{MsgHdr: dns.MsgHdr{Rcode: dns.RcodeRefused}}
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, exCom2},
+	}, {
+		name: "lame server (answer without AA) skipped", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}].Authoritative = false
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, exCom2},
+	}, {
+		name: "upward referral is lame", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = referral(t, []string{". 3600 IN NS a.root."}, "a.root. 3600 IN A "+root)
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, exCom2},
+	}, {
+		name: "unreachable server retried once", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			delete(f.answers, key{exCom, "www.example.com.", dns.TypeA})
+		},
+		reason: NoReachableAuthority,
+		asked:  []string{root, gtld, exCom, exCom},
+	}, {
+		name: "upstream query limit", qname: "www.example.com.", qtype: dns.TypeA, limits: Limits{Queries: 2},
+		reason: QueryLimit,
+		asked:  []string{root, gtld},
+	}, {
+		name: "referral limit", qname: "www.example.com.", qtype: dns.TypeA, limits: Limits{Referrals: 1},
+		reason: ReferralLimit,
+	}, {
+		name: "NS names resolved per delegation limited (NXNSAttack)", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			var ns []string
+			for i := range 9 {
+				ns = append(ns, fmt.Sprintf("example.com. 3600 IN NS ns%d.example.net.", i))
+			}
+			f.answers[key{gtld, "example.com.", 0}] = referral(t, ns)
+			f.answers[key{exNet, "example.net.", 0}] = negative(t, dns.RcodeNameError, "example.net. 300 IN SOA ns.example.net. h.example.net. 1 2 3 4 300")
+		},
+		limits: Limits{Queries: 100},
+		reason: NoReachableAuthority,
+		check: func(t *testing.T, f *fake, steps []Step) {
+			names := map[string]bool{}
+			for _, k := range f.asked {
+				if strings.HasSuffix(k.name, ".example.net.") {
+					names[k.name] = true
+				}
+			}
+			if len(names) != 5 {
+				t.Errorf("%d NS names resolved, want 5: %v", len(names), names)
+			}
+		},
+	}, {
+		name: "cyclic glueless delegations stop", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			// example.com. is served by ns.example.net., whose zone is
+			// served by ns.example.com.: neither can be found.
+			f.answers[key{gtld, "example.com.", 0}] = referral(t, []string{"example.com. 3600 IN NS ns.example.net."})
+			f.answers[key{gtld, "example.net.", 0}] = referral(t, []string{"example.net. 3600 IN NS ns.example.com."})
+		},
+		reason: NoReachableAuthority,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := world(t)
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			var steps []Step
+			res, err := resolver(f, tc.limits, &steps).Resolve(context.Background(), tc.qname, tc.qtype)
+			if tc.reason != 0 {
+				var e *Error
+				if !errors.As(err, &e) || e.Reason != tc.reason {
+					t.Fatalf("error %v, want reason %v", err, tc.reason)
+				}
+				if res.Rcode != dns.RcodeServerFailure {
+					t.Errorf("rcode %s with an error", dns.RcodeToString[res.Rcode])
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				if res.Rcode != tc.rcode {
+					t.Errorf("rcode %s, want %s", dns.RcodeToString[res.Rcode], dns.RcodeToString[tc.rcode])
+				}
+				if got := records(res.Answer); !slices.Equal(got, tc.answer) {
+					t.Errorf("answer\n%q\nwant\n%q", got, tc.answer)
+				}
+				if got := records(res.Authority); !slices.Equal(got, tc.authority) {
+					t.Errorf("authority\n%q\nwant\n%q", got, tc.authority)
+				}
+			}
+			if tc.asked != nil && !slices.Equal(f.askedOf(), tc.asked) {
+				t.Errorf("asked %q, want %q", f.askedOf(), tc.asked)
+			}
+			if res.Queries != len(f.asked) || len(steps) != len(f.asked) {
+				t.Errorf("%d queries counted, %d traced, %d sent", res.Queries, len(steps), len(f.asked))
+			}
+			if l := cmp.Or(tc.limits.Queries, DefaultLimits.Queries); len(f.asked) > l {
+				t.Errorf("%d queries sent, limit %d", len(f.asked), l)
+			}
+			if slices.Contains(f.askedOf(), evil) {
+				t.Errorf("an address from out-of-bailiwick records was asked: %q", f.askedOf())
+			}
+			if tc.check != nil {
+				tc.check(t, f, steps)
+			}
+		})
+	}
+}
+
+// twoServers gives example.com. a second server, exCom2, that answers.
+func twoServers(t testing.TB, f *fake) {
+	f.answers[key{gtld, "example.com.", 0}] = referral(t,
+		[]string{"example.com. 3600 IN NS ns1.example.com.", "example.com. 3600 IN NS ns2.example.com."},
+		"ns1.example.com. 3600 IN A "+exCom, "ns2.example.com. 3600 IN A "+exCom2)
+	f.answers[key{exCom2, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 300 IN A 192.0.2.9")
+}
+
+// blocking is an Exchanger whose servers never answer.
+type blocking struct{}
+
+func (blocking) Exchange(ctx context.Context, _ netip.AddrPort, _ dns.Question) (*dns.Msg, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestTimeout: the total time of a resolution is bounded.
+func TestTimeout(t *testing.T) {
+	r := New(blocking{}, Options{Limits: Limits{Timeout: 50 * time.Millisecond}})
+	_, err := r.Resolve(context.Background(), "www.example.com.", dns.TypeA)
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != Timeout {
+		t.Fatalf("error %v, want a timeout", err)
+	}
+	if e.Reason.EDE() != 22 {
+		t.Errorf("EDE %d, want 22 (No Reachable Authority)", e.Reason.EDE())
+	}
+}
+
+// TestRootHints: the embedded hints hold the 13 root servers, each with an
+// IPv4 and an IPv6 address.
+func TestRootHints(t *testing.T) {
+	h := RootHints()
+	if len(h) != 13 {
+		t.Fatalf("%d root servers, want 13", len(h))
+	}
+	for _, s := range h {
+		if len(s.Addrs) != 2 || !strings.HasSuffix(s.Name, ".root-servers.net.") {
+			t.Errorf("%+v", s)
+		}
+	}
+	if _, err := ParseHints(strings.NewReader(". 1 IN NS a.\nb. 1 IN A 192.0.2.1\n"), "h"); err == nil {
+		t.Error("hints without an address for their server accepted")
+	}
+	if _, err := ParseHints(strings.NewReader(". 1 IN NS a.\na. 1 IN A 192.0.2.300\n"), "h"); err == nil || !strings.Contains(err.Error(), "h: ") {
+		t.Errorf("error %v, want one naming the file", err)
+	}
+}
