@@ -1,5 +1,5 @@
 // Command tern is the Tern DNS server and its tools: one binary with
-// subcommands (serve, check, zone, perf, version).
+// subcommands (serve, check, zone, resolve, perf, version).
 package main
 
 import (
@@ -17,6 +17,7 @@ commands:
   serve   serve zones (with no arguments: an embedded demo zone on 127.0.0.1:5300)
   check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
   zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3] | keys | ds
+  resolve one iterative resolution from the root: tern resolve NAME [TYPE] [--trace] [--root-hints FILE]
   perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
   version print the version (also: tern --version)
 
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCheck(ctx, args[1:], stdout, stderr)
 	case "zone":
 		return runZone(ctx, args[1:], stdout, stderr)
+	case "resolve":
+		return runResolve(ctx, args[1:], stdout, stderr)
 	case "perf":
 		return runPerf(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -227,76 +227,96 @@ type delegation struct {
 }
 
 // ask asks the servers of zone in turn until one gives an answer or a
-// referral; lame and unreachable servers are passed over. Servers whose
-// names have no usable address are resolved first, at most
-// Limits.NSNames of them.
+// referral; lame and unreachable servers are passed over, and those that
+// did not answer are tried once more at the end. IPv4 addresses are tried
+// before IPv6 ones (a host without IPv6 routes loses a timeout on each),
+// and servers with addresses before those whose names must be resolved
+// first, of which at most Limits.NSNames are.
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
 	tried := map[netip.Addr]bool{}
-	resolved := 0
 	var why []string // why servers were passed over, for the error
-	type retry struct {
-		s Server
-		a netip.Addr
+	var retries []target
+	// try asks one address; done is true when the answer or the error
+	// ends ask.
+	try := func(t target) (m *dns.Msg, next *delegation, err error, done bool) {
+		m, next, err = ru.query(ctx, zone, t, q, depth)
+		switch {
+		case err == nil || fatal(err):
+			return m, next, err, true
+		case errors.Is(err, errUnreachable) && !t.retry:
+			t.retry = true
+			retries = append(retries, t)
+		}
+		why = append(why, err.Error())
+		return nil, nil, nil, false
 	}
-	var retries []retry
-	for _, s := range servers {
-		addrs, how := s.Addrs, s.Why
-		if len(addrs) == 0 {
-			switch {
-			case dns.IsSubDomain(zone, s.Name):
-				// Its address is in the zone it serves and did not come
-				// as glue: asking for it would ask the zone itself.
-				why = append(why, s.Name+" has no glue")
-				continue
-			case resolved >= ru.r.limits.NSNames:
-				why = append(why, fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames))
-				continue
-			case depth >= ru.r.limits.Depth:
-				why = append(why, fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth))
-				continue
-			}
-			resolved++
-			var err error
-			if addrs, err = ru.addresses(ctx, s.Name, depth+1); err != nil {
-				if fatal(err) {
-					return nil, nil, err
+	for _, v4 := range []bool{true, false} {
+		for _, s := range servers {
+			for _, a := range s.Addrs {
+				if a.Is4() != v4 || tried[a] {
+					continue
 				}
-				why = append(why, err.Error())
-				continue
+				tried[a] = true
+				if m, next, err, done := try(target{s.Name, s.Why, a, false}); done {
+					return m, next, err
+				}
 			}
-			how = "address of " + s.Name + " resolved"
+		}
+	}
+	resolved := 0
+	for _, s := range servers {
+		if len(s.Addrs) > 0 {
+			continue
+		}
+		switch {
+		case dns.IsSubDomain(zone, s.Name):
+			// Its address is in the zone it serves and did not come as
+			// glue: asking for it would ask the zone itself.
+			why = append(why, s.Name+" has no glue")
+			continue
+		case resolved >= ru.r.limits.NSNames:
+			why = append(why, fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames))
+			continue
+		case depth >= ru.r.limits.Depth:
+			why = append(why, fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth))
+			continue
+		}
+		resolved++
+		addrs, err := ru.addresses(ctx, s.Name, depth+1)
+		if err != nil {
+			if fatal(err) {
+				return nil, nil, err
+			}
+			why = append(why, err.Error())
+			continue
 		}
 		for _, a := range addrs {
 			if tried[a] {
 				continue
 			}
 			tried[a] = true
-			m, next, err := ru.query(ctx, zone, s.Name, how, a, q, depth)
-			if err == nil {
-				return m, next, nil
-			}
-			if fatal(err) {
-				return nil, nil, err
-			}
-			why = append(why, err.Error())
-			if errors.Is(err, errUnreachable) {
-				retries = append(retries, retry{Server{Name: s.Name, Why: how}, a})
+			if m, next, err, done := try(target{s.Name, "address of " + s.Name + " resolved", a, false}); done {
+				return m, next, err
 			}
 		}
 	}
 	// One more try of the servers that did not answer: a lost datagram
 	// must not fail the resolution.
-	for _, rt := range retries {
-		m, next, err := ru.query(ctx, zone, rt.s.Name, rt.s.Why+", retried", rt.a, q, depth)
-		if err == nil {
-			return m, next, nil
-		}
-		if fatal(err) {
-			return nil, nil, err
+	for i := 0; i < len(retries); i++ {
+		if m, next, err, done := try(retries[i]); done {
+			return m, next, err
 		}
 	}
 	return nil, nil, &Error{Reason: NoReachableAuthority, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; ")}
+}
+
+// target is a server address to ask and why it was chosen.
+type target struct {
+	name, why string
+	addr      netip.Addr
+	// retry is set on the second try of an address that did not answer.
+	retry bool
 }
 
 // addresses resolves the IPv4 addresses of a name server.
@@ -327,26 +347,26 @@ var (
 // query asks one server and sorts its answer: a final answer (nil
 // delegation), a referral, or an error when the server is lame or does
 // not answer.
-func (ru *run) query(ctx context.Context, zone, nsName, why string, addr netip.Addr, q dns.Question, depth int) (*dns.Msg, *delegation, error) {
+func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question, depth int) (*dns.Msg, *delegation, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, &Error{Reason: Timeout, Name: q.Name, Detail: fmt.Sprintf("the resolution took longer than %v", ru.r.limits.Timeout)}
+		return nil, nil, ru.timeout(q.Name)
 	}
 	if ru.queries >= ru.r.limits.Queries {
 		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
 	}
 	ru.queries++
-	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: nsName, Server: netip.AddrPortFrom(addr, ru.r.port), Why: why}
+	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: netip.AddrPortFrom(t.addr, ru.r.port), Why: t.why}
+	if t.retry {
+		st.Why += ", asked again"
+	}
 	start := time.Now()
 	m, err := ru.r.ex.Exchange(ctx, st.Server, q)
 	st.Took = time.Since(start)
 	var next *delegation
 	if err != nil {
-		err = fmt.Errorf("%s (%s): %w: %w", nsName, addr, errUnreachable, err)
-	} else {
-		next, err = ru.sort(m, zone, q, &st)
-		if err != nil {
-			err = fmt.Errorf("%s (%s): %w: %w", nsName, addr, errLame, err)
-		}
+		err = fmt.Errorf("%w: %w", errUnreachable, err)
+	} else if next, err = ru.sort(m, zone, q, &st); err != nil {
+		err = fmt.Errorf("%w: %w", errLame, err)
 	}
 	if err != nil {
 		st.Outcome = err.Error()
@@ -356,11 +376,16 @@ func (ru *run) query(ctx context.Context, zone, nsName, why string, addr netip.A
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, &Error{Reason: Timeout, Name: q.Name, Detail: fmt.Sprintf("the resolution took longer than %v", ru.r.limits.Timeout)}
+			return nil, nil, ru.timeout(q.Name)
 		}
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s (%s): %w", t.name, t.addr, err)
 	}
 	return m, next, nil
+}
+
+// timeout is the error of a resolution out of time.
+func (ru *run) timeout(name string) error {
+	return &Error{Reason: Timeout, Name: name, Detail: fmt.Sprintf("the resolution took longer than %v", ru.r.limits.Timeout)}
 }
 
 // sort checks an answer from a server of zone, drops its records that are

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/upstream"
+)
+
+// runResolve is 'tern resolve NAME [TYPE]': one iterative resolution from
+// the root, printed as dig prints an answer; with --trace every upstream
+// query first. It exits 0 with an answer (NXDOMAIN and NODATA included),
+// 1 on SERVFAIL and 2 on bad arguments.
+func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE]")
+		fs.PrintDefaults()
+	}
+	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
+	hintsFile := fs.String("root-hints", "", "root hints in zone-file form (default: the embedded IANA hints)")
+	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
+	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
+	// Flags may come after the name and type, as with dig.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) < 1 || len(pos) > 2 || *port == 0 || *port > 65535 {
+		fs.Usage()
+		return 2
+	}
+	name := dns.Fqdn(pos[0])
+	if _, ok := dns.IsDomainName(name); !ok {
+		fmt.Fprintf(stderr, "tern resolve: %q is not a domain name\n", pos[0])
+		return 2
+	}
+	qtype := dns.TypeA
+	if len(pos) == 2 {
+		t, ok := dns.StringToType[strings.ToUpper(pos[1])]
+		if !ok {
+			fmt.Fprintf(stderr, "tern resolve: unknown type %q\n", pos[1])
+			return 2
+		}
+		qtype = t
+	}
+	var hints []resolve.Server
+	if *hintsFile != "" {
+		var err error
+		if hints, err = resolve.LoadHints(*hintsFile); err != nil {
+			fmt.Fprintf(stderr, "tern resolve: %v\n", err)
+			return 1
+		}
+	}
+	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}}
+	if *trace {
+		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
+	}
+	start := time.Now()
+	res, err := resolve.New(&upstream.Client{}, opt).Resolve(ctx, name, qtype)
+	took := time.Since(start)
+
+	fmt.Fprintf(stdout, ";; ->>HEADER<<- opcode: QUERY, status: %s\n", dns.RcodeToString[res.Rcode])
+	var e *resolve.Error
+	if errors.As(err, &e) {
+		fmt.Fprintf(stdout, ";; EDE: %d: %s\n", e.Reason.EDE(), e)
+	}
+	fmt.Fprintf(stdout, "\n;; QUESTION SECTION:\n;%s\t\tIN\t%s\n", name, dns.Type(qtype))
+	for _, sec := range []struct {
+		name string
+		rrs  []dns.RR
+	}{{"ANSWER", res.Answer}, {"AUTHORITY", res.Authority}} {
+		if len(sec.rrs) == 0 {
+			continue
+		}
+		fmt.Fprintf(stdout, "\n;; %s SECTION:\n", sec.name)
+		for _, rr := range sec.rrs {
+			fmt.Fprintln(stdout, rr)
+		}
+	}
+	fmt.Fprintf(stdout, "\n;; Resolution time: %d msec, %d upstream queries\n", took.Milliseconds(), res.Queries)
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// printStep prints one upstream query of a trace, indented by the depth of
+// the NS-name resolution it belongs to.
+func printStep(w io.Writer, s resolve.Step) {
+	ind := strings.Repeat("  ", s.Depth)
+	fmt.Fprintf(w, ";; %s%s %s -> %s (%s) for zone %s [%s]: %s in %v\n", ind, s.Question.Name, dns.Type(s.Question.Qtype),
+		s.ServerName, s.Server, s.Zone, s.Why, s.Outcome, s.Took.Round(10*time.Microsecond))
+	if len(s.GlueUsed) > 0 {
+		fmt.Fprintf(w, ";; %s   glue used: %s\n", ind, strings.Join(s.GlueUsed, ", "))
+	}
+	if len(s.GlueIgnored) > 0 {
+		fmt.Fprintf(w, ";; %s   glue ignored (out of bailiwick): %s\n", ind, strings.Join(s.GlueIgnored, ", "))
+	}
+	if s.Dropped > 0 {
+		fmt.Fprintf(w, ";; %s   %d records dropped (out of bailiwick)\n", ind, s.Dropped)
+	}
+}

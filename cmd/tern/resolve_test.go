@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// TestResolveCommand: 'tern resolve' through a one-zone hierarchy (a root
+// zone served on a loopback port that holds the answer itself) prints the
+// answer as dig does, and with --trace the query it sent.
+func TestResolveCommand(t *testing.T) {
+	z, err := zone.Read(strings.NewReader(`$TTL 3600
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+a.root. A 127.0.0.1
+www.test. CNAME w2.test.
+w2.test. A 192.0.2.1
+`), "root", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := auth.New(zone.NewSet(z), auth.Options{})
+	srv := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, handler(resp, 0))
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Addrs()[0])
+	hints := filepath.Join(t.TempDir(), "root.hints")
+	os.WriteFile(hints, []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.1\n"), 0o644)
+
+	code, out, errs := runT("resolve", "www.test", "--trace", "--root-hints", hints, "--port", port)
+	for _, want := range []string{
+		";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root hint]: answer, 2 records in ",
+		";; ->>HEADER<<- opcode: QUERY, status: NOERROR\n",
+		";; ANSWER SECTION:\nwww.test.\t3600\tIN\tCNAME\tw2.test.\nw2.test.\t3600\tIN\tA\t192.0.2.1\n",
+		" 1 upstream queries\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("code %d, out\n%s\nerr %q\nwant %q", code, out, errs, want)
+		}
+	}
+
+	code, out, _ = runT("resolve", "nx.test.", "MX", "--root-hints", hints, "--port", port)
+	if code != 0 || !strings.Contains(out, "status: NXDOMAIN") || !strings.Contains(out, ";; AUTHORITY SECTION:\n.\t300\tIN\tSOA\ta.root.") {
+		t.Fatalf("code %d, out\n%s", code, out)
+	}
+
+	// Nothing listens on the port of a closed socket: SERVFAIL with why.
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closed, _ := net.SplitHostPort(l.LocalAddr().String())
+	l.Close()
+	code, out, _ = runT("resolve", "www.test", "--root-hints", hints, "--port", closed, "--timeout", "2s")
+	if code != 1 || !strings.Contains(out, "status: SERVFAIL") || !strings.Contains(out, ";; EDE: 22: www.test.: ") {
+		t.Fatalf("code %d, out\n%s", code, out)
+	}
+
+	for _, args := range [][]string{{}, {"a", "b", "c"}, {"www.test", "NOTATYPE"}, {"www.test", "--port", "0"}} {
+		if code, _, _ := runT(append([]string{"resolve"}, args...)...); code != 2 {
+			t.Errorf("resolve %q: exit code %d, want 2", args, code)
+		}
+	}
+}
