@@ -195,19 +195,20 @@ func findPointers(msg []byte, start, n int, ptrs *[]uint16) bool {
 		rdlen := int(binary.BigEndian.Uint16(msg[off+8:]))
 		off += 10
 		end := off + rdlen
-		switch rtype {
-		case wire.TypeNS, wire.TypeCNAME, wire.TypePTR:
-			if !name() {
-				return false
-			}
-		case wire.TypeMX:
-			off += 2
-			if !name() {
-				return false
-			}
-		case wire.TypeSOA:
-			if !name() || !name() {
-				return false
+		// Pointers are only in the names the builder compresses (the
+		// RDATA descriptor's FieldName); fixed fields are stepped over.
+		if d := wire.RDataOf(rtype); d != nil && d.Compressed() {
+			for _, f := range d.Fields() {
+				if n := f.Size(); n > 0 {
+					off += n
+					continue
+				}
+				if f == wire.FieldRest {
+					break
+				}
+				if !name() {
+					return false
+				}
 			}
 		}
 		off = end

@@ -281,7 +281,8 @@ func (b *Builder) suffixHashes(name []byte) *[MaxLabels + 1]uint32 {
 // RR writes one record: owner (compressed), then tail, which is the
 // pre-encoded TYPE, CLASS, TTL, RDLENGTH and RDATA of the record. Names in
 // the RDATA of the RFC 1035 types are compressed (RFC 3597 §4 allows
-// compression only there); other RDATA is copied as is.
+// compression only there; RDataOf says where they are); other RDATA is
+// copied as is.
 func (b *Builder) RR(owner []byte, tail []byte) {
 	b.Name(owner)
 	b.rrTail(tail)
@@ -293,34 +294,33 @@ func (b *Builder) RRAt(ownerOff int, tail []byte) {
 	b.rrTail(tail)
 }
 
+// rrTail writes tail, compressing the names its type's descriptor marks
+// compressible (RFC 3597 §4) and patching RDLENGTH after them.
 func (b *Builder) rrTail(tail []byte) {
-	rtype := binary.BigEndian.Uint16(tail)
-	switch rtype {
-	case TypeNS, TypeCNAME, TypePTR, TypeMD, TypeMF, TypeMB, TypeMG, TypeMR:
-		b.rdataNames(tail, 0, 1)
-	case TypeMX:
-		b.rdataNames(tail, 2, 1)
-	case TypeSOA, TypeMINFO:
-		b.rdataNames(tail, 0, 2)
-	default:
+	d := RDataOf(binary.BigEndian.Uint16(tail))
+	if d == nil || d.compressed == 0 {
 		b.buf = append(b.buf, tail...)
+		return
 	}
-}
-
-// rdataNames writes the fixed header of tail, then its RDATA with n names
-// starting at RDATA offset pre compressed, then patches RDLENGTH.
-func (b *Builder) rdataNames(tail []byte, pre, n int) {
-	b.buf = append(b.buf, tail[:10+pre]...)
-	lenAt := len(b.buf) - 2 - pre
-	start := lenAt + 2
-	rd := tail[10+pre:]
-	for ; n > 0; n-- {
-		l := NameLen(rd)
-		b.Name(rd[:l])
-		rd = rd[l:]
+	b.buf = append(b.buf, tail[:10]...)
+	lenAt := len(b.buf) - 2
+	rd := tail[10:]
+	for _, f := range d.fields[:d.compressed] {
+		n := f.Size()
+		switch {
+		case f == FieldName:
+			l := NameLen(rd)
+			b.Name(rd[:l])
+			rd = rd[l:]
+			continue
+		case n == 0: // an uncompressed name
+			n = NameLen(rd)
+		}
+		b.buf = append(b.buf, rd[:n]...)
+		rd = rd[n:]
 	}
 	b.buf = append(b.buf, rd...)
-	binary.BigEndian.PutUint16(b.buf[lenAt:], uint16(len(b.buf)-start))
+	binary.BigEndian.PutUint16(b.buf[lenAt:], uint16(len(b.buf)-lenAt-2))
 }
 
 // Raw appends bytes as they are.

@@ -44,7 +44,8 @@ const (
 	RcodeBadVers = 16
 )
 
-// Record types and classes the server treats specially.
+// Record types and classes the server treats specially, and the types
+// whose RDATA holds names (see RDataOf).
 const (
 	TypeA          = 1
 	TypeNS         = 2
@@ -60,8 +61,13 @@ const (
 	TypeMINFO      = 14
 	TypeMX         = 15
 	TypeTXT        = 16
+	TypeRP         = 17
+	TypeAFSDB      = 18
+	TypeRT         = 21
+	TypePX         = 26
 	TypeAAAA       = 28
 	TypeSRV        = 33
+	TypeKX         = 36
 	TypeDNAME      = 39
 	TypeOPT        = 41
 	TypeDS         = 43

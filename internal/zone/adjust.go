@@ -135,25 +135,16 @@ func (c *compiler) adjust(n *Node) {
 // additional links an RRset to the in-zone nodes whose addresses go into
 // the additional section with it.
 func (c *compiler) additional(s *RRset) {
-	var off int
-	switch s.Type {
-	case dns.TypeNS:
-		off = 0
-	case dns.TypeMX:
-		off = 2
-	case dns.TypeSRV:
-		off = 6
-	default:
+	d := wire.RDataOf(s.Type)
+	if d == nil || !d.Additional() {
 		return
 	}
 	var seen []*Node
 	s.Each(func(tail []byte) {
-		rd := tail[10:]
-		if len(rd) <= off {
+		target := d.AdditionalName(tail[10:])
+		if target == nil {
 			return
 		}
-		target := rd[off:]
-		target = target[:wire.NameLen(target)]
 		var low [256]byte
 		copy(low[:], target)
 		wire.Lower(low[:len(target)], low[:len(target)])

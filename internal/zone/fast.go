@@ -470,6 +470,11 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 		}
 	}
 	tok := func(i int) []byte { return f.tok(data, rd[i]) }
+	if d := wire.RDataOf(typ); d != nil && d.Fields()[len(d.Fields())-1] != wire.FieldRest {
+		// Names and numbers only (NS, CNAME, DNAME, PTR, MX, SRV, SOA
+		// among the types read here): one token per field.
+		return len(rd) == len(d.Fields()) && f.fields(d.Fields(), tok)
+	}
 	switch typ {
 	case dns.TypeA:
 		return len(rd) == 1 && f.ipv4(tok(0))
@@ -480,13 +485,6 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 		}
 		b := a.As16()
 		f.out = append(f.out, b[:]...)
-	case dns.TypeNS, dns.TypeCNAME, dns.TypeDNAME, dns.TypePTR:
-		return len(rd) == 1 && f.name(tok(0))
-	case dns.TypeMX:
-		return len(rd) == 2 && f.num(tok(0), 0xffff, 2) && f.name(tok(1))
-	case dns.TypeSRV:
-		return len(rd) == 4 && f.num(tok(0), 0xffff, 2) && f.num(tok(1), 0xffff, 2) &&
-			f.num(tok(2), 0xffff, 2) && f.name(tok(3))
 	case dns.TypeTXT:
 		for i := range rd {
 			s := tok(i)
@@ -495,17 +493,6 @@ func (f *fastReader) rdata(data []byte, typ uint16, rd []token) bool {
 			}
 			f.out = append(f.out, byte(len(s)))
 			f.out = append(f.out, s...)
-		}
-	case dns.TypeSOA:
-		if len(rd) != 7 || !f.name(tok(0)) || !f.name(tok(1)) || !f.num(tok(2), 0xffffffff, 4) {
-			return false
-		}
-		for i := 3; i < 7; i++ {
-			v, ok := parseTTL(string(tok(i)))
-			if !ok {
-				return false
-			}
-			f.out = binary.BigEndian.AppendUint32(f.out, v)
 		}
 	case dns.TypeDS:
 		return len(rd) >= 4 && f.num(tok(0), 0xffff, 2) && f.num(tok(1), 0xff, 1) &&
@@ -588,6 +575,31 @@ func (f *fastReader) ipv4(t []byte) bool {
 		return false
 	}
 	f.out = append(f.out, a[:]...)
+	return true
+}
+
+// fields encodes RDATA laid out as fields say, one token each.
+func (f *fastReader) fields(fields []wire.Field, tok func(int) []byte) bool {
+	for i, k := range fields {
+		t := tok(i)
+		switch k {
+		case wire.FieldName, wire.FieldNameUncompressed:
+			if !f.name(t) {
+				return false
+			}
+		case wire.FieldPeriod:
+			v, ok := parseTTL(string(t))
+			if !ok {
+				return false
+			}
+			f.out = binary.BigEndian.AppendUint32(f.out, v)
+		default:
+			n := k.Size()
+			if !f.num(t, 1<<(8*n)-1, n) {
+				return false
+			}
+		}
+	}
 	return true
 }
 

@@ -10,6 +10,8 @@ package zone
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // RRset is the pre-encoded records of one owner and type.
@@ -44,7 +46,7 @@ func (s *RRset) Sigs() (RRset, bool) {
 	if s.sigCount == 0 {
 		return RRset{}, false
 	}
-	return RRset{Type: typeRRSIG, Count: uint32(s.sigCount), TTL: s.sigTTL, Wire: s.Wire[len(s.Wire):cap(s.Wire)]}, true
+	return RRset{Type: wire.TypeRRSIG, Count: uint32(s.sigCount), TTL: s.sigTTL, Wire: s.Wire[len(s.Wire):cap(s.Wire)]}, true
 }
 
 // Additional returns the nodes whose addresses follow this RRset in the
@@ -127,7 +129,7 @@ func (n *Node) CNAME() *RRset {
 	if n.Flags&hasCNAME == 0 {
 		return nil
 	}
-	return n.Get(typeCNAME)
+	return n.Get(wire.TypeCNAME)
 }
 
 // DNAME returns the node's DNAME RRset or nil.
@@ -135,7 +137,7 @@ func (n *Node) DNAME() *RRset {
 	if n.Flags&hasDNAME == 0 {
 		return nil
 	}
-	return n.Get(typeDNAME)
+	return n.Get(wire.TypeDNAME)
 }
 
 // NS returns the node's NS RRset or nil.
@@ -143,15 +145,8 @@ func (n *Node) NS() *RRset {
 	if n.Flags&hasNS == 0 {
 		return nil
 	}
-	return n.Get(typeNS)
+	return n.Get(wire.TypeNS)
 }
-
-const (
-	typeNS    = 2
-	typeCNAME = 5
-	typeDNAME = 39
-	typeRRSIG = 46
-)
 
 // Get returns the RRset of type t, or nil.
 func (n *Node) Get(t uint16) *RRset {
