@@ -37,12 +37,15 @@ type Limits struct {
 	NSNames int
 	// Depth bounds the nesting of sub-resolutions of NS names (default 4).
 	Depth int
+	// RRset bounds the records of one RRset in an answer; a server that
+	// sends more is lame (default 100, BIND's after CVE-2024-1737).
+	RRset int
 	// Timeout bounds the time of one resolution (default 10s).
 	Timeout time.Duration
 }
 
 // DefaultLimits are the limits used where Options leaves one zero.
-var DefaultLimits = Limits{Queries: 50, CNAMEs: 11, Referrals: 30, NSNames: 5, Depth: 4, Timeout: 10 * time.Second}
+var DefaultLimits = Limits{Queries: 50, CNAMEs: 11, Referrals: 30, NSNames: 5, Depth: 4, RRset: 100, Timeout: 10 * time.Second}
 
 // Options configure a Resolver.
 type Options struct {
@@ -75,7 +78,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 	for _, l := range []struct {
 		v   *int
 		def int
-	}{{&r.limits.Queries, d.Queries}, {&r.limits.CNAMEs, d.CNAMEs}, {&r.limits.Referrals, d.Referrals}, {&r.limits.NSNames, d.NSNames}, {&r.limits.Depth, d.Depth}} {
+	}{{&r.limits.Queries, d.Queries}, {&r.limits.CNAMEs, d.CNAMEs}, {&r.limits.Referrals, d.Referrals}, {&r.limits.NSNames, d.NSNames}, {&r.limits.Depth, d.Depth}, {&r.limits.RRset, d.RRset}} {
 		if *l.v <= 0 {
 			*l.v = l.def
 		}
@@ -397,6 +400,11 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
 	}
 	before := len(m.Answer) + len(m.Ns)
+	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		if n, set := largest(sec); n > ru.r.limits.RRset {
+			return nil, fmt.Errorf("an RRset of %d records (%s), limit %d", n, set, ru.r.limits.RRset)
+		}
+	}
 	m.Answer = inBailiwick(m.Answer, zone)
 	m.Ns = inBailiwick(m.Ns, zone)
 	st.Dropped = before - len(m.Answer) - len(m.Ns)
@@ -482,6 +490,26 @@ func outcome(m *dns.Msg) string {
 		return "NODATA"
 	}
 	return fmt.Sprintf("answer, %d records", len(m.Answer))
+}
+
+// largest returns the size of the largest RRset in rrs and its owner and
+// type.
+func largest(rrs []dns.RR) (int, string) {
+	type set struct {
+		name string
+		t    uint16
+	}
+	counts := map[set]int{}
+	n, which := 0, ""
+	for _, rr := range rrs {
+		h := rr.Header()
+		k := set{dns.CanonicalName(h.Name), h.Rrtype}
+		counts[k]++
+		if c := counts[k]; c > n {
+			n, which = c, k.name+" "+dns.Type(k.t).String()
+		}
+	}
+	return n, which
 }
 
 // inBailiwick returns the records of class IN owned by names in zone.

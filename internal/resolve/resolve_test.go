@@ -277,6 +277,20 @@ func TestResolve(t *testing.T) {
 			}
 		},
 	}, {
+		name: "oversized RRset: the server is lame", qname: "www.example.com.", qtype: dns.TypeA, limits: Limits{RRset: 3},
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 300 IN A 192.0.2.1",
+				"www.example.com. 300 IN A 192.0.2.2", "www.example.com. 300 IN A 192.0.2.3", "www.example.com. 300 IN A 192.0.2.4")
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, exCom2},
+		check: func(t *testing.T, f *fake, steps []Step) {
+			if want := "lame: an RRset of 4 records (www.example.com. A), limit 3"; steps[2].Outcome != want {
+				t.Errorf("outcome %q, want %q", steps[2].Outcome, want)
+			}
+		},
+	}, {
 		name: "cyclic glueless delegations stop", qname: "www.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
 			// example.com. is served by ns.example.net., whose zone is
@@ -285,6 +299,12 @@ func TestResolve(t *testing.T) {
 			f.answers[key{gtld, "example.net.", 0}] = referral(t, []string{"example.net. 3600 IN NS ns.example.com."})
 		},
 		reason: NoReachableAuthority,
+		check: func(t *testing.T, f *fake, steps []Step) {
+			// The nesting limit, not the query budget, stops it.
+			if d := slices.MaxFunc(steps, func(a, b Step) int { return a.Depth - b.Depth }).Depth; d != DefaultLimits.Depth {
+				t.Errorf("deepest step at depth %d, want %d", d, DefaultLimits.Depth)
+			}
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := world(t)
