@@ -44,6 +44,7 @@ fuzz:
 	$(GO) test ./internal/zone -run '^$$' -fuzz FuzzFastReader -fuzztime 30s
 	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzValidate -fuzztime 30s
 
 # The serving harness, then offline signing timed beside dnssec-signzone
 # and ldns-signzone (1,000,000 records; 100,000 with QUICK=1).

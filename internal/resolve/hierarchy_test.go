@@ -59,20 +59,24 @@ www.cdn.net. A 192.0.2.80
 `},
 }
 
-// startHierarchy serves the hierarchy on three loopback addresses, port
-// 53 (root hints carry no port): 127.0.0.11-13, or another trio if one of
-// those is taken. It skips the test when port 53 cannot be bound (not
-// root).
-func startHierarchy(t *testing.T) []netip.Addr {
+// startHierarchy serves the hierarchy on three loopback addresses
+// (127.0.0.11-13, or another trio if one of those is taken), all on one
+// port, and returns them and the port: 53 as in the real DNS, or, where
+// port 53 cannot be bound (not root), a port the kernel picks, which the
+// resolver is told (Options.Port).
+func startHierarchy(t *testing.T) ([]netip.Addr, uint16) {
 	t.Helper()
+	port := uint16(53)
 	for base := 11; base < 250; base += 10 {
 		addrs := []netip.Addr{}
 		for i := range 3 {
 			addrs = append(addrs, netip.AddrFrom4([4]byte{127, 0, 0, byte(base + i)}))
 		}
-		if err := free(addrs); err != nil {
-			if errors.Is(err, syscall.EACCES) {
-				t.Skipf("the local hierarchy needs port 53 on 127.0.0.x: %v (run as root)", err)
+		if err := free(addrs, port); err != nil {
+			if errors.Is(err, syscall.EACCES) && port == 53 {
+				t.Logf("port 53 on 127.0.0.x: %v; using another port", err)
+				port = pickPort(t, addrs[0])
+				base -= 10
 			}
 			continue
 		}
@@ -94,7 +98,7 @@ func startHierarchy(t *testing.T) []netip.Addr {
 				zones = append(zones, zn)
 			}
 			resp := auth.New(zone.NewSet(zones...), auth.Options{})
-			srv := server.New(server.Config{Listen: []string{netip.AddrPortFrom(a, 53).String()}, Workers: 1},
+			srv := server.New(server.Config{Listen: []string{netip.AddrPortFrom(a, port).String()}, Workers: 1},
 				server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
 			if err := srv.Start(context.Background()); err != nil {
 				t.Logf("%v: %v", a, err)
@@ -104,19 +108,30 @@ func startHierarchy(t *testing.T) []netip.Addr {
 			started++
 		}
 		if started == len(addrs) {
-			return addrs
+			return addrs, port
 		}
 	}
-	t.Skip("no three free addresses with port 53 on 127.0.0.0/8")
-	return nil
+	t.Skipf("no three free addresses with port %d on 127.0.0.0/8", port)
+	return nil, 0
 }
 
-// free checks that port 53 of each address is free for UDP and TCP,
+// pickPort returns a UDP port the kernel picks on a.
+func pickPort(t *testing.T, a netip.Addr) uint16 {
+	t.Helper()
+	u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	return u.LocalAddr().(*net.UDPAddr).AddrPort().Port()
+}
+
+// free checks that the port of each address is free for UDP and TCP,
 // without SO_REUSEPORT: the server sets it, and would otherwise share the
 // port with another process's socket.
-func free(addrs []netip.Addr) error {
+func free(addrs []netip.Addr, port uint16) error {
 	for _, a := range addrs {
-		ap := netip.AddrPortFrom(a, 53)
+		ap := netip.AddrPortFrom(a, port)
 		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			return err
@@ -135,10 +150,11 @@ func free(addrs []netip.Addr) error {
 // referrals with glue, a CNAME into another zone, and that zone's NS name
 // resolved because its glue would be out of bailiwick.
 func TestHierarchy(t *testing.T) {
-	addrs := startHierarchy(t)
+	addrs, port := startHierarchy(t)
 	var steps []resolve.Step
 	r := resolve.New(&upstream.Client{}, resolve.Options{
 		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
+		Port:  port,
 		Trace: func(s resolve.Step) { steps = append(steps, s) },
 	})
 	res, err := r.Resolve(context.Background(), "WWW.Example.TLD.", dns.TypeA)
@@ -179,8 +195,8 @@ func TestHierarchy(t *testing.T) {
 // TestHierarchyNegative: NXDOMAIN and NODATA from the hierarchy, with the
 // zone's SOA.
 func TestHierarchyNegative(t *testing.T) {
-	addrs := startHierarchy(t)
-	r := resolve.New(&upstream.Client{}, resolve.Options{Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1]}}})
+	addrs, port := startHierarchy(t)
+	r := resolve.New(&upstream.Client{}, resolve.Options{Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1]}}, Port: port})
 	for _, tc := range []struct {
 		name  string
 		qtype uint16
