@@ -399,7 +399,7 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
 		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
 	}
-	before := len(m.Answer) + len(m.Ns)
+	before, answers := len(m.Answer)+len(m.Ns), len(m.Answer)
 	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
 		if n, set := largest(sec); n > ru.r.limits.RRset {
 			return nil, fmt.Errorf("an RRset of %d records (%s), limit %d", n, set, ru.r.limits.RRset)
@@ -408,6 +408,11 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	m.Answer = inBailiwick(m.Answer, zone)
 	m.Ns = inBailiwick(m.Ns, zone)
 	st.Dropped = before - len(m.Answer) - len(m.Ns)
+	if answers > 0 && len(m.Answer) == 0 {
+		// Not a NODATA: the server answered about names it is not a
+		// server of.
+		return nil, fmt.Errorf("all %d answer records out of bailiwick", answers)
+	}
 	if len(m.Answer) > 0 || m.Rcode == dns.RcodeNameError {
 		if !m.Authoritative {
 			return nil, errors.New("answer without AA")

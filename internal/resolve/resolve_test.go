@@ -291,6 +291,14 @@ func TestResolve(t *testing.T) {
 			}
 		},
 	}, {
+		name: "answer all out of bailiwick: the server is lame", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t, "www.example.net. 300 IN A "+evil)
+		},
+		answer: []string{"www.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, exCom2},
+	}, {
 		name: "cyclic glueless delegations stop", qname: "www.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
 			// example.com. is served by ns.example.net., whose zone is
