@@ -60,7 +60,7 @@ func TestWildcardAnswersFromQueryAddress(t *testing.T) {
 					if _, err = c.Write(p); err != nil {
 						t.Fatal(err)
 					}
-					c.SetReadDeadline(time.Now().Add(time.Second))
+					c.SetReadDeadline(time.Now().Add(3 * time.Second))
 					if n, err = c.Read(buf); err == nil {
 						break
 					}

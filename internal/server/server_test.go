@@ -336,7 +336,7 @@ func TestOversizedUDPQuery(t *testing.T) {
 		got := map[uint16]bool{}
 		buf := make([]byte, 1500)
 		for len(got) < n {
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			k, err := c.Read(buf)
 			if err != nil {
 				t.Fatalf("batcher %v: %d of %d answers: %v", batcher, len(got), n, err)
