@@ -206,9 +206,16 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 	}
 	const tries = 3
 	var lastErr error
-	for range tries {
+	for try := range tries {
 		var raw []byte
 		raw, lastErr = roundTrip(ctx, addr, q.Net, wire, sentinel)
+		// A connection closed unanswered is tried again: a server also
+		// closes one whose query arrives later than its I/O timeout
+		// (500 ms in Knot and Tern) after a client stall. Closed every
+		// time, the query was dropped.
+		if errors.Is(lastErr, errClosed) && try < tries-1 && ctx.Err() == nil {
+			continue
+		}
 		if errors.Is(lastErr, ErrDropped) {
 			return Result{}, fmt.Errorf("%s to %s: %w", q, addr, lastErr)
 		}
@@ -233,6 +240,10 @@ func Exchange(ctx context.Context, addr string, q Query, id uint16) (Result, err
 // ErrDropped reports that the server answered a malformed query's
 // sentinel, or closed the TCP connection, without answering the query.
 var ErrDropped = errors.New("no answer (dropped)")
+
+// errClosed is ErrDropped by a TCP connection closed or reset before any
+// answer.
+var errClosed = fmt.Errorf("connection closed unanswered: %w", ErrDropped)
 
 // sentinelID is the ID of the sentinel that follows a malformed query
 // with ID id: distinct from it, and from every other query's.
@@ -312,7 +323,7 @@ func roundTrip(ctx context.Context, addr, network string, wire, sentinel []byte)
 		var l [2]byte
 		if _, err := io.ReadFull(conn, l[:]); err != nil {
 			if sentinel != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
-				return nil, fmt.Errorf("connection closed: %w", ErrDropped)
+				return nil, fmt.Errorf("%w (%v)", errClosed, err)
 			}
 			return nil, fmt.Errorf("read length: %w", err)
 		}
