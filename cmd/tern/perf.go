@@ -56,10 +56,7 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	gso := fs.Bool("gso", false, "coalesce equal-size queries into UDP GSO super-datagrams (mmsg engine, Linux 4.18+)")
 	progress := fs.String("progress", "auto", "progress line on stderr: auto (if a terminal), on, off")
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tern perf: unexpected arguments %q\n", fs.Args())

@@ -31,16 +31,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
 	// Flags may come after the name and type, as with dig.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
 	}
 	if len(pos) < 1 || len(pos) > 2 || *port == 0 || *port > 65535 {
 		fs.Usage()

@@ -86,7 +86,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tern serve: unexpected argument %q\n", fs.Arg(0))
@@ -340,9 +340,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("tern check "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	origin := fs.String("origin", "", "zone origin (check zone)")
-	pos, err := parseInterspersed(fs, args[1:])
+	pos, err := parseInterleaved(fs, args[1:])
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "tern check %s: want exactly one FILE\n", args[0])
@@ -406,22 +406,6 @@ func warned(ws []zone.Warning) string {
 		return ""
 	}
 	return " (with the warnings above)"
-}
-
-// parseInterspersed parses flags that may come before or after the
-// positional arguments, which the flag package alone does not allow.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 // handler serves resp on the server's sockets: each UDP worker with a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,23 +51,6 @@ func runZone(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// parseInterleaved parses flags that may come before or after positional
-// arguments (the flag package alone stops at the first positional one).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tern zone sign", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -85,10 +67,7 @@ func runZoneSign(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) != 1 || *origin == "" || *keyDir == "" {
 		fmt.Fprintln(stderr, "usage: tern zone sign FILE --origin NAME --key-dir DIR [options]")
@@ -338,10 +317,7 @@ func runZoneKeys(args []string, stdout, stderr io.Writer) int {
 	keyDir := fs.String("key-dir", "", "key directory (required)")
 	origin := fs.String("origin", "", "zone (default: every zone with keys in the directory)")
 	if _, err := parseInterleaved(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if *keyDir == "" {
 		fmt.Fprintln(stderr, "usage: tern zone keys --key-dir DIR [--origin NAME]")
@@ -363,10 +339,7 @@ func runZoneDS(args []string, stdout, stderr io.Writer) int {
 	origin := fs.String("origin", "", "zone (required)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) != 0 || *keyDir == "" || *origin == "" {
 		fmt.Fprintln(stderr, "usage: tern zone ds --key-dir DIR --origin NAME")

@@ -124,9 +124,6 @@ type Scratch struct {
 	cache *Cache
 }
 
-// Query returns the query most recently parsed into s.
-func (s *Scratch) Query() *wire.Query { return &s.q }
-
 // BufferSize is the size of the response buffer Answer needs.
 const BufferSize = 65535 + 512
 

@@ -58,9 +58,6 @@ func (h *Histogram) Merge(o *Histogram) {
 	h.n += o.n
 }
 
-// Count is the number of recorded samples.
-func (h *Histogram) Count() uint64 { return h.n }
-
 // Quantile returns the q-quantile (0 <= q <= 1) as the midpoint of the
 // bucket holding the sample of rank ceil(q*n) (nearest-rank definition);
 // zero when empty.

@@ -59,13 +59,6 @@ func (c *NSEC3Chain) Find(h [sha1.Size]byte) (n *Node, match bool) {
 	return c.Nodes[i], c.Hashes[i] == h
 }
 
-// OptOut reports whether an NSEC3 node has the opt-out flag (RFC 5155
-// §3.1.2.1).
-func OptOut(n *Node) bool {
-	s := n.Get(dns.TypeNSEC3)
-	return s != nil && len(s.Wire) > 11 && s.Wire[11]&1 != 0
-}
-
 // NSECCover returns the node with an NSEC record that is name itself or
 // the closest before it in canonical order: the NSEC that matches or
 // covers name (RFC 4034 §4.1.1). key is wire.CanonicalKey(name). nil in

@@ -21,9 +21,6 @@ type Record struct {
 	Line int
 }
 
-// Position is "file:line", as error messages print it.
-func (r Record) Position() string { return fmt.Sprintf("%s:%d", r.File, r.Line) }
-
 // lineReader counts lines as the zone parser consumes bytes, so that each
 // record returned by dns.ZoneParser can be given the line it ended on
 // (the parser itself does not expose positions of good records). It also
