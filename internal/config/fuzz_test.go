@@ -23,6 +23,10 @@ func FuzzParse(f *testing.F) {
 		"[server\nfoo = \n",
 		"a.b.c = 1\n[x.y]\n[[z.w]]\n",
 		"[[zone]]\norigin = \"\\\\.\\\\000..\"\nfile = 3\n",
+		// Schema checks: a type error beside an unknown near-miss key,
+		// both reported with their lines.
+		"[server]\nlisten = \"127.0.0.1:53\"\nlisen = []\n[idnetity]\nnsid = 5\n",
+		"[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n[zone.signing]\nalgorithm = 1\nbogus = true\n",
 	} {
 		f.Add([]byte(s))
 	}

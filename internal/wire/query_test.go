@@ -156,6 +156,12 @@ func FuzzParse(f *testing.F) {
 	f.Add(p)
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1})
 	f.Add([]byte{0, 1})
+	// An OPT in the answer and in the authority section: FORMERR.
+	for _, sec := range []int{6, 8} {
+		p := []byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0}
+		p[sec+1] = 1
+		f.Add(p)
+	}
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		var q Query
 		res, _ := q.Parse(pkt)
@@ -169,6 +175,19 @@ func FuzzParse(f *testing.F) {
 		if err := mm.Unpack(pkt); err == nil && len(mm.Question) == 1 {
 			if !dns.IsFqdn(mm.Question[0].Name) || mm.Question[0].Qtype != q.QType {
 				t.Fatalf("miekg reads %v, we read type %d", mm.Question[0], q.QType)
+			}
+			// RFC 6891 §6.1.1: an OPT outside the additional section,
+			// or more than one, is never accepted.
+			for i, sec := range [][]dns.RR{mm.Answer, mm.Ns, mm.Extra} {
+				opts := 0
+				for _, rr := range sec {
+					if rr.Header().Rrtype == dns.TypeOPT {
+						opts++
+					}
+				}
+				if (i < 2 && opts > 0) || opts > 1 {
+					t.Fatalf("accepted %d OPT records in section %d", opts, i+1)
+				}
 			}
 		}
 	})
