@@ -122,6 +122,9 @@ type Scratch struct {
 	wname   [wire.MaxName + 2]byte
 	// cache, when set, answers repeated UDP questions (see Cache).
 	cache *Cache
+	// invalid asks finish for an EDE option with INFO-CODE Invalid Data
+	// (the question is in a zone that failed to load).
+	invalid bool
 }
 
 // BufferSize is the size of the response buffer Answer needs.
@@ -169,6 +172,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 		}
 	}
 	b.Reset(out, limit)
+	s.invalid = false
 	// RFC 1035 §4.1.1: the ID, opcode and RD are copied; CD too (RFC
 	// 4035 §3.2.2 asks it of everyone who copies a query into a reply).
 	flags := uint16(wire.FlagQR) | q.Flags&(0x7800|wire.FlagRD|wire.FlagCD)
@@ -228,6 +232,13 @@ func (r *Responder) finish(s *Scratch, extRcode uint8) []byte {
 		}
 		// RFC 3225 §3: the DO bit is copied into the response.
 		b.OPT(uint16(r.payload), extRcode, q.DO, nsid)
+		if s.invalid {
+			// RFC 8914 §2: EDE is an EDNS option, so it is sent
+			// only when the query had EDNS. optLen reserves no room
+			// for its 6 bytes: it comes only with a SERVFAIL holding
+			// nothing but the question and the OPT record.
+			b.EDE(wire.EDEInvalidData)
+		}
 	}
 	return b.Finish()
 }
@@ -286,7 +297,9 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 		// A configured zone that failed to load: RFC 1035 §4.1.1's
 		// SERVFAIL ("a problem with the name server"), without AA, as
 		// Knot answers it; REFUSED would say this server is not meant to
-		// serve the zone at all.
+		// serve the zone at all. Knot 3.2 adds EDE 24 (Invalid Data),
+		// without EXTRA-TEXT, when the query has EDNS; so do we.
+		s.invalid = true
 		return flags | wire.RcodeServFail
 	}
 	copy(s.name[:], name)

@@ -69,6 +69,29 @@ func TestUnavailableZone(t *testing.T) {
 					if resp.RecursionAvailable {
 						t.Error("RA set")
 					}
+					// RFC 8914: EDE 24 (Invalid Data), no EXTRA-TEXT,
+					// on the SERVFAIL when the query had EDNS, as
+					// Knot 3.2 answers it.
+					var ede []*dns.EDNS0_EDE
+					if o := resp.IsEdns0(); o != nil {
+						for _, e := range o.Option {
+							if e, ok := e.(*dns.EDNS0_EDE); ok {
+								ede = append(ede, e)
+							}
+						}
+					}
+					wantEDE := 0
+					if edns > 0 && tc.want.rcode == dns.RcodeServerFailure {
+						wantEDE = 1
+					}
+					if len(ede) != wantEDE {
+						t.Fatalf("EDE options %v, want %d", ede, wantEDE)
+					}
+					for _, e := range ede {
+						if e.InfoCode != dns.ExtendedErrorCodeInvalidData || e.ExtraText != "" {
+							t.Errorf("EDE %d %q, want 24 without EXTRA-TEXT", e.InfoCode, e.ExtraText)
+						}
+					}
 				})
 			}
 		}
@@ -91,6 +114,10 @@ func TestUnavailableZoneAheadAndCache(t *testing.T) {
 	out1 := make([]byte, 0, BufferSize)
 	out2 := make([]byte, 0, BufferSize)
 	want := r.Answer(&plain, pkt, out1, false)
+	// The OPT record ends with the EDE option: code 15, length 2, 24.
+	if ede := []byte{0, 15, 0, 2, 0, 24}; !bytes.HasSuffix(want, ede) {
+		t.Fatalf("Answer % x does not end with EDE % x", want, ede)
+	}
 	var a Ahead
 	for round := 0; round < 3; round++ { // the third round is a cache hit
 		r.Start(&batch, &a, pkt)

@@ -63,6 +63,9 @@ type Builder struct {
 
 	// Section counts, written into the header by Finish.
 	an, ns, ar uint16
+	// opt is the offset of the RDLENGTH of the OPT record OPT wrote,
+	// which Option grows.
+	opt int
 }
 
 // Reset starts a new message in buf[:0] that may grow to limit bytes
@@ -334,21 +337,35 @@ func (b *Builder) CountAdditional(n int) { b.ar += uint16(n) }
 
 // OPT appends an OPT record (RFC 6891 §6.1.2) advertising payload, with the
 // extended rcode's upper bits, the DO bit, and an optional NSID option.
+// Further options follow it with Option and EDE.
 func (b *Builder) OPT(payload uint16, extRcode uint8, do bool, nsid []byte) {
 	var flags byte
 	if do {
 		flags = 0x80
 	}
-	rdlen := 0
-	if nsid != nil {
-		rdlen = 4 + len(nsid)
-	}
-	b.buf = append(b.buf, 0, 0, TypeOPT, byte(payload>>8), byte(payload), extRcode, 0, flags, 0, byte(rdlen>>8), byte(rdlen))
-	if nsid != nil {
-		b.buf = append(b.buf, 0, OptionNSID, byte(len(nsid)>>8), byte(len(nsid)))
-		b.buf = append(b.buf, nsid...)
-	}
+	b.buf = append(b.buf, 0, 0, TypeOPT, byte(payload>>8), byte(payload), extRcode, 0, flags, 0, 0, 0)
+	b.opt = len(b.buf) - 2
 	b.ar++
+	if nsid != nil {
+		b.Option(OptionNSID, nsid)
+	}
+}
+
+// Option appends an EDNS option (RFC 6891 §6.1.2: OPTION-CODE,
+// OPTION-LENGTH, OPTION-DATA) to the OPT record just written by OPT,
+// which must be the last record in the message.
+func (b *Builder) Option(code uint16, data []byte) {
+	b.buf = append(b.buf, byte(code>>8), byte(code), byte(len(data)>>8), byte(len(data)))
+	b.buf = append(b.buf, data...)
+	rdlen := binary.BigEndian.Uint16(b.buf[b.opt:])
+	binary.BigEndian.PutUint16(b.buf[b.opt:], rdlen+4+uint16(len(data)))
+}
+
+// EDE appends an Extended DNS Error option (RFC 8914 §2) with infoCode and
+// no EXTRA-TEXT to the OPT record just written by OPT.
+func (b *Builder) EDE(infoCode uint16) {
+	data := [2]byte{byte(infoCode >> 8), byte(infoCode)}
+	b.Option(OptionEDE, data[:])
 }
 
 // Finish writes the section counts into the header and returns the message.

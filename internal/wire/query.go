@@ -86,6 +86,12 @@ const (
 
 	// OptionNSID is the EDNS option code of RFC 5001.
 	OptionNSID = 3
+	// OptionEDE is the Extended DNS Error option code of RFC 8914 §2.
+	OptionEDE = 15
+
+	// EDEInvalidData is the EDE INFO-CODE 24, Invalid Data (RFC 8914
+	// §4.25), which Knot 3.2 sends for a zone that failed to load.
+	EDEInvalidData = 24
 )
 
 // Query is a parsed query. It is reused from packet to packet: Parse
