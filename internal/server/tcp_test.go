@@ -258,7 +258,7 @@ func TestTCPIdleMemory(t *testing.T) {
 // count is the server's.
 func TestTCPAnswersAllocateNothing(t *testing.T) {
 	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
+		t.Skip("the race detector makes sync.Pool drop items: make test runs it without -race")
 	}
 	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
 	c := dialTCP(t, s, &net.Dialer{})
