@@ -79,6 +79,13 @@ func TestCheckConfig(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "bad.toml:3") || !strings.Contains(errs, "bogus") {
 		t.Fatalf("code %d err %q", code, errs)
 	}
+	// What serve would refuse at start, check refuses too.
+	overlap := filepath.Join(dir, "overlap.toml")
+	os.WriteFile(overlap, []byte("[server]\nlisten = [\"0.0.0.0:5399\", \"127.0.0.1:5399\"]\n[[zone]]\norigin = \"x.test\"\nfile = \"w.zone\"\n"), 0o644)
+	code, _, errs = runT("check", "config", overlap)
+	if code != 1 || !strings.Contains(errs, "server.listen: listen 127.0.0.1:5399: 0.0.0.0:5399, also listed, covers it") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
 }
 
 // syncBuffer lets the test read what serve prints while it runs.

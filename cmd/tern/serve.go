@@ -369,6 +369,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
+		if err := server.CheckListen(cfg.Server.Listen); err != nil {
+			fmt.Fprintf(stderr, "%s: server.listen: %v\n", pos[0], err)
+			return 1
+		}
 		if err := zonedb.Check(cfg.Zones, func(origin string, ws []zone.Warning) {
 			for _, w := range ws {
 				fmt.Fprintf(stderr, "zone %s: %s\n", origin, warningText(w))

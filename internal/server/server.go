@@ -288,6 +288,14 @@ func (s *Server) family(host, port string) string {
 	return ""
 }
 
+// CheckListen reports what Start would refuse in a list of listen
+// addresses before binding anything (an address a listed wildcard covers,
+// see overlap), so that a config check can say so too.
+func CheckListen(listen []string) error {
+	s := Server{cfg: Config{Listen: listen}}
+	return s.overlap()
+}
+
 // overlap reports a listed address that a wildcard one also listed, with
 // the same port, covers: its bind would fail (the sockets do not share
 // ports, see bind), and the wildcard serves it already.
