@@ -50,6 +50,9 @@ fuzz:
 	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzValidate -fuzztime 30s
+	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzCompression -fuzztime 30s
+	$(GO) test ./internal/dnssec -run '^$$' -fuzz FuzzSignZone -fuzztime 30s
+	$(GO) test ./internal/perf -run '^$$' -fuzz FuzzQueryFile -fuzztime 30s
 
 # The serving harness, then offline signing timed beside dnssec-signzone
 # and ldns-signzone (1,000,000 records; 100,000 with QUICK=1).
