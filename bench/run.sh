@@ -122,7 +122,9 @@ declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. 
 # BIND and PowerDNS take minutes over a signed zone of millions of
 # records and are not the servers the targets name: the
 # bigsigned phase runs Tern, NSD, Knot and the floor.
-declare -A PHASE_SKIP=([bigsigned]="bind pdns")
+# BIND 9.18 cannot load the large phase's zone: its 1000-MX RRset is more
+# than the 64 KiB an RRset may take there ("ran out of space").
+declare -A PHASE_SKIP=([bigsigned]="bind pdns" [large]="bind")
 
 BIN=$OUT/bin
 RUN=$OUT/run
