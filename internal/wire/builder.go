@@ -259,10 +259,19 @@ func (b *Builder) find(h uint32, name []byte) (uint16, bool) {
 
 // suffixHashes fills b.starts with the offsets of name's labels and
 // b.hashes with the hash of the suffix starting at each, and returns the
-// hashes. A suffix's hash is its first label folded into the hash of the
-// rest (FNV-1a, then a multiplication so that the top bits, which pick the
-// slot, depend on every byte), so one pass from the root gives them all.
+// hashes. A suffix's hash is its first label (length octet included)
+// folded into the hash of the rest, so one pass from the root gives them
+// all. The label is folded eight octets at a time, one multiplication per
+// word, and the top 32 bits of a final multiplication, which depend on
+// every octet, are the hash (the slot comes from its top bits). Folding an
+// octet at a time (FNV-1a) cost one multiplication's latency per octet:
+// 57% of the server's CPU on 1000-MX answers over TCP, whose exchanges
+// are 60 octets long (profile of tern serve under tern perf -T).
 func (b *Builder) suffixHashes(name []byte) *[MaxLabels + 1]uint32 {
+	const (
+		seed = 0xcbf29ce484222325
+		mul  = 0x9E3779B97F4A7C15
+	)
 	starts, hs := &b.starts, &b.hashes
 	n := 0
 	for i := 0; name[i] != 0; i += int(name[i]) + 1 {
@@ -270,13 +279,23 @@ func (b *Builder) suffixHashes(name []byte) *[MaxLabels + 1]uint32 {
 		n++
 	}
 	starts[n] = uint8(len(name) - 1)
-	h := uint32(2166136261)
-	hs[n] = h
+	h := uint64(seed)
+	hs[n] = uint32((h * mul) >> 32)
 	for k := n - 1; k >= 0; k-- {
-		for _, c := range name[starts[k]:starts[k+1]] {
-			h = (h ^ uint32(c)) * 16777619
+		label := name[starts[k]:starts[k+1]]
+		for ; len(label) >= 8; label = label[8:] {
+			h = (h ^ binary.LittleEndian.Uint64(label)) * mul
+			h ^= h >> 29
 		}
-		hs[k] = h * 0x9E3779B1
+		// The last 0-7 octets, zero-padded: the label's length octet
+		// already fixes how many there are.
+		var w uint64
+		for i, c := range label {
+			w |= uint64(c) << (8 * i)
+		}
+		h = (h ^ w) * mul
+		h ^= h >> 29
+		hs[k] = uint32((h * mul) >> 32)
 	}
 	return hs
 }
