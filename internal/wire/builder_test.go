@@ -317,3 +317,55 @@ func FuzzCompression(f *testing.F) {
 		}
 	})
 }
+
+// TestSuffixHashesDefinition: suffixHashes, which reads a label's last
+// octets with one load where it can, gives the hashes of its definition
+// (each label folded a word at a time, the tail octet by octet), for
+// every tail length and position in the name.
+func TestSuffixHashesDefinition(t *testing.T) {
+	const mul = 0x9E3779B97F4A7C15
+	plain := func(name []byte) []uint32 {
+		var starts []int
+		for i := 0; name[i] != 0; i += int(name[i]) + 1 {
+			starts = append(starts, i)
+		}
+		starts = append(starts, len(name)-1)
+		n := len(starts) - 1
+		hs := make([]uint32, n+1)
+		h := uint64(0xcbf29ce484222325)
+		hs[n] = uint32((h * mul) >> 32)
+		for k := n - 1; k >= 0; k-- {
+			label := name[starts[k]:starts[k+1]]
+			for len(label) > 0 {
+				var w uint64
+				for i := 0; i < 8 && i < len(label); i++ {
+					w |= uint64(label[i]) << (8 * i)
+				}
+				h = (h ^ w) * mul
+				h ^= h >> 29
+				if len(label) < 8 {
+					break
+				}
+				label = label[8:]
+				if len(label) == 0 {
+					h = h * mul // the empty tail: w = 0
+					h ^= h >> 29
+				}
+			}
+			hs[k] = uint32((h * mul) >> 32)
+		}
+		return hs
+	}
+	var b Builder
+	for _, n := range []string{".", "a.", "abcdef.", "abcdefg.", "abcdefgh.", "abcdefghijklmno.", "abcdefghi.b.",
+		"x.abcdefghijklmno.pq.", "a.b.c.d.e.f.g.h.", "mx0000-6e73e372e2338acae474c66a4b98b0308e7b845f.mail.example."} {
+		name := wireName(t, n)
+		want := plain(name)
+		got := b.suffixHashes(name)
+		for k, h := range want {
+			if got[k] != h {
+				t.Errorf("%s: suffix %d: hash %#x, want %#x", n, k, got[k], h)
+			}
+		}
+	}
+}
