@@ -173,9 +173,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	}
 	b.Reset(out, limit)
 	s.invalid = false
-	// RFC 1035 §4.1.1: the ID, opcode and RD are copied; CD too (RFC
-	// 4035 §3.2.2 asks it of everyone who copies a query into a reply).
-	flags := uint16(wire.FlagQR) | q.Flags&(0x7800|wire.FlagRD|wire.FlagCD)
+	flags := wire.ReplyFlags(q.Flags)
 	b.Header(q.ID, flags)
 	if res == wire.Error {
 		return r.errorResponse(s, pkt, flags, rcode)

@@ -23,10 +23,18 @@ const (
 	// at most half full; compShift keeps the hash's top log2(compSlots)
 	// bits, which pick the slot.
 	compSlots = 2 * maxCompress
-	compShift = 32 - 12 // 1<<12 == compSlots
+	compShift = 32 - 12 // 1<<12 == compSlots, as the check below holds
 
 	// maxPointer is the largest offset a compression pointer holds.
 	maxPointer = 0x3FFF
+)
+
+// compShift must pick exactly log2(compSlots) bits: a negative constant
+// converted to uint does not compile, so a change to maxCompress that
+// leaves compShift behind fails the build instead of overrunning slots.
+const (
+	_ = uint(compSlots - 1<<(32-compShift))
+	_ = uint(1<<(32-compShift) - compSlots)
 )
 
 // compEntry records that the name (canonical wire form, lowercase for the
