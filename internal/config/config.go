@@ -215,12 +215,14 @@ func Load(path string) (*Config, error) {
 func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	c.Path = path
-	// Three passes, so that one run reports every mistake of the file: TOML
+	// Passes, so that one run reports every mistake of the file: TOML
 	// syntax first (nothing else can be read past a syntax error), then
 	// every unknown key and wrongly typed value, named by key and line
 	// (go-toml's decoder stops at the first type error and names Go struct
 	// fields), then the decoding proper, which no longer fails but on what
-	// the checks missed.
+	// the checks missed (DisallowUnknownFields stays as a guard should the
+	// key check and the structs ever disagree), then the key lines for
+	// Validate's messages.
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, decodeError(displayPath(path), err)

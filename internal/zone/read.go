@@ -120,7 +120,8 @@ type syntaxError struct {
 	msg  string
 }
 
-// LoadRecords reads a zone file with the reader Load uses and checks it
+// LoadRecords reads a zone file with the parser Load falls back to
+// (miekg/dns's, not the fast reader, which builds no records) and checks it
 // by the same rules, but returns its records rather than a compiled zone:
 // the signers ('tern zone sign', the server's automatic signing) work on
 // records. A zone Load refuses is refused here too, with the same

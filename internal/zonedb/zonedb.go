@@ -213,9 +213,8 @@ func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) 
 
 func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
 	sg := zc.Signing
-	if err := os.MkdirAll(sg.KeyDir, 0o700); err != nil {
-		return nil, err
-	}
+	// The key directory is made by dnssec.NewManager, durably (its parent
+	// fsynced); making it here first would skip that.
 	p := dnssec.DefaultPolicy()
 	if sg.Algorithm != "" {
 		alg, err := dnssec.ParseAlgorithm(sg.Algorithm)
