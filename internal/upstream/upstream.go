@@ -8,7 +8,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,13 +93,10 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 
 // query builds a non-recursive query for q with a fresh random ID.
 func query(q dns.Question, size uint16) (*dns.Msg, []byte, error) {
-	var b [2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, nil, fmt.Errorf("query ID: %w", err)
-	}
 	m := &dns.Msg{Question: []dns.Question{q}}
-	// RFC 5452 §9.2: an unpredictable ID for every query.
-	m.Id = binary.BigEndian.Uint16(b[:])
+	// RFC 5452 §9.2: an unpredictable ID for every query (dns.Id reads
+	// crypto/rand).
+	m.Id = dns.Id()
 	m.Opcode = dns.OpcodeQuery
 	if size > 0 {
 		m.SetEdns0(size, false)
