@@ -39,6 +39,9 @@ const (
 type Config struct {
 	Server   Server   `toml:"server"`
 	Identity Identity `toml:"identity"`
+	// Resolver is the [resolver] table; nil when there is none (no
+	// resolver runs).
+	Resolver *Resolver `toml:"resolver"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
 	// Path is the file the configuration was loaded from ("" for defaults
@@ -230,6 +233,10 @@ func Parse(path string, data []byte) (*Config, error) {
 	if err := checkKeys(displayPath(path), data); err != nil {
 		return nil, err
 	}
+	if _, ok := doc["resolver"]; ok {
+		// Decoded on top of its defaults, as the rest is.
+		c.Resolver = DefaultResolver()
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	// Decoding on top of Default keeps defaults for absent keys while still
@@ -253,6 +260,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		if z.File != "" && path != "" && !filepath.IsAbs(z.File) {
 			z.File = filepath.Join(filepath.Dir(path), z.File)
 		}
+	}
+	if c.Resolver != nil {
+		c.Resolver.resolvePaths(path)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

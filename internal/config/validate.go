@@ -34,24 +34,7 @@ func (c *Config) Validate() error {
 	if len(s.Listen) == 0 {
 		v.addf("server.listen", "server.listen: at least one address is required")
 	}
-	seen := make(map[netip.AddrPort]int, len(s.Listen))
-	for i, addr := range s.Listen {
-		key := "server.listen[" + strconv.Itoa(i) + "]"
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil {
-			v.addf(key, "server.listen: invalid address %q (want ip:port, e.g. 127.0.0.1:53 or [::1]:53): %v", addr, err)
-			continue
-		}
-		if first, dup := seen[ap]; dup {
-			if s.Listen[first] == addr {
-				v.addf(key, "server.listen: duplicate address %q", addr)
-			} else {
-				v.addf(key, "server.listen: duplicate address %q (same as %q)", addr, s.Listen[first])
-			}
-			continue
-		}
-		seen[ap] = i
-	}
+	v.serverAddrs = v.listen("server.listen", s.Listen)
 	if s.Workers < 0 {
 		v.addf("server.workers", "server.workers: must be >= 0 (0 = one per CPU), got %d", s.Workers)
 	}
@@ -131,7 +114,34 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.Resolver != nil {
+		v.validateResolver(c.Resolver)
+	}
 	return errors.Join(v.errs...)
+}
+
+// listen checks the addresses of a listen key (server.listen,
+// resolver.listen) and returns them, each with its index.
+func (v *validator) listen(key string, list []string) map[netip.AddrPort]int {
+	seen := make(map[netip.AddrPort]int, len(list))
+	for i, addr := range list {
+		at := key + "[" + strconv.Itoa(i) + "]"
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			v.addf(at, "%s: invalid address %q (want ip:port, e.g. 127.0.0.1:53 or [::1]:53): %v", key, addr, err)
+			continue
+		}
+		if first, dup := seen[ap]; dup {
+			if list[first] == addr {
+				v.addf(at, "%s: duplicate address %q", key, addr)
+			} else {
+				v.addf(at, "%s: duplicate address %q (same as %q)", key, addr, list[first])
+			}
+			continue
+		}
+		seen[ap] = i
+	}
+	return seen
 }
 
 // validLogLevel reports whether level is one of logLevelChoices.
@@ -161,6 +171,9 @@ type zoneAt struct {
 type validator struct {
 	c    *Config
 	errs []error
+	// serverAddrs are server.listen's addresses, which resolver.listen
+	// must not repeat.
+	serverAddrs map[netip.AddrPort]int
 }
 
 // addf records a problem at the line of key, or of its closest enclosing

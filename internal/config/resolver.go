@@ -1,0 +1,215 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tern-dns/tern/internal/resolve"
+)
+
+// Defaults of the [resolver] table that are not resolve.DefaultLimits'.
+const (
+	// defaultCacheSize is Unbound's rrset-cache-size and msg-cache-size
+	// together, order of magnitude: 256 MiB.
+	defaultCacheSize = "256MiB"
+	// defaultMaxResolutions bounds the resolutions running at once, as
+	// Unbound's num-queries-per-thread (1024) does per thread.
+	defaultMaxResolutions = 1024
+	// defaultMaxPerClient bounds the queries of one client waiting on a
+	// resolution: DNSBomb (2024) accumulates many slow answers and
+	// releases them together at a victim.
+	defaultMaxPerClient = 32
+)
+
+// defaultAllow are the clients allowed to recurse when allow is absent:
+// this host only, as Unbound's default access-control.
+var defaultAllow = []string{"127.0.0.0/8", "::1/128"}
+
+// Resolver is the [resolver] table: the recursive resolver, with its own
+// listeners (RFC 5358: recursion is never offered on the authoritative
+// ones). Its presence turns the resolver on.
+type Resolver struct {
+	// Listen lists the resolver's addresses, served on UDP and TCP.
+	// Required.
+	Listen []string `toml:"listen" want:"a list of \"host:port\" strings"`
+	// Allow lists the clients allowed to recurse, as prefixes
+	// ("127.0.0.0/8") or addresses; others get REFUSED. Default this
+	// host: ["127.0.0.0/8", "::1/128"].
+	Allow []string `toml:"allow" want:"a list of prefixes such as \"192.0.2.0/24\""`
+	// RootHints is a root hints file (root.hints, named.root); "" means
+	// the embedded IANA hints. Relative paths are resolved against the
+	// config file's directory.
+	RootHints string `toml:"root-hints"`
+	// QueryLoopback allows upstream queries to loopback and other
+	// addresses that are not public (Unbound's do-not-query-localhost
+	// turned off); test hierarchies need it. Default false.
+	QueryLoopback bool `toml:"query-loopback"`
+	// CacheSize bounds the cache in bytes: "256MiB", "1GiB", "500MB".
+	CacheSize string `toml:"cache-size" want:"a size string such as \"256MiB\""`
+	// The limits of one resolution (resolve.Limits); defaults
+	// resolve.DefaultLimits.
+	MaxUpstreamQueries int      `toml:"max-upstream-queries"`
+	MaxCNAMEChain      int      `toml:"max-cname-chain"`
+	MaxReferrals       int      `toml:"max-referrals"`
+	MaxNSNames         int      `toml:"max-ns-names"`
+	MaxNSDepth         int      `toml:"max-ns-depth"`
+	MaxRRsetRecords    int      `toml:"max-rrset-records"`
+	ResolutionTimeout  Duration `toml:"resolution-timeout"`
+	// MaxResolutions bounds the resolutions running at once; a query
+	// that would start one more is answered SERVFAIL. Default 1024.
+	MaxResolutions int `toml:"max-resolutions"`
+	// MaxPerClient bounds the queries of one client address waiting on
+	// resolutions; more are dropped (DNSBomb). Default 32.
+	MaxPerClient int `toml:"max-per-client"`
+}
+
+// DefaultResolver returns the [resolver] table with every default and no
+// listener.
+func DefaultResolver() *Resolver {
+	l := resolve.DefaultLimits
+	return &Resolver{
+		Allow:              append([]string(nil), defaultAllow...),
+		CacheSize:          defaultCacheSize,
+		MaxUpstreamQueries: l.Queries,
+		MaxCNAMEChain:      l.CNAMEs,
+		MaxReferrals:       l.Referrals,
+		MaxNSNames:         l.NSNames,
+		MaxNSDepth:         l.Depth,
+		MaxRRsetRecords:    l.RRset,
+		ResolutionTimeout:  Duration{l.Timeout},
+		MaxResolutions:     defaultMaxResolutions,
+		MaxPerClient:       defaultMaxPerClient,
+	}
+}
+
+// Limits returns the resolution limits the table sets.
+func (r *Resolver) Limits() resolve.Limits {
+	return resolve.Limits{
+		Queries:   r.MaxUpstreamQueries,
+		CNAMEs:    r.MaxCNAMEChain,
+		Referrals: r.MaxReferrals,
+		NSNames:   r.MaxNSNames,
+		Depth:     r.MaxNSDepth,
+		RRset:     r.MaxRRsetRecords,
+		Timeout:   r.ResolutionTimeout.Duration,
+	}
+}
+
+// AllowPrefixes returns the allow list as prefixes (validated by
+// Validate; an address is its host prefix).
+func (r *Resolver) AllowPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range r.Allow {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CacheBytes returns cache-size in bytes (validated by Validate).
+func (r *Resolver) CacheBytes() int64 {
+	n, _ := parseSize(r.CacheSize)
+	return n
+}
+
+// parsePrefix reads "192.0.2.0/24" or a single address ("192.0.2.1" is
+// 192.0.2.1/32). Bits outside the prefix length are an error: the
+// writer meant something else.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("host bits set (the prefix is %s)", p.Masked())
+	}
+	return p, nil
+}
+
+// sizeUnits are the suffixes of a size, longest first so that "MiB" is
+// not read as "B".
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+// maxCacheSize bounds cache-size where a typo would take the machine:
+// 1 TiB.
+const maxCacheSize = 1 << 40
+
+// parseSize reads a byte count with a unit: "256MiB", "500MB", "4096B".
+func parseSize(s string) (int64, error) {
+	for _, u := range sizeUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("invalid size %q (want a whole number and a unit: B, KB, MB, GB, KiB, MiB, GiB)", s)
+		}
+		if n > maxCacheSize/u.mult {
+			return 0, fmt.Errorf("size %q is more than 1TiB", s)
+		}
+		return n * u.mult, nil
+	}
+	return 0, fmt.Errorf("invalid size %q (want a number and a unit: \"256MiB\"; units B, KB, MB, GB, KiB, MiB, GiB)", s)
+}
+
+// validateResolver checks the [resolver] table.
+func (v *validator) validateResolver(r *Resolver) {
+	if len(r.Listen) == 0 {
+		v.addf("resolver", "resolver.listen: at least one address is required")
+	}
+	resolverAddrs := v.listen("resolver.listen", r.Listen)
+	for ap, i := range resolverAddrs {
+		if _, both := v.serverAddrs[ap]; both {
+			v.addf("resolver.listen["+strconv.Itoa(i)+"]", "resolver.listen: %q is also in server.listen (RFC 5358: the resolver has listeners of its own)", r.Listen[i])
+		}
+	}
+	for i, s := range r.Allow {
+		if _, err := parsePrefix(s); err != nil {
+			v.addf("resolver.allow["+strconv.Itoa(i)+"]", "resolver.allow: invalid prefix %q (want e.g. 192.0.2.0/24, 2001:db8::/32 or an address): %v", s, err)
+		}
+	}
+	if _, err := parseSize(r.CacheSize); err != nil {
+		v.addf("resolver.cache-size", "resolver.cache-size: %v", err)
+	}
+	for _, l := range []struct {
+		key string
+		n   int
+	}{
+		{"max-upstream-queries", r.MaxUpstreamQueries}, {"max-cname-chain", r.MaxCNAMEChain},
+		{"max-referrals", r.MaxReferrals}, {"max-ns-names", r.MaxNSNames}, {"max-ns-depth", r.MaxNSDepth},
+		{"max-rrset-records", r.MaxRRsetRecords}, {"max-resolutions", r.MaxResolutions}, {"max-per-client", r.MaxPerClient},
+	} {
+		if l.n < 1 {
+			v.addf("resolver."+l.key, "resolver.%s: must be >= 1, got %d", l.key, l.n)
+		}
+	}
+	if r.ResolutionTimeout.Duration <= 0 {
+		v.addf("resolver.resolution-timeout", "resolver.resolution-timeout: must be positive, got %s", r.ResolutionTimeout.Duration)
+	}
+}
+
+// resolvePaths makes the root hints path absolute against the config
+// file's directory.
+func (r *Resolver) resolvePaths(path string) {
+	if r.RootHints != "" && path != "" && !filepath.IsAbs(r.RootHints) {
+		r.RootHints = filepath.Join(filepath.Dir(path), r.RootHints)
+	}
+}

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tern-dns/tern/internal/resolve"
+)
+
+// TestResolverTable: a [resolver] table takes the defaults for what it
+// leaves out, makes the hints path absolute, and converts its values.
+func TestResolverTable(t *testing.T) {
+	c, err := Parse("/etc/tern/t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\nroot-hints = \"hints\"\ncache-size = \"64MiB\"\nmax-ns-names = 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Resolver
+	if r == nil {
+		t.Fatal("no Resolver")
+	}
+	if r.RootHints != "/etc/tern/hints" || r.CacheBytes() != 64<<20 || r.QueryLoopback || r.MaxResolutions != 1024 || r.MaxPerClient != 32 {
+		t.Errorf("%+v", r)
+	}
+	want := resolve.DefaultLimits
+	want.NSNames = 3
+	if got := r.Limits(); got != want {
+		t.Errorf("limits %+v, want %+v", got, want)
+	}
+	if got := r.AllowPrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}) {
+		t.Errorf("allow %v", got)
+	}
+	// No table, no resolver.
+	if c, err := Parse("t.toml", nil); err != nil || c.Resolver != nil {
+		t.Errorf("empty config: %v %+v", err, c.Resolver)
+	}
+	// Addresses are host prefixes.
+	c, err = Parse("t.toml", []byte("[resolver]\nlisten = [\"[::1]:53\"]\nallow = [\"192.0.2.1\", \"2001:db8::/32\"]\nresolution-timeout = \"3s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Resolver.AllowPrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/32")}) {
+		t.Errorf("allow %v", got)
+	}
+	if c.Resolver.Limits().Timeout != 3*time.Second {
+		t.Errorf("timeout %v", c.Resolver.Limits().Timeout)
+	}
+	// The defaults of a table are not shared between configs.
+	d := DefaultResolver()
+	d.Allow[0] = "x"
+	if DefaultResolver().Allow[0] != "127.0.0.0/8" {
+		t.Error("DefaultResolver shares its allow list")
+	}
+}
+
+// TestResolverErrors: every bad value of the table is named with its line.
+func TestResolverErrors(t *testing.T) {
+	for _, tc := range []struct {
+		input string
+		want  []string
+	}{
+		{"[resolver]\n", []string{"t.toml:1: resolver.listen: at least one address is required"}},
+		{"[resolver]\nlisten = [\"127.0.0.1\"]\n", []string{"t.toml:2: resolver.listen: invalid address \"127.0.0.1\""}},
+		{"[server]\nlisten = [\"127.0.0.1:53\"]\n[resolver]\nlisten = [\"127.0.0.2:53\",\n \"127.0.0.1:53\"]\n",
+			[]string{"t.toml:5: resolver.listen: \"127.0.0.1:53\" is also in server.listen"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nallow = [\"10.0.0.1/8\", \"nonsense\"]\n",
+			[]string{"t.toml:3: resolver.allow: invalid prefix \"10.0.0.1/8\"", "host bits set (the prefix is 10.0.0.0/8)", "invalid prefix \"nonsense\""}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = \"256\"\n", []string{"t.toml:3: resolver.cache-size: invalid size \"256\""}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = \"2048GiB\"\n", []string{"t.toml:3: resolver.cache-size: size \"2048GiB\" is more than 1TiB"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = 256\n", []string{"t.toml:3: resolver.cache-size: want a size string such as \"256MiB\", got an integer"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nmax-ns-names = 0\nmax-per-client = -1\n",
+			[]string{"t.toml:3: resolver.max-ns-names: must be >= 1, got 0", "t.toml:4: resolver.max-per-client: must be >= 1, got -1"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nresolution-timeout = \"0s\"\n", []string{"t.toml:3: resolver.resolution-timeout: must be positive"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-lopback = true\n", []string{"t.toml:3: unknown key resolver.query-lopback (did you mean resolver.query-loopback?)"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-loopback = \"yes\"\n", []string{"t.toml:3: resolver.query-loopback: want true or false, got a string"}},
+	} {
+		_, err := Parse("t.toml", []byte(tc.input))
+		if err == nil {
+			t.Errorf("%q: parsed", tc.input)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %q\ndoes not contain %q", tc.input, err, w)
+			}
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"256MiB", 256 << 20, true}, {"1GiB", 1 << 30, true}, {"500MB", 500e6, true}, {"4096B", 4096, true},
+		{"10 KiB", 10 << 10, true}, {"0B", 0, true}, {"1TiB", 0, false}, {"-1MiB", 0, false}, {"1.5GiB", 0, false}, {"", 0, false},
+	} {
+		got, err := parseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSize(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
