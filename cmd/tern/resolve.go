@@ -72,7 +72,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, ";; ->>HEADER<<- opcode: QUERY, status: %s\n", dns.RcodeToString[res.Rcode])
 	var e *resolve.Error
 	if errors.As(err, &e) {
-		fmt.Fprintf(stdout, ";; EDE: %d: %s\n", e.Reason.EDE(), e)
+		code, text := e.EDE()
+		fmt.Fprintf(stdout, ";; EDE: %d: %s\n;; %s\n", code, text, e)
 	}
 	fmt.Fprintf(stdout, "\n;; QUESTION SECTION:\n;%s\t\tIN\t%s\n", name, dns.Type(qtype))
 	for _, sec := range []struct {

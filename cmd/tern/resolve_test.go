@@ -62,7 +62,7 @@ w2.test. A 192.0.2.1
 	_, closed, _ := net.SplitHostPort(l.LocalAddr().String())
 	l.Close()
 	code, out, _ = runT("resolve", "www.test", "--root-hints", hints, "--port", closed, "--timeout", "2s")
-	if code != 1 || !strings.Contains(out, "status: SERVFAIL") || !strings.Contains(out, ";; EDE: 22: www.test.: ") {
+	if code != 1 || !strings.Contains(out, "status: SERVFAIL") || !strings.Contains(out, ";; EDE: 23: www.test.: network error: no server of . answered usefully: 127.0.0.1 unreachable\n") {
 		t.Fatalf("code %d, out\n%s", code, out)
 	}
 

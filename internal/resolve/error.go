@@ -3,6 +3,10 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // Reason is why a resolution failed.
@@ -23,6 +27,10 @@ const (
 	CNAMELoop
 	// ReferralLimit: more referrals than Limits.Referrals.
 	ReferralLimit
+	// NetworkError: every server of a zone that was asked failed with a
+	// network error (port or host unreachable), none with a timeout or
+	// an unusable answer.
+	NetworkError
 )
 
 var reasons = map[Reason]string{
@@ -32,6 +40,7 @@ var reasons = map[Reason]string{
 	CNAMELimit:           "CNAME chain limit",
 	CNAMELoop:            "CNAME loop",
 	ReferralLimit:        "referral limit",
+	NetworkError:         "network error",
 }
 
 func (r Reason) String() string {
@@ -41,15 +50,19 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason %d", int(r))
 }
 
-// EDE returns the RFC 8914 Extended DNS Error code a SERVFAIL for this
-// reason carries: 22 (No Reachable Authority) where it fits, else 0
-// (Other, with the error's text as EXTRA-TEXT).
+// EDE returns the RFC 8914 Extended DNS Error INFO-CODE a SERVFAIL for
+// this reason carries: 22 (No Reachable Authority) when the authorities
+// did not answer usefully or in time, 23 (Network Error) when they could
+// not be reached at all, and 0 (Other) for a limit hit, which no code
+// names: Error.EDE's EXTRA-TEXT says which.
 func (r Reason) EDE() uint16 {
 	switch r {
 	case NoReachableAuthority, Timeout:
-		return 22
+		return wire.EDENoReachableAuthority
+	case NetworkError:
+		return wire.EDENetworkError
 	}
-	return 0
+	return wire.EDEOther
 }
 
 // Error is a failed resolution: a SERVFAIL, and why.
@@ -58,10 +71,37 @@ type Error struct {
 	// Name is the name being resolved when it failed.
 	Name   string
 	Detail string
+	// Summary is Detail in fewer words, for the EDE's EXTRA-TEXT; empty
+	// when Detail is short.
+	Summary string
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Name, e.Reason, e.Detail)
+}
+
+// MaxExtraText bounds the EXTRA-TEXT Error.EDE returns, so that the
+// option leaves room for the rest of a SERVFAIL within the 512 octets of
+// a client without EDNS's larger sizes.
+const MaxExtraText = 200
+
+// EDE returns the Extended DNS Error (RFC 8914) a SERVFAIL for this
+// failure carries: its INFO-CODE (Reason.EDE) and an EXTRA-TEXT saying
+// what failed (the limit hit, the zone whose servers failed), at most
+// MaxExtraText octets of UTF-8 (RFC 8914 §2: EXTRA-TEXT is UTF-8).
+func (e *Error) EDE() (code uint16, text string) {
+	text = e.Error()
+	if e.Summary != "" {
+		text = fmt.Sprintf("%s: %s: %s", e.Name, e.Reason, e.Summary)
+	}
+	if len(text) > MaxExtraText {
+		text = text[:MaxExtraText-3]
+		for !utf8.ValidString(text) {
+			text = text[:len(text)-1]
+		}
+		text += "..."
+	}
+	return e.Reason.EDE(), text
 }
 
 // fatal reports whether err ends the whole resolution (a budget spent)
@@ -69,4 +109,11 @@ func (e *Error) Error() string {
 func fatal(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && (e.Reason == Timeout || e.Reason == QueryLimit)
+}
+
+// networkError reports whether err is a server's address or port
+// reported unreachable (ICMP, or a refused TCP connection): the server
+// was not reached, as opposed to reached and silent or lame.
+func networkError(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }

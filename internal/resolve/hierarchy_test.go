@@ -211,3 +211,24 @@ func TestHierarchyNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestHierarchyUnreachable: a root server whose port is closed answers
+// with an ICMP port unreachable, which the resolution reports as a
+// Network Error (EDE 23), not as a silent authority.
+func TestHierarchyUnreachable(t *testing.T) {
+	addrs, port := startHierarchy(t)
+	closed := addrs[2].Next() // beside the hierarchy, in its block of addresses
+	if err := free([]netip.Addr{closed}, port); err != nil {
+		t.Skipf("%v: %v", closed, err)
+	}
+	r := resolve.New(&upstream.Client{}, resolve.Options{Hints: []resolve.Server{{Name: "a.root.", Addrs: []netip.Addr{closed}}}, Port: port})
+	res, err := r.Resolve(context.Background(), "www.example.tld.", dns.TypeA)
+	var e *resolve.Error
+	if !errors.As(err, &e) || res.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("%v, %v: want a SERVFAIL and an *Error", res, err)
+	}
+	code, text := e.EDE()
+	if want := "www.example.tld.: network error: no server of . answered usefully: " + closed.String() + " unreachable"; code != 23 || text != want {
+		t.Errorf("EDE %d %q, want 23 %q", code, text, want)
+	}
+}

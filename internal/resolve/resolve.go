@@ -7,10 +7,12 @@
 package resolve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +141,9 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Res
 	defer cancel()
 	ru := &run{r: r}
 	res, err := ru.resolve(ctx, dns.CanonicalName(name), qtype, 0)
+	if e := (*Error)(nil); errors.As(err, &e) && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
+		e.Summary = strings.Join(ru.limits, ", ") + " hit; " + cmp.Or(e.Summary, e.Detail)
+	}
 	if err != nil {
 		return &Result{Rcode: dns.RcodeServerFailure, Queries: ru.queries}, err
 	}
@@ -150,6 +155,17 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Res
 type run struct {
 	r       *Resolver
 	queries int
+	// limits are the limits hit on the way that did not end the
+	// resolution at once (NS names per delegation, nesting), to tell in
+	// a failure it may follow from.
+	limits []string
+}
+
+// hit notes a limit hit.
+func (ru *run) hit(limit string) {
+	if !slices.Contains(ru.limits, limit) {
+		ru.limits = append(ru.limits, limit)
+	}
 }
 
 // resolve answers name/qtype, following CNAME chains: within an answer as
@@ -238,7 +254,12 @@ type delegation struct {
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
 	tried := map[netip.Addr]bool{}
-	var why []string // why servers were passed over, for the error
+	// Why servers were passed over, for the error: in full, and in a
+	// few words for its EDE's EXTRA-TEXT.
+	var why, brief []string
+	// unreached is true while every server passed over was reported
+	// unreachable by the network (the failure's EDE is Network Error).
+	unreached := true
 	var retries []target
 	// try asks one address; done is true when the answer or the error
 	// ends ask.
@@ -251,8 +272,22 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			t.retry = true
 			retries = append(retries, t)
 		}
+		var se *serverError
+		if errors.As(err, &se) {
+			brief = append(brief, se.brief())
+		} else {
+			brief = append(brief, err.Error())
+		}
+		unreached = unreached && networkError(err)
 		why = append(why, err.Error())
 		return nil, nil, nil, false
+	}
+	passOver := func(reason, short string) {
+		unreached = false
+		why = append(why, reason)
+		if short != "" {
+			brief = append(brief, short)
+		}
 	}
 	for _, v4 := range []bool{true, false} {
 		for _, s := range servers {
@@ -276,13 +311,15 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 		case dns.IsSubDomain(zone, s.Name):
 			// Its address is in the zone it serves and did not come as
 			// glue: asking for it would ask the zone itself.
-			why = append(why, s.Name+" has no glue")
+			passOver(s.Name+" has no glue", s.Name+" no glue")
 			continue
 		case resolved >= ru.r.limits.NSNames:
-			why = append(why, fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames))
+			passOver(fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames), "")
+			ru.hit(fmt.Sprintf("limit of %d NS names per delegation", ru.r.limits.NSNames))
 			continue
 		case depth >= ru.r.limits.Depth:
-			why = append(why, fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth))
+			passOver(fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth), "")
+			ru.hit(fmt.Sprintf("sub-resolutions nested %d deep", depth))
 			continue
 		}
 		resolved++
@@ -291,7 +328,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			if fatal(err) {
 				return nil, nil, err
 			}
-			why = append(why, err.Error())
+			passOver(err.Error(), s.Name+" "+briefNS(err))
 			continue
 		}
 		for _, a := range addrs {
@@ -311,7 +348,12 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			return m, next, err
 		}
 	}
-	return nil, nil, &Error{Reason: NoReachableAuthority, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; ")}
+	reason := NoReachableAuthority
+	if unreached && len(why) > 0 {
+		reason = NetworkError
+	}
+	return nil, nil, &Error{Reason: reason, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; "),
+		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(brief), ", ")}
 }
 
 // target is a server address to ask and why it was chosen.
@@ -340,12 +382,47 @@ func (ru *run) addresses(ctx context.Context, ns string, depth int) ([]netip.Add
 	return addrs, nil
 }
 
-// errUnreachable and errLame are wrapped by the errors of a server that
-// did not answer, and of one whose answer is not usable.
+// errUnreachable and errLame are the kinds of a serverError: a server
+// that did not answer, and one whose answer is not usable.
 var (
 	errUnreachable = errors.New("no answer")
 	errLame        = errors.New("lame")
 )
+
+// serverError is a server passed over, and why.
+type serverError struct {
+	name string
+	addr netip.Addr
+	kind error // errUnreachable or errLame
+	err  error
+}
+
+func (e *serverError) Error() string {
+	return fmt.Sprintf("%s (%s): %v: %v", e.name, e.addr, e.kind, e.err)
+}
+
+func (e *serverError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// brief is the error in a few words, for an EDE's EXTRA-TEXT.
+func (e *serverError) brief() string {
+	switch {
+	case networkError(e.err):
+		return e.addr.String() + " unreachable"
+	case e.kind == errUnreachable:
+		return e.addr.String() + " no answer"
+	}
+	return e.addr.String() + " lame (" + e.err.Error() + ")"
+}
+
+// briefNS says in a few words why the addresses of an NS name were not
+// found.
+func briefNS(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return "not resolved (" + e.Reason.String() + ")"
+	}
+	return "no address"
+}
 
 // query asks one server and sorts its answer: a final answer (nil
 // delegation), a referral, or an error when the server is lame or does
@@ -366,22 +443,23 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	m, err := ru.r.ex.Exchange(ctx, st.Server, q)
 	st.Took = time.Since(start)
 	var next *delegation
+	var se *serverError
 	if err != nil {
-		err = fmt.Errorf("%w: %w", errUnreachable, err)
+		se = &serverError{t.name, t.addr, errUnreachable, err}
 	} else if next, err = ru.sort(m, zone, q, &st); err != nil {
-		err = fmt.Errorf("%w: %w", errLame, err)
+		se = &serverError{t.name, t.addr, errLame, err}
 	}
-	if err != nil {
-		st.Outcome = err.Error()
+	if se != nil {
+		st.Outcome = fmt.Sprintf("%v: %v", se.kind, se.err)
 	}
 	if ru.r.trace != nil {
 		ru.r.trace(st)
 	}
-	if err != nil {
+	if se != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ru.timeout(q.Name)
 		}
-		return nil, nil, fmt.Errorf("%s (%s): %w", t.name, t.addr, err)
+		return nil, nil, se
 	}
 	return m, next, nil
 }
@@ -540,6 +618,18 @@ func owned(rrs []dns.RR, name string, t uint16) []dns.RR {
 		}
 		if h.Rrtype == t || (t == dns.TypeANY && h.Rrtype != dns.TypeCNAME) {
 			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// unique returns ss without repetitions, in the order of first
+// appearance.
+func unique(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -8,8 +8,10 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/miekg/dns"
 )
@@ -26,12 +28,18 @@ type key struct {
 // without sockets. A question without an answer times out.
 type fake struct {
 	answers map[key]*dns.Msg
-	asked   []key
+	// unreachable are the addresses whose queries fail as an ICMP port
+	// unreachable makes them fail.
+	unreachable map[string]bool
+	asked       []key
 }
 
 func (f *fake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
 	k := key{server.Addr().String(), dns.CanonicalName(q.Name), q.Qtype}
 	f.asked = append(f.asked, k)
+	if f.unreachable[k.server] {
+		return nil, fmt.Errorf("fake: udp to %s: %w", server, syscall.ECONNREFUSED)
+	}
 	m, ok := f.answers[k]
 	for n := k.name; !ok; {
 		if m, ok = f.answers[key{k.server, n, 0}]; ok || n == "." {
@@ -143,6 +151,8 @@ func TestResolve(t *testing.T) {
 		authority []string
 		asked     []string // the servers asked, in order, when given
 		reason    Reason   // the failure expected
+		ede       uint16   // its EDE INFO-CODE
+		extra     string   // a text its EXTRA-TEXT contains
 		check     func(t *testing.T, f *fake, steps []Step)
 	}{{
 		name: "referrals followed with in-bailiwick glue", qname: "www.example.com.", qtype: dns.TypeA,
@@ -204,7 +214,7 @@ func TestResolve(t *testing.T) {
 			f.answers[key{exCom, "a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN CNAME b.example.net.")
 			f.answers[key{exNet, "b.example.net.", dns.TypeA}] = answer(t, "b.example.net. 300 IN CNAME a.example.com.")
 		},
-		reason: CNAMELoop,
+		reason: CNAMELoop, ede: 0, extra: "CNAME loop: the CNAME chain comes back to a.example.com.",
 	}, {
 		name: "CNAME chain limit", qname: "c0.example.com.", qtype: dns.TypeA, limits: Limits{CNAMEs: 3},
 		setup: func(t *testing.T, f *fake) {
@@ -214,7 +224,7 @@ func TestResolve(t *testing.T) {
 			}
 			f.answers[key{exCom, "c0.example.com.", dns.TypeA}] = answer(t, append(chain, "c5.example.com. 300 IN A 192.0.2.1")...)
 		},
-		reason: CNAMELimit,
+		reason: CNAMELimit, ede: 0, extra: "CNAME chain limit: a chain of more than 3 CNAMEs",
 	}, {
 		name: "lame server (REFUSED) skipped", qname: "www.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
@@ -244,15 +254,41 @@ func TestResolve(t *testing.T) {
 		setup: func(t *testing.T, f *fake) {
 			delete(f.answers, key{exCom, "www.example.com.", dns.TypeA})
 		},
-		reason: NoReachableAuthority,
-		asked:  []string{root, gtld, exCom, exCom},
+		reason: NoReachableAuthority, ede: 22, extra: "no server of example.com. answered usefully",
+		asked: []string{root, gtld, exCom, exCom},
+	}, {
+		name: "every server unreachable: Network Error", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.unreachable = map[string]bool{exCom: true, exCom2: true}
+		},
+		reason: NetworkError, ede: 23, extra: "www.example.com.: network error: no server of example.com. answered usefully: 10.0.0.3 unreachable, 10.0.0.5 unreachable",
+		asked: []string{root, gtld, exCom, exCom2, exCom, exCom2},
+	}, {
+		name: "one server unreachable, one silent: No Reachable Authority", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.unreachable = map[string]bool{exCom: true}
+			delete(f.answers, key{exCom2, "www.example.com.", dns.TypeA})
+		},
+		reason: NoReachableAuthority, ede: 22,
+		asked: []string{root, gtld, exCom, exCom2, exCom, exCom2},
+	}, {
+		name: "one server unreachable, one lame: No Reachable Authority", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			twoServers(t, f)
+			f.unreachable = map[string]bool{exCom: true}
+			f.answers[key{exCom2, "www.example.com.", dns.TypeA}] = &dns.Msg{MsgHdr: dns.MsgHdr{Rcode: dns.RcodeServerFailure}}
+		},
+		reason: NoReachableAuthority, ede: 22, extra: "no server of example.com. answered usefully: 10.0.0.3 unreachable, 10.0.0.5 lame (rcode SERVFAIL)",
+		asked: []string{root, gtld, exCom, exCom2, exCom},
 	}, {
 		name: "upstream query limit", qname: "www.example.com.", qtype: dns.TypeA, limits: Limits{Queries: 2},
-		reason: QueryLimit,
-		asked:  []string{root, gtld},
+		reason: QueryLimit, ede: 0, extra: "upstream query limit: more than 2 upstream queries",
+		asked: []string{root, gtld},
 	}, {
 		name: "referral limit", qname: "www.example.com.", qtype: dns.TypeA, limits: Limits{Referrals: 1},
-		reason: ReferralLimit,
+		reason: ReferralLimit, ede: 0, extra: "referral limit: more than 1 referrals",
 	}, {
 		name: "NS names resolved per delegation limited (NXNSAttack)", qname: "www.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
@@ -264,7 +300,7 @@ func TestResolve(t *testing.T) {
 			f.answers[key{exNet, "example.net.", 0}] = negative(t, dns.RcodeNameError, "example.net. 300 IN SOA ns.example.net. h.example.net. 1 2 3 4 300")
 		},
 		limits: Limits{Queries: 100},
-		reason: NoReachableAuthority,
+		reason: NoReachableAuthority, ede: 22, extra: "no reachable authority: limit of 5 NS names per delegation hit; no server of example.com. answered usefully: ns0.example.net. no address",
 		check: func(t *testing.T, f *fake, steps []Step) {
 			names := map[string]bool{}
 			for _, k := range f.asked {
@@ -306,7 +342,7 @@ func TestResolve(t *testing.T) {
 			f.answers[key{gtld, "example.com.", 0}] = referral(t, []string{"example.com. 3600 IN NS ns.example.net."})
 			f.answers[key{gtld, "example.net.", 0}] = referral(t, []string{"example.net. 3600 IN NS ns.example.com."})
 		},
-		reason: NoReachableAuthority,
+		reason: NoReachableAuthority, ede: 22, extra: "no reachable authority: sub-resolutions nested 4 deep hit; no server of example.com. answered usefully: ns.example.net. not resolved (no reachable authority)",
 		check: func(t *testing.T, f *fake, steps []Step) {
 			// The nesting limit, not the query budget, stops it.
 			if d := slices.MaxFunc(steps, func(a, b Step) int { return a.Depth - b.Depth }).Depth; d != DefaultLimits.Depth {
@@ -325,6 +361,9 @@ func TestResolve(t *testing.T) {
 				var e *Error
 				if !errors.As(err, &e) || e.Reason != tc.reason {
 					t.Fatalf("error %v, want reason %v", err, tc.reason)
+				}
+				if code, text := e.EDE(); code != tc.ede || !strings.Contains(text, tc.extra) {
+					t.Errorf("EDE %d %q, want %d with %q", code, text, tc.ede, tc.extra)
 				}
 				if res.Rcode != dns.RcodeServerFailure {
 					t.Errorf("rcode %s with an error", dns.RcodeToString[res.Rcode])
@@ -407,5 +446,23 @@ func TestRootHints(t *testing.T) {
 	}
 	if _, err := ParseHints(strings.NewReader(". 1 IN NS a.\na. 1 IN A 192.0.2.300\n"), "h"); err == nil || !strings.Contains(err.Error(), "h: ") {
 		t.Errorf("error %v, want one naming the file", err)
+	}
+}
+
+// TestEDEText: the EXTRA-TEXT is bounded and stays UTF-8 when cut.
+func TestEDEText(t *testing.T) {
+	for _, tc := range []struct {
+		name, detail string
+		want         string
+	}{
+		{"a.", "short", "a.: timeout: short"},
+		{"a.", strings.Repeat("x", 300), "a.: timeout: " + strings.Repeat("x", MaxExtraText-3-len("a.: timeout: ")) + "..."},
+		// The cut falls inside the two octets of "é": both go.
+		{"a.", strings.Repeat("x", MaxExtraText-3-len("a.: timeout: ")-1) + "é" + strings.Repeat("x", 100), "a.: timeout: " + strings.Repeat("x", MaxExtraText-3-len("a.: timeout: ")-1) + "..."},
+	} {
+		code, text := (&Error{Reason: Timeout, Name: tc.name, Detail: tc.detail}).EDE()
+		if code != 22 || text != tc.want || len(text) > MaxExtraText || !utf8.ValidString(text) {
+			t.Errorf("%d %q (%d octets), want 22 %q", code, text, len(text), tc.want)
+		}
 	}
 }

@@ -89,8 +89,19 @@ const (
 	// OptionEDE is the Extended DNS Error option code of RFC 8914 §2.
 	OptionEDE = 15
 
-	// EDEInvalidData is the EDE INFO-CODE 24, Invalid Data (RFC 8914
-	// §4.25), which Knot 3.2 sends for a zone that failed to load.
+	// EDE INFO-CODEs (RFC 8914 §4) Tern sends.
+	//
+	// EDEOther (§4.1) is an error no other code fits; its EXTRA-TEXT
+	// says what it is.
+	EDEOther = 0
+	// EDENoReachableAuthority (§4.23): the resolver could not reach any
+	// of the authoritative servers, or they refused to answer.
+	EDENoReachableAuthority = 22
+	// EDENetworkError (§4.24): an unreachable error came back while
+	// talking to an authoritative server (routing, port unreachable).
+	EDENetworkError = 23
+	// EDEInvalidData (§4.25), which Knot 3.2 sends for a zone that failed
+	// to load.
 	EDEInvalidData = 24
 )
 
