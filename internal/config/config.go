@@ -44,6 +44,12 @@ type Config struct {
 	Resolver *Resolver `toml:"resolver"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
+	// Keys, Remotes and ACLs are the [[key]], [[remote]] and [[acl]]
+	// tables: TSIG keys, other servers by name, and who may transfer,
+	// notify or update which zone. Zones and ACLs refer to them by name.
+	Keys    []Key    `toml:"key"`
+	Remotes []Remote `toml:"remote"`
+	ACLs    []ACL    `toml:"acl"`
 	// Path is the file the configuration was loaded from ("" for defaults
 	// or flags). It prefixes every validation message.
 	Path string `toml:"-"`
@@ -110,9 +116,60 @@ type Zone struct {
 	// Signing, when present, makes the server sign the zone itself and
 	// keep it signed: keys, rollovers and signature refresh.
 	Signing *Signing `toml:"signing"`
+	// Notify names the remotes sent a NOTIFY (RFC 1996) when the zone's
+	// serial changes.
+	Notify []string `toml:"notify" want:"a list of remote names"`
+	// ACL names the [[acl]] rules for the zone: without one, transfers
+	// are refused and NOTIFYs ignored.
+	ACL []string `toml:"acl" want:"a list of acl names"`
+	// Primary names the remotes a secondary zone is fetched from. It is
+	// checked, but secondary zones are not served yet: Validate rejects
+	// a zone that has it.
+	Primary []string `toml:"primary" want:"a list of remote names"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.
 	Line int `toml:"-"`
+}
+
+// Key is one [[key]] table: a TSIG key (RFC 8945).
+type Key struct {
+	// Name is the key's name, a domain name, as both sides write it in
+	// the TSIG record; Parse makes it lowercase and fully qualified.
+	Name string `toml:"name"`
+	// Algorithm is hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224
+	// or hmac-sha1.
+	Algorithm string `toml:"algorithm"`
+	// Secret is the shared secret, base64.
+	Secret string `toml:"secret"`
+}
+
+// Remote is one [[remote]] table: another server, by name.
+type Remote struct {
+	// Name is how zones and ACLs refer to the remote.
+	Name string `toml:"name"`
+	// Address lists its addresses, "ip:port" or "ip" (port 53).
+	Address []string `toml:"address" want:"a list of \"ip:port\" strings"`
+	// Key, when set, names the [[key]] the remote signs with: what Tern
+	// sends it is signed, and an ACL naming the remote wants requests
+	// signed with it.
+	Key string `toml:"key"`
+}
+
+// ACL is one [[acl]] table: a rule allowing requests that match it.
+type ACL struct {
+	// Name is how zones refer to the rule.
+	Name string `toml:"name"`
+	// Remote lists remotes whose addresses (and key, when they have
+	// one) the rule allows.
+	Remote []string `toml:"remote" want:"a list of remote names"`
+	// Address lists allowed source addresses and prefixes
+	// ("192.0.2.1", "192.0.2.0/24", "2001:db8::/32").
+	Address []string `toml:"address" want:"a list of address or prefix strings"`
+	// Key lists the [[key]]s of which one must sign the request; none:
+	// the request must be unsigned.
+	Key []string `toml:"key" want:"a list of key names"`
+	// Action lists what the rule allows: transfer, notify, update.
+	Action []string `toml:"action" want:"a list of actions (transfer, notify, update)"`
 }
 
 // Signing is a zone's [zone.signing] table: the automatic signing policy.
@@ -263,6 +320,24 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Resolver != nil {
 		c.Resolver.resolvePaths(path)
+	}
+	// Key names are domain names: "xfr", "XFR." and "xfr." are one key.
+	for i := range c.Keys {
+		if k := &c.Keys[i]; k.Name != "" {
+			k.Name = canonicalOrigin(k.Name)
+		}
+	}
+	for i := range c.Remotes {
+		if r := &c.Remotes[i]; r.Key != "" {
+			r.Key = canonicalOrigin(r.Key)
+		}
+	}
+	for i := range c.ACLs {
+		for j, k := range c.ACLs[i].Key {
+			if k != "" {
+				c.ACLs[i].Key[j] = canonicalOrigin(k)
+			}
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

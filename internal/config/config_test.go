@@ -146,7 +146,7 @@ file = "root.zone"
 					t.Fatalf("zones = %+v", c.Zones)
 				}
 				for i := range want {
-					if c.Zones[i] != want[i] {
+					if !reflect.DeepEqual(c.Zones[i], want[i]) {
 						t.Errorf("zone %d = %+v, want %+v", i, c.Zones[i], want[i])
 					}
 				}

@@ -117,6 +117,7 @@ func (c *Config) Validate() error {
 	if c.Resolver != nil {
 		v.validateResolver(c.Resolver)
 	}
+	v.validateTransfer()
 	return errors.Join(v.errs...)
 }
 
