@@ -4,8 +4,10 @@ package zone
 // the checks and publishes the zone.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -143,6 +145,8 @@ func (c *compiler) finish() (*Zone, error) {
 	for _, n := range c.nsec3 {
 		c.attachSigs(n)
 	}
+	z.nsec3Owners = c.nsec3
+	slices.SortFunc(z.nsec3Owners, func(a, b *Node) int { return bytes.Compare(a.Name, b.Name) })
 	for _, n := range c.list {
 		c.adjust(n)
 	}

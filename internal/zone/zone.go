@@ -196,6 +196,11 @@ type Zone struct {
 	Unavailable bool
 	// NSEC3 is the zone's NSEC3 chain, nil for NSEC or unsigned zones.
 	NSEC3 *NSEC3Chain
+	// nsec3Owners are the nodes of every owner of NSEC3 records or their
+	// RRSIGs, sorted by name, chain or not (an unsigned zone's, or an
+	// owner that is no hash): what the zone holds, for differences and
+	// transfers.
+	nsec3Owners []*Node
 
 	index    index
 	nsec     []*Node  // nodes with NSEC, in canonical order
