@@ -50,6 +50,8 @@ fuzz:
 	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzValidate -fuzztime 30s
+	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzTCP -fuzztime 30s
+	$(GO) test ./internal/resolve -run '^$$' -fuzz FuzzResolve -fuzztime 30s
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzCompression -fuzztime 30s
 	$(GO) test ./internal/dnssec -run '^$$' -fuzz FuzzSignZone -fuzztime 30s
 	$(GO) test ./internal/perf -run '^$$' -fuzz FuzzQueryFile -fuzztime 30s

@@ -8,10 +8,8 @@ package upstream
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -53,7 +51,9 @@ var ErrMismatch = errors.New("not the answer to the query")
 // Exchange asks server the question q and returns its answer. Over UDP,
 // packets that do not match (source, ID, question) are ignored until the
 // timeout; a truncated answer is asked again over TCP; an answer FORMERR or
-// NOTIMP to a query with EDNS is asked again without it (RFC 6891 §7).
+// NOTIMP without OPT to a query with EDNS is asked again without it (RFC
+// 6891 §7). Exchange knows nothing of zones: bailiwick and the size of
+// RRsets are the resolver's to judge.
 func (c *Client) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -69,12 +69,19 @@ func (c *Client) Exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 	if err != nil {
 		return nil, err
 	}
-	if m.Rcode == dns.RcodeFormatError || m.Rcode == dns.RcodeNotImplemented {
-		// RFC 6891 §7: a server that does not understand EDNS answers
-		// FORMERR or NOTIMP; ask again without it.
+	if rejectsEDNS(m) {
 		return c.exchange(ctx, server, q, 0)
 	}
 	return m, nil
+}
+
+// rejectsEDNS reports whether m, the answer to a query with EDNS, says
+// that its server does not implement EDNS: RFC 6891 §7, FORMERR (or, from
+// older servers, NOTIMP) without an OPT record. A FORMERR with an OPT
+// record comes from a server that understood EDNS and objects to
+// something else: asking again without EDNS would only hide that.
+func rejectsEDNS(m *dns.Msg) bool {
+	return (m.Rcode == dns.RcodeFormatError || m.Rcode == dns.RcodeNotImplemented) && m.IsEdns0() == nil
 }
 
 // exchange asks once over UDP (with EDNS when size > 0) and again over TCP
@@ -148,42 +155,45 @@ func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, siz
 	}
 }
 
-// exchangeTCP asks over a new TCP connection (RFC 7766).
+// exchangeTCP asks over a new TCP connection (RFC 7766), framed by
+// miekg/dns's Conn; the answer must pass the same checks as over UDP.
 func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
-	m, pkt, err := query(q, size)
+	dc := dns.Client{Net: "tcp"}
+	co, err := dc.DialContext(ctx, server.String())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tcp to %s: %w", server, ioError(ctx, err))
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", server.String())
-	if err != nil {
-		return nil, fmt.Errorf("tcp to %s: %w", server, err)
-	}
-	defer conn.Close()
-	if d, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(d)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	out := make([]byte, 2+len(pkt))
-	binary.BigEndian.PutUint16(out, uint16(len(pkt)))
-	copy(out[2:], pkt)
-	if _, err := conn.Write(out); err != nil {
-		return nil, fmt.Errorf("tcp to %s: %w", server, err)
-	}
-	var l [2]byte
-	if _, err := io.ReadFull(conn, l[:]); err != nil {
-		return nil, fmt.Errorf("tcp to %s: reading the length: %w", server, ioError(ctx, err))
-	}
-	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		return nil, fmt.Errorf("tcp to %s: reading the answer: %w", server, ioError(ctx, err))
-	}
-	r, err := Validate(buf, m.Id, q)
+	defer co.Close()
+	r, err := exchangeConn(ctx, co, q, size)
 	if err != nil {
 		return nil, fmt.Errorf("tcp to %s: %w", server, err)
 	}
 	return r, nil
+}
+
+// exchangeConn sends the query over a stream connection and reads one
+// answer. Unlike over UDP, an answer that does not match fails the
+// exchange: nobody else can write into the connection, so it is the
+// server's own wrong answer, and waiting longer would not bring another.
+func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, size uint16) (*dns.Msg, error) {
+	m, pkt, err := query(q, size)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		co.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { co.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := co.Write(pkt); err != nil {
+		return nil, ioError(ctx, err)
+	}
+	buf := make([]byte, dns.MaxMsgSize)
+	n, err := co.Read(buf)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", ioError(ctx, err))
+	}
+	return Validate(buf[:n], m.Id, q)
 }
 
 // ioError is the error of a read that failed: the context's when the
