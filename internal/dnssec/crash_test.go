@@ -53,7 +53,7 @@ func TestCrashWhileStoringKeys(t *testing.T) {
 				if !reached {
 					t.Fatalf("Step never reached %q", point)
 				}
-				// What a kill inside WriteFileAtomic leaves: its temporary
+				// What a kill inside durable.WriteFile leaves: its temporary
 				// files, for a key and for the state.
 				for _, name := range []string{".Kexample.com+015+00001.private.tmp4242", ".example.com.dnssec-state.json.tmp77"} {
 					if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600); err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/durable"
 )
 
 // DNSKEY flag values (RFC 4034 §2.1.1, RFC 3757): a ZSK has only the Zone
@@ -136,7 +138,7 @@ func writeKeyFiles(dir string, k *Key, created time.Time, suffix string) error {
 	if k.Signer == nil {
 		return fmt.Errorf("write key %d: no private key", k.Tag())
 	}
-	if err := mkdirDurable(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write key: %w", err)
 	}
 	base := KeyBaseName(k.DNSKEY)
@@ -153,10 +155,10 @@ func writeKeyFiles(dir string, k *Key, created time.Time, suffix string) error {
 	priv += "Created: " + created.UTC().Format("20060102150405") + "\n"
 	// Private key first: a .key without its .private would look like a
 	// usable key to a later run.
-	if err := WriteFileAtomic(filepath.Join(dir, base+".private"+suffix), []byte(priv), 0o600); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, base+".private"+suffix), []byte(priv), 0o600); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, base+".key"+suffix), []byte(pub), 0o644); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, base+".key"+suffix), []byte(pub), 0o644); err != nil {
 		return err
 	}
 	k.Base = base
@@ -210,7 +212,7 @@ func LoadKeys(dir, origin string) ([]*Key, error) {
 	if stem == "" {
 		stem = "."
 	}
-	matches, err := filepath.Glob(filepath.Join(dir, "K"+globEscape(stem)+"+*.key"))
+	matches, err := filepath.Glob(filepath.Join(dir, "K"+durable.GlobEscape(stem)+"+*.key"))
 	if err != nil {
 		return nil, fmt.Errorf("load keys from %s: %w", dir, err)
 	}
@@ -235,12 +237,6 @@ func LoadKeys(dir, origin string) ([]*Key, error) {
 		return keys[i].Tag() < keys[j].Tag()
 	})
 	return keys, nil
-}
-
-// globEscape quotes the glob metacharacters of a zone name.
-func globEscape(s string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
-	return r.Replace(s)
 }
 
 // EnsureKeys loads the keys of origin from dir and, when there is no KSK or

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/durable"
 )
 
 // Policy is the key and signature policy of one automatically signed zone.
@@ -259,7 +261,7 @@ func saveState(dir string, s *State) error {
 	if err != nil {
 		return fmt.Errorf("save key state: %w", err)
 	}
-	return WriteFileAtomic(StatePath(dir, s.Zone), append(b, '\n'), 0o600)
+	return durable.WriteFile(StatePath(dir, s.Zone), append(b, '\n'), 0o600)
 }
 
 // Manager runs the key rollovers of one zone: it generates keys, keeps
@@ -293,7 +295,7 @@ func NewManager(dir, zone string, p Policy) (*Manager, error) {
 		return nil, err
 	}
 	zone = dns.CanonicalName(dns.Fqdn(zone))
-	if err := mkdirDurable(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("key manager %s: %w", zone, err)
 	}
 	st, err := loadZoneState(dir, zone)
@@ -602,7 +604,7 @@ func (m *Manager) storeChanges() error {
 		}
 	}
 	m.pending = nil
-	return syncDir(m.dir)
+	return durable.SyncDir(m.dir)
 }
 
 // commitKeyFiles renames a key's pending files to their final names,
@@ -624,7 +626,7 @@ func commitKeyFiles(dir, base string) error {
 // zone of st: the pending files of keys st lists are renamed to their
 // final names, those of keys it does not list (never published) are
 // removed, and so are the temporary files of interrupted atomic writes of
-// the zone's keys and state (WriteFileAtomic removes those of any other
+// the zone's keys and state (durable.WriteFile removes those of any other
 // file, such as the signed copy, when it next writes it). Files of other zones, and key
 // files under final names that st does not list (made by 'tern zone
 // sign', say), are left alone.
@@ -637,8 +639,8 @@ func recoverKeyDir(dir string, st *State) error {
 	for _, k := range st.Keys {
 		listed[k.File] = true
 	}
-	keyGlob := "K" + globEscape(stem) + "+*"
-	pending, err := matchDir(dir, keyGlob+pendingSuffix)
+	keyGlob := "K" + durable.GlobEscape(stem) + "+*"
+	pending, err := durable.MatchDir(dir, keyGlob+pendingSuffix)
 	if err != nil {
 		return err
 	}
@@ -661,18 +663,18 @@ func recoverKeyDir(dir string, st *State) error {
 			return err
 		}
 	}
-	stale, err := removeTemps(dir, keyGlob)
+	stale, err := durable.RemoveTemps(dir, keyGlob)
 	if err != nil {
 		return err
 	}
-	n, err := removeTemps(dir, globEscape(filepath.Base(StatePath(dir, st.Zone))))
+	n, err := durable.RemoveTemps(dir, durable.GlobEscape(filepath.Base(StatePath(dir, st.Zone))))
 	if err != nil {
 		return err
 	}
 	if len(pending)+stale+n == 0 {
 		return nil
 	}
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // step calls the interrupt hook, if any, at a named step.

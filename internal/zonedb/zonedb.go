@@ -21,6 +21,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/dnssec"
+	"github.com/tern-dns/tern/internal/durable"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -273,7 +274,7 @@ func (m *Manager) sign(ctx context.Context, sz *signedZone, unsigned []dns.RR) (
 		b.WriteString(rr.String())
 		b.WriteByte('\n')
 	}
-	if err := dnssec.WriteFileAtomic(signedPath(sz.cfg), []byte(b.String()), 0o600); err != nil {
+	if err := durable.WriteFile(signedPath(sz.cfg), []byte(b.String()), 0o600); err != nil {
 		return nil, next, fmt.Errorf("saving the signed copy: %w", err)
 	}
 	recs := make([]zone.Record, len(out))

@@ -1,25 +1,29 @@
-package dnssec
+// Package durable writes files and directories so that they survive a
+// crash whole: a file is replaced atomically (write a temporary, fsync,
+// rename, fsync the directory), a new directory's parent is fsynced.
+package durable
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// WriteFileAtomic writes data to path so that a reader (or a crash) sees
+// WriteFile writes data to path so that a reader (or a crash) sees
 // either the old content or the new, never a torn file: it writes a
 // temporary file in the same directory, fsyncs it, renames it over path and
 // fsyncs the directory so the rename itself is durable.
 //
 // Temporary files of earlier writes of path that a crash left behind are
 // removed first.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+func WriteFile(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if _, err := removeTemps(dir, globEscape(filepath.Base(path))); err != nil {
+	if _, err := RemoveTemps(dir, GlobEscape(filepath.Base(path))); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+TempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -46,12 +50,12 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-// syncDir fsyncs a directory so that entries created or renamed in it
+// SyncDir fsyncs a directory so that entries created or renamed in it
 // survive a crash.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
@@ -63,34 +67,34 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// mkdirDurable is os.MkdirAll that also fsyncs the parent of each
+// MkdirAll is os.MkdirAll that also fsyncs the parent of each
 // directory it creates: without that, a crash can lose a new key
 // directory, and with it files whose own fsyncs had returned.
-func mkdirDurable(dir string, perm os.FileMode) error {
+func MkdirAll(dir string, perm os.FileMode) error {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirDurable(parent, perm); err != nil {
+		if err := MkdirAll(parent, perm); err != nil {
 			return err
 		}
 	}
 	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return SyncDir(parent)
 }
 
-// tempInfix separates a file's name from the random part in the names of
-// WriteFileAtomic's temporary files: ".<name>.tmp<random>".
-const tempInfix = ".tmp"
+// TempInfix separates a file's name from the random part in the names of
+// WriteFile's temporary files: ".<name>.tmp<random>".
+const TempInfix = ".tmp"
 
-// removeTemps removes the temporary files WriteFileAtomic makes for the
+// RemoveTemps removes the temporary files WriteFile makes for the
 // files of dir whose names match the glob name, and returns how many it
 // removed.
-func removeTemps(dir, name string) (int, error) {
-	temps, err := matchDir(dir, "."+name+tempInfix+"*")
+func RemoveTemps(dir, name string) (int, error) {
+	temps, err := MatchDir(dir, "."+name+TempInfix+"*")
 	if err != nil {
 		return 0, err
 	}
@@ -102,10 +106,10 @@ func removeTemps(dir, name string) (int, error) {
 	return len(temps), nil
 }
 
-// matchDir returns the names of the entries of dir that match the glob
+// MatchDir returns the names of the entries of dir that match the glob
 // pattern. Unlike filepath.Glob it takes dir literally, whatever
 // characters its name holds.
-func matchDir(dir, pattern string) ([]string, error) {
+func MatchDir(dir, pattern string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -121,4 +125,11 @@ func matchDir(dir, pattern string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// GlobEscape quotes the glob metacharacters of a file name (a zone's
+// name may hold any of them).
+func GlobEscape(s string) string {
+	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
+	return r.Replace(s)
 }
