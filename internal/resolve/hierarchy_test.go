@@ -24,7 +24,7 @@ import (
 // net. to the second; tld. delegates example.tld. with glue to the third;
 // net. delegates cdn.net. to ns1.example.tld., a name out of net.'s
 // bailiwick (no usable glue: it is resolved); www.example.tld. is a CNAME
-// to www.cdn.net.
+// to www.cdn.net. and alias.example.tld. a DNAME to cdn.net.
 var hierarchy = []struct {
 	server int // index of the address serving the zone
 	origin string
@@ -52,6 +52,7 @@ example.tld. SOA ns1.example.tld. h.example.tld. 1 7200 3600 1209600 300
 example.tld. NS ns1.example.tld.
 ns1.example.tld. A {2}
 www.example.tld. CNAME www.cdn.net.
+alias.example.tld. DNAME cdn.net.
 `}, {2, "cdn.net.", `
 cdn.net. SOA ns1.example.tld. h.example.tld. 1 7200 3600 1209600 300
 cdn.net. NS ns1.example.tld.
@@ -189,6 +190,33 @@ func TestHierarchy(t *testing.T) {
 		for _, s := range steps {
 			t.Logf("%+v", s)
 		}
+	}
+}
+
+// TestHierarchyDNAME: a DNAME answer from Tern's authoritative server,
+// redirected into another zone.
+func TestHierarchyDNAME(t *testing.T) {
+	addrs, port := startHierarchy(t)
+	var steps []resolve.Step
+	r := resolve.New(&upstream.Client{}, resolve.Options{
+		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
+		Port:  port,
+		Trace: func(s resolve.Step) { steps = append(steps, s) },
+	})
+	res, err := r.Resolve(context.Background(), "www.alias.example.tld.", dns.TypeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rr := range res.Answer {
+		got = append(got, strings.Join(strings.Fields(rr.String()), " "))
+	}
+	want := []string{"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80"}
+	if res.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
+		t.Fatalf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, want)
+	}
+	if want := "answer, 2 records, DNAME alias.example.tld. -> cdn.net."; len(steps) < 3 || steps[2].Outcome != want {
+		t.Errorf("steps %+v, want the third %q", steps, want)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package resolve is the iterative resolver: starting from the root hints
 // it follows referrals down to the servers of the zone that holds the
 // answer, resolving name server names that come without usable glue and
-// following CNAME chains across zones. It holds no sockets: it asks
+// following CNAME chains and DNAME redirections (RFC 6672) across zones. It holds no sockets: it asks
 // through an upstream.Exchanger, so that tests drive it with canned
 // answers. There is no cache yet: every resolution starts at the root.
 package resolve
@@ -168,9 +168,9 @@ func (ru *run) hit(limit string) {
 	}
 }
 
-// resolve answers name/qtype, following CNAME chains: within an answer as
-// far as the answering zone vouches for it, then from the root for a
-// target in another zone.
+// resolve answers name/qtype, following CNAME chains and DNAME
+// redirections: within an answer as far as the answering zone vouches for
+// it, then from the root for a name in another zone.
 func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int) (*Result, error) {
 	res := &Result{}
 	seen := map[string]bool{name: true}
@@ -181,20 +181,42 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 		}
 		cur := name
 		for {
-			if rrs := owned(m.Answer, cur, qtype); len(rrs) > 0 {
+			var target string
+			if dn := redirecting(m.Answer, cur); dn != nil {
+				// RFC 6672 §3.2: the DNAME redirects cur (and nothing
+				// can exist below it, §2.3, so it comes before records
+				// of cur); the CNAME the server synthesized beside it is
+				// not trusted but made again from the DNAME (as Unbound
+				// and BIND do), and both go into the answer, DNAME first
+				// (§3.1).
+				res.Answer = append(res.Answer, dn)
+				cn, ok := synthesize(dn, cur)
+				if !ok {
+					// RFC 6672 §2.2: the name is too long to be
+					// redirected: YXDOMAIN, as the server says.
+					res.Rcode = dns.RcodeYXDomain
+					return res, nil
+				}
+				res.Answer = append(res.Answer, cn)
+				if qtype == dns.TypeCNAME {
+					res.Rcode = dns.RcodeSuccess
+					return res, nil
+				}
+				target = cn.Target
+			} else if rrs := owned(m.Answer, cur, qtype); len(rrs) > 0 {
 				res.Answer = append(res.Answer, rrs...)
 				res.Rcode = dns.RcodeSuccess
 				return res, nil
-			}
-			cn := owned(m.Answer, cur, dns.TypeCNAME)
-			if len(cn) == 0 {
+			} else if cn := owned(m.Answer, cur, dns.TypeCNAME); len(cn) > 0 {
+				res.Answer = append(res.Answer, cn[0])
+				target = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+			} else {
 				break
 			}
-			res.Answer = append(res.Answer, cn[0])
+			// A DNAME redirection is a link of the chain as a CNAME is.
 			if len(seen) > ru.r.limits.CNAMEs {
-				return nil, &Error{Reason: CNAMELimit, Name: name, Detail: fmt.Sprintf("a chain of more than %d CNAMEs", ru.r.limits.CNAMEs)}
+				return nil, &Error{Reason: CNAMELimit, Name: name, Detail: fmt.Sprintf("a chain of more than %d CNAME and DNAME links", ru.r.limits.CNAMEs)}
 			}
-			target := dns.CanonicalName(cn[0].(*dns.CNAME).Target)
 			if seen[target] {
 				return nil, &Error{Reason: CNAMELoop, Name: name, Detail: "the CNAME chain comes back to " + target}
 			}
@@ -202,8 +224,10 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 			cur = target
 		}
 		// RFC 6604 §2.1: the rcode is about the last name of the chain;
-		// it is believed only from a server authoritative for it.
-		if cur == name || (dns.IsSubDomain(zone, cur) && m.Authoritative) {
+		// it is believed only from a server authoritative for it, and a
+		// NOERROR only with the SOA of a NODATA: the last name may be
+		// below a cut in the zone, which the server then only refers to.
+		if cur == name || (dns.IsSubDomain(zone, cur) && m.Authoritative && (m.Rcode == dns.RcodeNameError || hasSOA(m.Ns))) {
 			res.Rcode = m.Rcode
 			for _, rr := range m.Ns {
 				if rr.Header().Rrtype == dns.TypeSOA {
@@ -216,6 +240,48 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 		// resolved from the root.
 		name = cur
 	}
+}
+
+// hasSOA reports whether rrs hold an SOA record.
+func hasSOA(rrs []dns.RR) bool {
+	return slices.ContainsFunc(rrs, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeSOA })
+}
+
+// redirecting returns the DNAME of rrs that redirects name: the one owned
+// by an ancestor of name (RFC 6672 §2.3: a DNAME redirects the names
+// below its owner, not the owner itself), or nil.
+func redirecting(rrs []dns.RR, name string) *dns.DNAME {
+	for _, rr := range rrs {
+		dn, ok := rr.(*dns.DNAME)
+		if !ok {
+			continue
+		}
+		owner := dns.CanonicalName(dn.Hdr.Name)
+		if owner != name && dns.IsSubDomain(owner, name) {
+			return dn
+		}
+	}
+	return nil
+}
+
+// synthesize returns the CNAME that dn redirects name with (RFC 6672
+// §2.2: the owner's suffix of name replaced by the DNAME's target), with
+// the DNAME's TTL (§3.1), and false when the new name would be longer
+// than 255 octets.
+func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
+	owner, target := dns.CanonicalName(dn.Hdr.Name), dns.CanonicalName(dn.Target)
+	prefix := name // "www.a.example." below "a.example." is "www."
+	if owner != "." {
+		prefix = name[:len(name)-len(owner)]
+	}
+	to := prefix + target
+	if target == "." {
+		to = prefix
+	}
+	if _, ok := dns.IsDomainName(to); !ok {
+		return nil, false
+	}
+	return &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: dn.Hdr.Ttl}, Target: to}, true
 }
 
 // iterate follows referrals from the root to the zone that answers
@@ -474,7 +540,10 @@ func (ru *run) timeout(name string) error {
 // whether it is a final answer (nil delegation), a referral, or not
 // usable (an error: the server is lame).
 func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegation, error) {
-	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError {
+	// RFC 6672 §2.2: YXDOMAIN is the answer for a name a DNAME would
+	// make too long.
+	yx := m.Rcode == dns.RcodeYXDomain && slices.ContainsFunc(m.Answer, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeDNAME })
+	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError && !yx {
 		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
 	}
 	before, answers := len(m.Answer)+len(m.Ns), len(m.Answer)
@@ -564,7 +633,8 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	return d, nil
 }
 
-// outcome describes a final answer for the trace.
+// outcome describes a final answer for the trace, with the DNAME
+// redirections it holds.
 func outcome(m *dns.Msg) string {
 	switch {
 	case m.Rcode == dns.RcodeNameError:
@@ -572,7 +642,16 @@ func outcome(m *dns.Msg) string {
 	case len(m.Answer) == 0:
 		return "NODATA"
 	}
-	return fmt.Sprintf("answer, %d records", len(m.Answer))
+	s := fmt.Sprintf("answer, %d records", len(m.Answer))
+	if m.Rcode != dns.RcodeSuccess {
+		s = dns.RcodeToString[m.Rcode] + ", " + s
+	}
+	for _, rr := range m.Answer {
+		if dn, ok := rr.(*dns.DNAME); ok {
+			s += ", DNAME " + dns.CanonicalName(dn.Hdr.Name) + " -> " + dns.CanonicalName(dn.Target)
+		}
+	}
+	return s
 }
 
 // largest returns the size of the largest RRset in rrs and its owner and

@@ -209,6 +209,96 @@ func TestResolve(t *testing.T) {
 		answer: []string{"a.example.com. 300 IN CNAME b.example.com.", "b.example.com. 300 IN CNAME www.example.com.", "www.example.com. 300 IN A 192.0.2.1"},
 		asked:  []string{root, gtld, exCom},
 	}, {
+		name: "DNAME within a zone: the CNAME made from it, not the server's", qname: "www.a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN DNAME b.example.com.",
+				"www.a.example.com. 0 IN CNAME www.b.example.com.", "www.b.example.com. 300 IN A 192.0.2.1")
+		},
+		answer: []string{"a.example.com. 300 IN DNAME b.example.com.", "www.a.example.com. 300 IN CNAME www.b.example.com.", "www.b.example.com. 300 IN A 192.0.2.1"},
+		asked:  []string{root, gtld, exCom},
+		check: func(t *testing.T, f *fake, steps []Step) {
+			if want := "answer, 3 records, DNAME a.example.com. -> b.example.com."; steps[2].Outcome != want {
+				t.Errorf("outcome %q, want %q", steps[2].Outcome, want)
+			}
+		},
+	}, {
+		name: "DNAME into another zone: a forged CNAME beside it ignored", qname: "www.a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN DNAME example.net.",
+				"www.a.example.com. 300 IN CNAME evil.example.com.", "evil.example.com. 300 IN A "+evil)
+		},
+		answer: []string{"a.example.com. 300 IN DNAME example.net.", "www.a.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"},
+		asked:  []string{root, gtld, exCom, root, gtld, exNet},
+	}, {
+		name: "DNAME without a CNAME (RFC 2672 server)", qname: "www.a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 60 IN DNAME example.net.")
+		},
+		answer: []string{"a.example.com. 60 IN DNAME example.net.", "www.a.example.com. 60 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"},
+		asked:  []string{root, gtld, exCom, root, gtld, exNet},
+	}, {
+		name: "DNAME, QTYPE CNAME: the synthesized CNAME is the answer", qname: "www.a.example.com.", qtype: dns.TypeCNAME,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.a.example.com.", dns.TypeCNAME}] = answer(t, "a.example.com. 60 IN DNAME example.net.",
+				"www.a.example.com. 60 IN CNAME www.example.net.")
+		},
+		answer: []string{"a.example.com. 60 IN DNAME example.net.", "www.a.example.com. 60 IN CNAME www.example.net."},
+		asked:  []string{root, gtld, exCom},
+	}, {
+		name: "DNAME, QTYPE DNAME at its owner", qname: "a.example.com.", qtype: dns.TypeDNAME,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "a.example.com.", dns.TypeDNAME}] = answer(t, "a.example.com. 60 IN DNAME example.net.")
+		},
+		answer: []string{"a.example.com. 60 IN DNAME example.net."},
+		asked:  []string{root, gtld, exCom},
+	}, {
+		name: "DNAME making a name too long: YXDOMAIN", qname: long + ".a.example.com.", qtype: dns.TypeA, rcode: dns.RcodeYXDomain,
+		setup: func(t *testing.T, f *fake) {
+			m := answer(t, "a.example.com. 60 IN DNAME "+label63+".example.net.")
+			m.Rcode = dns.RcodeYXDomain
+			f.answers[key{exCom, long + ".a.example.com.", dns.TypeA}] = m
+		},
+		answer: []string{"a.example.com. 60 IN DNAME " + label63 + ".example.net."},
+		asked:  []string{root, gtld, exCom},
+	}, {
+		name: "DNAME links count toward the CNAME limit", qname: "x.d0.example.com.", qtype: dns.TypeA, limits: Limits{CNAMEs: 3},
+		setup: func(t *testing.T, f *fake) {
+			var chain []string
+			for i := range 5 {
+				chain = append(chain, fmt.Sprintf("d%d.example.com. 300 IN DNAME d%d.example.com.", i, i+1))
+			}
+			f.answers[key{exCom, "x.d0.example.com.", dns.TypeA}] = answer(t, append(chain, "x.d5.example.com. 300 IN A 192.0.2.1")...)
+		},
+		reason: CNAMELimit, ede: 0, extra: "a chain of more than 3 CNAME and DNAME links",
+	}, {
+		name: "DNAME loop stopped", qname: "x.a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "x.a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN DNAME b.example.com.", "b.example.com. 300 IN DNAME a.example.com.")
+		},
+		reason: CNAMELoop, ede: 0, extra: "comes back to x.a.example.com.",
+	}, {
+		name: "CNAME to a name below a cut of the same zone: resolved from there", qname: "www.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			sub := referral(t, []string{"sub.example.com. 3600 IN NS ns.sub.example.com."}, "ns.sub.example.com. 3600 IN A "+exCom2)
+			m := answer(t, "www.example.com. 300 IN CNAME www.sub.example.com.")
+			m.Ns = sub.Ns
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = m
+			f.answers[key{exCom, "sub.example.com.", 0}] = sub
+			f.answers[key{exCom2, "www.sub.example.com.", dns.TypeA}] = answer(t, "www.sub.example.com. 300 IN A 192.0.2.9")
+		},
+		answer: []string{"www.example.com. 300 IN CNAME www.sub.example.com.", "www.sub.example.com. 300 IN A 192.0.2.9"},
+		asked:  []string{root, gtld, exCom, root, gtld, exCom, exCom2},
+	}, {
+		name: "CNAME to a NODATA in the same zone", qname: "a.example.com.", qtype: dns.TypeA,
+		setup: func(t *testing.T, f *fake) {
+			m := answer(t, "a.example.com. 300 IN CNAME b.example.com.")
+			m.Ns = rrs(t, "example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300")
+			f.answers[key{exCom, "a.example.com.", dns.TypeA}] = m
+		},
+		answer:    []string{"a.example.com. 300 IN CNAME b.example.com."},
+		authority: []string{"example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"},
+		asked:     []string{root, gtld, exCom},
+	}, {
 		name: "CNAME loop across zones stopped", qname: "a.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
 			f.answers[key{exCom, "a.example.com.", dns.TypeA}] = answer(t, "a.example.com. 300 IN CNAME b.example.net.")
@@ -224,7 +314,7 @@ func TestResolve(t *testing.T) {
 			}
 			f.answers[key{exCom, "c0.example.com.", dns.TypeA}] = answer(t, append(chain, "c5.example.com. 300 IN A 192.0.2.1")...)
 		},
-		reason: CNAMELimit, ede: 0, extra: "CNAME chain limit: a chain of more than 3 CNAMEs",
+		reason: CNAMELimit, ede: 0, extra: "CNAME chain limit: a chain of more than 3 CNAME and DNAME links",
 	}, {
 		name: "lame server (REFUSED) skipped", qname: "www.example.com.", qtype: dns.TypeA,
 		setup: func(t *testing.T, f *fake) {
@@ -399,6 +489,12 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// label63 is a label of 63 octets, the longest; long is three of them.
+var (
+	label63 = strings.Repeat("l", 63)
+	long    = label63 + "." + label63 + "." + label63
+)
 
 // twoServers gives example.com. a second server, exCom2, that answers.
 func twoServers(t testing.TB, f *fake) {
