@@ -147,18 +147,26 @@ func free(addrs []netip.Addr, port uint16) error {
 	return nil
 }
 
-// TestHierarchy resolves through Tern's own authoritative servers: two
-// referrals with glue, a CNAME into another zone, and that zone's NS name
-// resolved because its glue would be out of bailiwick.
-func TestHierarchy(t *testing.T) {
-	addrs, port := startHierarchy(t)
+// resolveTraced resolves name/qtype with the hierarchy's root as the only
+// hint, checks that the answer is a NOERROR with the records want (in
+// zone-file form, tabs as spaces), and returns the steps taken, which it
+// logs when the test fails or runs verbose.
+func resolveTraced(t *testing.T, addrs []netip.Addr, port uint16, name string, qtype uint16, want ...string) []resolve.Step {
+	t.Helper()
 	var steps []resolve.Step
 	r := resolve.New(&upstream.Client{}, resolve.Options{
 		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
 		Port:  port,
 		Trace: func(s resolve.Step) { steps = append(steps, s) },
 	})
-	res, err := r.Resolve(context.Background(), "WWW.Example.TLD.", dns.TypeA)
+	t.Cleanup(func() {
+		if t.Failed() || testing.Verbose() {
+			for _, s := range steps {
+				t.Logf("%+v", s)
+			}
+		}
+	})
+	res, err := r.Resolve(context.Background(), name, qtype)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +174,19 @@ func TestHierarchy(t *testing.T) {
 	for _, rr := range res.Answer {
 		got = append(got, strings.Join(strings.Fields(rr.String()), " "))
 	}
-	want := []string{"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80"}
 	if res.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
 		t.Fatalf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, want)
 	}
+	return steps
+}
+
+// TestHierarchy resolves through Tern's own authoritative servers: two
+// referrals with glue, a CNAME into another zone, and that zone's NS name
+// resolved because its glue would be out of bailiwick.
+func TestHierarchy(t *testing.T) {
+	addrs, port := startHierarchy(t)
+	steps := resolveTraced(t, addrs, port, "WWW.Example.TLD.", dns.TypeA,
+		"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
 	// The path: root, tld., example.tld. (CNAME); root, net. (referral
 	// to cdn.net. without usable glue); ns1.example.tld. resolved from
 	// the root (depth 1); then cdn.net.'s server.
@@ -186,35 +203,14 @@ func TestHierarchy(t *testing.T) {
 	if !slices.Equal(path, wantPath) {
 		t.Errorf("path\n%q\nwant\n%q", path, wantPath)
 	}
-	if t.Failed() || testing.Verbose() {
-		for _, s := range steps {
-			t.Logf("%+v", s)
-		}
-	}
 }
 
 // TestHierarchyDNAME: a DNAME answer from Tern's authoritative server,
 // redirected into another zone.
 func TestHierarchyDNAME(t *testing.T) {
 	addrs, port := startHierarchy(t)
-	var steps []resolve.Step
-	r := resolve.New(&upstream.Client{}, resolve.Options{
-		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
-		Port:  port,
-		Trace: func(s resolve.Step) { steps = append(steps, s) },
-	})
-	res, err := r.Resolve(context.Background(), "www.alias.example.tld.", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, rr := range res.Answer {
-		got = append(got, strings.Join(strings.Fields(rr.String()), " "))
-	}
-	want := []string{"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80"}
-	if res.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
-		t.Fatalf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, want)
-	}
+	steps := resolveTraced(t, addrs, port, "www.alias.example.tld.", dns.TypeA,
+		"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
 	if want := "answer, 2 records, DNAME alias.example.tld. -> cdn.net."; len(steps) < 3 || steps[2].Outcome != want {
 		t.Errorf("steps %+v, want the third %q", steps, want)
 	}

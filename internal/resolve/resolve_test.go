@@ -262,13 +262,7 @@ func TestResolve(t *testing.T) {
 		asked:  []string{root, gtld, exCom},
 	}, {
 		name: "DNAME links count toward the CNAME limit", qname: "x.d0.example.com.", qtype: dns.TypeA, limits: Limits{CNAMEs: 3},
-		setup: func(t *testing.T, f *fake) {
-			var chain []string
-			for i := range 5 {
-				chain = append(chain, fmt.Sprintf("d%d.example.com. 300 IN DNAME d%d.example.com.", i, i+1))
-			}
-			f.answers[key{exCom, "x.d0.example.com.", dns.TypeA}] = answer(t, append(chain, "x.d5.example.com. 300 IN A 192.0.2.1")...)
-		},
+		setup:  func(t *testing.T, f *fake) { chain(t, f, "x.", "d", "DNAME") },
 		reason: CNAMELimit, ede: 0, extra: "a chain of more than 3 CNAME and DNAME links",
 	}, {
 		name: "DNAME loop stopped", qname: "x.a.example.com.", qtype: dns.TypeA,
@@ -307,13 +301,7 @@ func TestResolve(t *testing.T) {
 		reason: CNAMELoop, ede: 0, extra: "CNAME loop: the CNAME chain comes back to a.example.com.",
 	}, {
 		name: "CNAME chain limit", qname: "c0.example.com.", qtype: dns.TypeA, limits: Limits{CNAMEs: 3},
-		setup: func(t *testing.T, f *fake) {
-			var chain []string
-			for i := range 5 {
-				chain = append(chain, fmt.Sprintf("c%d.example.com. 300 IN CNAME c%d.example.com.", i, i+1))
-			}
-			f.answers[key{exCom, "c0.example.com.", dns.TypeA}] = answer(t, append(chain, "c5.example.com. 300 IN A 192.0.2.1")...)
-		},
+		setup:  func(t *testing.T, f *fake) { chain(t, f, "", "c", "CNAME") },
 		reason: CNAMELimit, ede: 0, extra: "CNAME chain limit: a chain of more than 3 CNAME and DNAME links",
 	}, {
 		name: "lame server (REFUSED) skipped", qname: "www.example.com.", qtype: dns.TypeA,
@@ -488,6 +476,18 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chain makes exCom answer the name below+p0.example.com. with a chain of
+// five links of type typ (p0 to p1, ..., p4 to p5) and an A record of
+// below+p5.example.com.
+func chain(t *testing.T, f *fake, below, p, typ string) {
+	var rrs []string
+	for i := range 5 {
+		rrs = append(rrs, fmt.Sprintf("%s%d.example.com. 300 IN %s %s%d.example.com.", p, i, typ, p, i+1))
+	}
+	rrs = append(rrs, fmt.Sprintf("%s%s5.example.com. 300 IN A 192.0.2.1", below, p))
+	f.answers[key{exCom, below + p + "0.example.com.", dns.TypeA}] = answer(t, rrs...)
 }
 
 // label63 is a label of 63 octets, the longest; long is three of them.
