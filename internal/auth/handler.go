@@ -1,7 +1,5 @@
 package auth
 
-import "github.com/tern-dns/tern/internal/server"
-
 // Worker answers queries from a Responder for one goroutine of a server:
 // it owns the Scratch and, over UDP, the response cache and the batch's
 // Aheads, and decides per batch whether answering ahead pays. It is not
@@ -30,34 +28,34 @@ func (r *Responder) NewWorker(tcp bool, cacheSize int) *Worker {
 	return w
 }
 
-// Answer answers req's query into out (capacity BufferSize), as
+// Answer answers the query in pkt into out (capacity BufferSize), as
 // Responder.Answer does.
-func (w *Worker) Answer(req *server.Request, out []byte) []byte {
-	return w.r.Answer(&w.scr, req.Packet, out, w.tcp)
+func (w *Worker) Answer(pkt, out []byte) []byte {
+	return w.r.Answer(&w.scr, pkt, out, w.tcp)
 }
 
-// AnswerBatch answers reqs[i] into outs[i] (capacity BufferSize each) and
+// AnswerBatch answers pkts[i] into outs[i] (capacity BufferSize each) and
 // stores the responses back into outs. Where it pays (Scratch.AheadPays:
 // answers that need the zones, or a response cache larger than the CPU's
 // fast caches), the batch is started together and advanced in steps
 // before any is answered, so that the memory each answer reads (the
 // cache's entry, or the zone lookup's chain) loads for all of them at
 // once (Ahead). Only for UDP workers.
-func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
+func (w *Worker) AnswerBatch(pkts, outs [][]byte) {
 	r, s := w.r, &w.scr
-	if len(reqs) < 2 || w.tcp || !s.AheadPays() {
-		for i := range reqs {
-			outs[i] = r.Answer(s, reqs[i].Packet, outs[i], w.tcp)
+	if len(pkts) < 2 || w.tcp || !s.AheadPays() {
+		for i, pkt := range pkts {
+			outs[i] = r.Answer(s, pkt, outs[i], w.tcp)
 		}
 		return
 	}
-	if len(w.ahead) < len(reqs) {
-		w.ahead = make([]Ahead, len(reqs))
+	if len(w.ahead) < len(pkts) {
+		w.ahead = make([]Ahead, len(pkts))
 	}
-	ahead := w.ahead[:len(reqs)]
+	ahead := w.ahead[:len(pkts)]
 	w.aheadBatches++
 	for i := range ahead {
-		r.Start(s, &ahead[i], reqs[i].Packet)
+		r.Start(s, &ahead[i], pkts[i])
 	}
 	for step := 0; step < Steps; step++ {
 		for i := range ahead {
@@ -65,7 +63,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		}
 	}
 	for i := range ahead {
-		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
+		outs[i] = r.AnswerAhead(s, &ahead[i], pkts[i], outs[i])
 	}
 }
 

@@ -29,6 +29,8 @@ const (
 	defaultTCPMaxConnections = 1024
 	defaultTCPIOTimeout      = 500 * time.Millisecond
 	defaultLogLevel          = "info"
+	defaultDataDir           = "/var/lib/tern"
+	defaultJournalMaxSize    = "64MiB"
 	defaultVersion           = "Tern"
 	// fallbackID is used for id.server. when the host name cannot be
 	// determined, so the CHAOS identity is never silently empty.
@@ -88,6 +90,14 @@ type Server struct {
 	TCPIOTimeout Duration `toml:"tcp-io-timeout"`
 	// LogLevel is one of debug, info, warn, error. Default info.
 	LogLevel string `toml:"log-level"`
+	// DataDir holds what the server writes for itself: the zones'
+	// journals (and, later, transferred zones). Default $STATE_DIRECTORY
+	// (systemd's StateDirectory=), else /var/lib/tern; a relative path is
+	// resolved against the configuration file's directory.
+	DataDir string `toml:"data-dir"`
+	// JournalMaxSize bounds each zone's journal of differences (IXFR),
+	// as a size string: "64MiB". Default 64MiB.
+	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
 }
 
 // Identity holds the [identity] table: how the server identifies itself via
@@ -122,6 +132,8 @@ type Zone struct {
 	// ACL names the [[acl]] rules for the zone: without one, transfers
 	// are refused and NOTIFYs ignored.
 	ACL []string `toml:"acl" want:"a list of acl names"`
+	// JournalMaxSize overrides server.journal-max-size for this zone.
+	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
 	// Primary names the remotes a secondary zone is fetched from. It is
 	// checked, but secondary zones are not served yet: Validate rejects
 	// a zone that has it.
@@ -251,6 +263,8 @@ func Default() *Config {
 			TCPMaxConnections: defaultTCPMaxConnections,
 			TCPIOTimeout:      Duration{defaultTCPIOTimeout},
 			LogLevel:          defaultLogLevel,
+			DataDir:           defaultDataDirectory(),
+			JournalMaxSize:    defaultJournalMaxSize,
 		},
 		Identity: Identity{
 			Enabled: &chaos,
@@ -258,6 +272,27 @@ func Default() *Config {
 			Version: defaultVersion,
 		},
 	}
+}
+
+// defaultDataDirectory is server.data-dir's default: the state directory
+// systemd gives the service (StateDirectory=; the first of several), else
+// /var/lib/tern.
+func defaultDataDirectory() string {
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return d
+	}
+	return defaultDataDir
+}
+
+// JournalMaxBytes is the bound of zone z's journal in octets: its own
+// journal-max-size, else the server's (both checked by Validate).
+func (c *Config) JournalMaxBytes(z *Zone) int64 {
+	s := z.JournalMaxSize
+	if s == "" {
+		s = c.Server.JournalMaxSize
+	}
+	n, _ := parseSize(s)
+	return n
 }
 
 // Load reads the file at path, parses it strictly, applies defaults for
@@ -317,6 +352,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		if z.File != "" && path != "" && !filepath.IsAbs(z.File) {
 			z.File = filepath.Join(filepath.Dir(path), z.File)
 		}
+	}
+	if c.Server.DataDir != "" && path != "" && !filepath.IsAbs(c.Server.DataDir) {
+		c.Server.DataDir = filepath.Join(filepath.Dir(path), c.Server.DataDir)
 	}
 	if c.Resolver != nil {
 		c.Resolver.resolvePaths(path)

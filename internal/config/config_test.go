@@ -81,6 +81,27 @@ log-level = "debug"
 			},
 		},
 		{
+			name:  "data directory and journal bounds",
+			input: "[server]\ndata-dir = \"state\"\njournal-max-size = \"1MiB\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\njournal-max-size = \"8KiB\"\n[[zone]]\norigin = \"b.test\"\nfile = \"b\"\n",
+			check: func(t *testing.T, c *Config) {
+				if want := filepath.Join(filepath.Dir(c.Path), "state"); c.Server.DataDir != want {
+					t.Errorf("DataDir = %q, want %q", c.Server.DataDir, want)
+				}
+				if a, b := c.JournalMaxBytes(&c.Zones[0]), c.JournalMaxBytes(&c.Zones[1]); a != 8<<10 || b != 1<<20 {
+					t.Errorf("journal bounds %d, %d", a, b)
+				}
+			},
+		},
+		{
+			name:  "journal default",
+			input: "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n",
+			check: func(t *testing.T, c *Config) {
+				if n := c.JournalMaxBytes(&c.Zones[0]); n != 64<<20 {
+					t.Errorf("journal bound %d", n)
+				}
+			},
+		},
+		{
 			name:  "response cache off",
 			input: "[server]\nresponse-cache = 0\n",
 			check: func(t *testing.T, c *Config) {
@@ -232,6 +253,12 @@ func TestParseErrors(t *testing.T) {
 			name:  "second duration key as integer",
 			input: "[server]\ntcp-idle-timeout = \"10s\"\ntcp-io-timeout = 500\n",
 			want:  []string{"t.toml:3: server.tcp-io-timeout: want a duration string such as \"10s\", got an integer"},
+		},
+		{
+			name:  "journal sizes",
+			input: "[server]\njournal-max-size = \"64\"\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\njournal-max-size = \"1KiB\"\n",
+			want: []string{"t.toml:2: server.journal-max-size: invalid size \"64\"",
+				"t.toml:3: zone \"a.test.\": journal-max-size: \"1KiB\" is less than 4KiB"},
 		},
 		{
 			name:  "io timeout zero",

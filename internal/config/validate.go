@@ -14,6 +14,9 @@ import (
 const (
 	// minUDPPayload is the classic DNS message size every resolver accepts.
 	minUDPPayload = 512
+	// minJournalSize keeps a journal-max-size typo ("64" for "64MiB")
+	// from making every difference too large to keep.
+	minJournalSize = 4 << 10
 	// maxUDPPayload is the largest value the 16-bit EDNS field can carry.
 	maxUDPPayload = 65535
 )
@@ -57,6 +60,15 @@ func (c *Config) Validate() error {
 		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
 	}
 
+	if s.DataDir == "" {
+		v.addf("server.data-dir", "server.data-dir: must not be empty")
+	}
+	if n, err := parseSize(s.JournalMaxSize); err != nil {
+		v.addf("server.journal-max-size", "server.journal-max-size: %v", err)
+	} else if n < minJournalSize {
+		v.addf("server.journal-max-size", "server.journal-max-size: %q is less than 4KiB", s.JournalMaxSize)
+	}
+
 	if _, err := c.Identity.NSIDBytes(); err != nil {
 		v.addf("identity.nsid", "identity.%v", err)
 	}
@@ -82,6 +94,13 @@ func (c *Config) Validate() error {
 		}
 		if z.File == "" {
 			v.addZone(at, "%s: missing file", name)
+		}
+		if z.JournalMaxSize != "" {
+			if n, err := parseSize(z.JournalMaxSize); err != nil {
+				v.addZone(at, "%s: journal-max-size: %v", name, err)
+			} else if n < minJournalSize {
+				v.addZone(at, "%s: journal-max-size: %q is less than 4KiB", name, z.JournalMaxSize)
+			}
 		}
 		if sg := z.Signing; sg != nil {
 			if sg.KeyDir == "" {

@@ -1,6 +1,6 @@
 //go:build linux && !ternportable
 
-package server_test
+package server
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
-	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -32,7 +31,7 @@ func TestWildcardAnswersFromQueryAddress(t *testing.T) {
 		{"[::]:0", []string{"::1", "127.0.0.1", "127.0.0.2"}},
 	} {
 		t.Run(tc.listen, func(t *testing.T) {
-			s := server.New(server.Config{Listen: []string{tc.listen}, Workers: 2}, authHandler(auth.New(zone.NewSet(testCompiled(t)), auth.Options{})))
+			s := New(Config{Listen: []string{tc.listen}, Workers: 2}, authHandler(auth.New(zone.NewSet(testCompiled(t)), auth.Options{})))
 			if err := s.Start(context.Background()); err != nil {
 				if strings.HasPrefix(tc.listen, "[") {
 					t.Skipf("no IPv6: %v", err)
