@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/miekg/dns"
 
-	"github.com/tern-dns/tern/internal/auth"
+	localdns "github.com/tern-dns/tern/internal/dnstest/hierarchy"
 	"github.com/tern-dns/tern/internal/resolve"
-	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/upstream"
-	"github.com/tern-dns/tern/internal/zone"
 )
 
 // The local hierarchy: the root on the first address delegates tld. and
@@ -60,92 +56,23 @@ www.cdn.net. A 192.0.2.80
 `},
 }
 
-// startHierarchy serves the hierarchy on three loopback addresses
-// (127.0.0.11-13, or another trio if one of those is taken), all on one
-// port, and returns them and the port: 53 as in the real DNS, or, where
-// port 53 cannot be bound (not root), a port the kernel picks, which the
-// resolver is told (Options.Port).
+// startHierarchy serves the hierarchy on three loopback addresses of
+// this package's block, 127.0.0.11-19, all on one port, and returns them
+// and the port: 53 as in the real DNS, or, where port 53 cannot be bound
+// (not root), a port the kernel picks, which the resolver is told
+// (Options.Port).
 func startHierarchy(t *testing.T) ([]netip.Addr, uint16) {
 	t.Helper()
-	port := uint16(53)
-	for base := 11; base < 250; base += 10 {
-		addrs := []netip.Addr{}
-		for i := range 3 {
-			addrs = append(addrs, netip.AddrFrom4([4]byte{127, 0, 0, byte(base + i)}))
-		}
-		if err := free(addrs, port); err != nil {
-			if errors.Is(err, syscall.EACCES) && port == 53 {
-				t.Logf("port 53 on 127.0.0.x: %v; using another port", err)
-				port = pickPort(t, addrs[0])
-				base -= 10
-			}
-			continue
-		}
-		started := 0
-		for i, a := range addrs {
-			var zones []*zone.Zone
-			for _, z := range hierarchy {
-				if z.server != i {
-					continue
-				}
-				text := z.text
-				for j, a := range addrs {
-					text = strings.ReplaceAll(text, fmt.Sprintf("{%d}", j), a.String())
-				}
-				zn, err := zone.Read(strings.NewReader("$TTL 3600\n"+text), z.origin, z.origin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				zones = append(zones, zn)
-			}
-			resp := auth.New(zone.NewSet(zones...), auth.Options{})
-			srv := server.New(server.Config{Listen: []string{netip.AddrPortFrom(a, port).String()}, Workers: 1},
-				server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
-			if err := srv.Start(context.Background()); err != nil {
-				t.Logf("%v: %v", a, err)
-				break
-			}
-			t.Cleanup(srv.Close)
-			started++
-		}
-		if started == len(addrs) {
-			return addrs, port
-		}
+	var zones []localdns.Zone
+	for _, z := range hierarchy {
+		zones = append(zones, localdns.Zone{Server: z.server, Origin: z.origin, Text: z.text})
 	}
-	t.Skipf("no three free addresses with port %d on 127.0.0.0/8", port)
-	return nil, 0
+	h := localdns.Start(t, 11, 19, 3, zones)
+	return h.Addrs, h.Port
 }
 
-// pickPort returns a UDP port the kernel picks on a.
-func pickPort(t *testing.T, a netip.Addr) uint16 {
-	t.Helper()
-	u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.Close()
-	return u.LocalAddr().(*net.UDPAddr).AddrPort().Port()
-}
-
-// free checks that the port of each address is free for UDP and TCP,
-// without SO_REUSEPORT: the server sets it, and would otherwise share the
-// port with another process's socket.
-func free(addrs []netip.Addr, port uint16) error {
-	for _, a := range addrs {
-		ap := netip.AddrPortFrom(a, port)
-		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
-		if err != nil {
-			return err
-		}
-		u.Close()
-		l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(ap))
-		if err != nil {
-			return err
-		}
-		l.Close()
-	}
-	return nil
-}
+// free checks that the port of each address is free for UDP and TCP.
+func free(addrs []netip.Addr, port uint16) error { return localdns.Free(addrs, port) }
 
 // resolveTraced resolves name/qtype with the hierarchy's root as the only
 // hint, checks that the answer is a NOERROR with the records want (in
