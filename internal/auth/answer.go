@@ -245,18 +245,7 @@ func (r *Responder) finish(s *Scratch, extRcode uint8) []byte {
 func (r *Responder) errorResponse(s *Scratch, pkt []byte, flags uint16, rcode int) []byte {
 	q := &s.q
 	b := &s.b
-	// The question is echoed when it parsed whole.
-	if q.QuestionEnd > wire.HeaderLen {
-		b.Question(pkt[wire.HeaderLen:q.QuestionEnd], q)
-	}
-	var ext uint8
-	if rcode > 15 {
-		// RFC 6891 §6.1.3: the upper 8 bits of the 12-bit rcode go in
-		// the OPT record, the lower 4 in the header.
-		ext = uint8(rcode >> 4)
-		rcode &= 0xF
-	}
-	b.SetFlags(flags | uint16(rcode))
+	ext := b.ErrorReply(pkt, q, flags, rcode)
 	if q.EDNS || ext != 0 {
 		return r.finish(s, ext)
 	}

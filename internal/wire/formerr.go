@@ -36,3 +36,17 @@ func FormErr(pkt, out []byte) []byte {
 	}
 	return out
 }
+
+// ErrorReply writes the body of a response that carries no data, after
+// Header: the question of q (parsed from pkt) when it parsed whole, and
+// the flags with rcode's lower 4 bits. It returns rcode's upper 8 bits,
+// which RFC 6891 §6.1.3 puts in the OPT record (BADVERS is 16: 1 there,
+// 0 in the header); the caller then writes the OPT when the query had
+// one or the bits are not 0.
+func (b *Builder) ErrorReply(pkt []byte, q *Query, flags uint16, rcode int) (ext uint8) {
+	if q.QuestionEnd > HeaderLen {
+		b.Question(pkt[HeaderLen:q.QuestionEnd], q)
+	}
+	b.SetFlags(flags | uint16(rcode&0xF))
+	return uint8(rcode >> 4)
+}
