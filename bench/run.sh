@@ -2,7 +2,9 @@
 # bench/run.sh - the benchmark harness behind `make bench`.
 #
 # What: measures Tern against NSD, Knot, BIND and PowerDNS (and against an
-# "echo floor" that answers by flipping the QR bit) on the same machine, each
+# "echo floor" that answers by flipping the QR bit) on the same machine, and
+# Tern's resolver against Unbound and PowerDNS Recursor over a local DNS
+# hierarchy (the "resolver" phase), each
 # server on loopback, pinned to CPU 0 with one worker, and the load generator
 # (dnsperf, plus `tern perf` when it works) pinned to CPU 1. For every
 # workload x client count x generator x server, interleaving the servers run
@@ -20,7 +22,9 @@
 #
 # Knobs (environment): QUICK, DURATION (s per run), REPS, CLIENTS ("1 2 4"),
 # OUTSTANDING (generator -q), NOIDLE (0/1, see below),
-# SERVERS ("tern nsd knot bind pdns echo"), WORKLOADS (names, see below),
+# SERVERS ("tern nsd knot bind pdns echo unbound pdnsrec"), WORKLOADS (names,
+# see below), RES_CLIENTS (clients of the resolver phase, "8"), MIX_N
+# (questions in the mix replay), RES_BASE (the hierarchy's first address),
 # GENS ("dnsperf ternperf"), TERNPERF_FLAGS (extra tern perf flags, e.g.
 # -spin), SIZED (0/1: the sized echo floor, see below), BIG (records in the
 # big zone), BENCH_PORT_BASE,
@@ -28,6 +32,7 @@
 # addresses are ever used.
 
 set -euo pipefail
+export PATH="$PATH:/usr/sbin" # nsd, knotd, unbound, pdns_recursor
 
 # The whole script is one { ... } block so bash parses it completely before
 # running it: editing run.sh during a run cannot break that run.
@@ -46,11 +51,16 @@ QUICK=${QUICK:-0}
 [[ $QUICK == 0 || $QUICK == no || $QUICK == false ]] && QUICK=0 || QUICK=1
 
 if ((QUICK)); then
-	: "${DURATION:=1}" "${REPS:=1}" "${CLIENTS:=8}" "${BIG:=100000}"
+	: "${DURATION:=1}" "${REPS:=1}" "${CLIENTS:=8}" "${BIG:=100000}" "${MIX_N:=100000}"
 else
-	: "${DURATION:=3}" "${REPS:=3}" "${CLIENTS:=1 2 4 8 10}" "${BIG:=1000000}"
+	: "${DURATION:=3}" "${REPS:=3}" "${CLIENTS:=1 2 4 8 10}" "${BIG:=1000000}" "${MIX_N:=500000}"
 fi
-: "${SERVERS:=tern nsd knot bind pdns echo}"
+# The resolver phase runs one client count: its mix replays take a while.
+: "${RES_CLIENTS:=8}"
+# The resolver phase's local hierarchy takes 22 loopback addresses from
+# RES_BASE, port 53 (the bench's block is 127.0.0.40-127.0.0.79).
+: "${RES_BASE:=127.0.0.40}"
+: "${SERVERS:=tern nsd knot bind pdns echo unbound pdnsrec}"
 : "${GENS:=dnsperf ternperf}"
 OUT=${BENCH_OUT:-$HERE/out}
 PORT_BASE=${BENCH_PORT_BASE:-25300}
@@ -94,7 +104,22 @@ big-success      |big |big-success.txt   |       |NOERROR |answer
 bigsigned-do     |bigsigned|big-success.txt|-D     |NOERROR |answer
 large-tcp        |large|large-tcp.txt    |-m tcp -q 10 -t 5|NOERROR |large
 large-glue-tcp   |large|large-glue-tcp.txt|-m tcp -q 10 -t 5|NOERROR |large
+res-hits         |resolver|res-hits.txt  |       |NOERROR |resolved
+res-cold         |resolver|res-cold.txt  |       |NOERROR |resolved
+res-mix          |resolver|res-mix.txt   |-n 1   |NOERROR |resolved
 "
+# The resolver workloads (bench/README.md, "The resolver phase"):
+#   res-hits  10,000 questions, every one asked once before each run (the
+#             cache is warm), then asked over and over;
+#   res-cold  every query a new name under a wildcard zone (delegations
+#             cached): a fresh query file with new names for every run;
+#   res-mix   a replay, once through (-n 1), of MIX_N questions drawn
+#             Zipf-distributed over ~100k names in ~1k zones; the resolver
+#             is restarted before every run, so it starts cold, and its
+#             cache hit rate and memory are recorded after the run.
+# A mix run lasts until its file is replayed (at most MIX_LIMIT seconds).
+MIX_LIMIT=${MIX_LIMIT:-300}
+declare -A W_LIMIT=([res-mix]=$MIX_LIMIT)
 declare -A W_PHASE=() W_QF=() W_FLAGS=() W_RC=() W_CHECK=()
 ALL_WORKLOADS=()
 trim() { local x=$1; x=${x#"${x%%[![:space:]]*}"}; printf '%s' "${x%"${x##*[![:space:]]}"}"; }
@@ -112,25 +137,33 @@ done
 
 # Zone sets: which zones a server carries in each phase.
 DATA=$OUT/data
+RESDATA=$DATA/resolver
+RES_HINTS=$RESDATA/root.hints
+RES_PROBE=www.dom0000.alpha. # a name every resolver must resolve before it is measured
 declare -A ZONESET=(
+	[resolver]=""
 	[main]=".=$DATA/root.zone bench.test.=$DATA/small.zone"
 	[big]="big.test.=$DATA/big.zone"
 	[bigsigned]="big.test.=$DATA/big.signed.zone"
 	[large]="large.test.=$DATA/large.zone"
 )
-declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. [large]=large.test.)
+declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. [large]=large.test. [resolver]=.)
 # BIND and PowerDNS take minutes over a signed zone of millions of
 # records and are not the servers the issue's targets name: the
 # bigsigned phase runs Tern, NSD, Knot and the floor.
 # BIND 9.18 cannot load the large phase's zone: its 1000-MX RRset is more
 # than the 64 KiB an RRset may take there ("ran out of space").
-declare -A PHASE_SKIP=([bigsigned]="bind pdns" [large]="bind")
+# The resolvers (unbound, pdnsrec) run in the resolver phase only, the
+# authoritative peers never in it.
+declare -A PHASE_SKIP=([main]="unbound pdnsrec" [big]="unbound pdnsrec" [bigsigned]="bind pdns unbound pdnsrec"
+	[large]="bind unbound pdnsrec" [resolver]="nsd knot bind pdns")
 
 BIN=$OUT/bin
 RUN=$OUT/run
 RAW=$OUT/raw.tsv
 SRV=$OUT/servers.tsv
 ERRLOG=$OUT/errors.log
+RESTSV=$OUT/resolver.tsv
 
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 loud() {
@@ -205,6 +238,8 @@ for s in $SERVERS; do
 	knot) need_apt knotd knot || { loud "knot not installable: skipped"; continue; } ;;
 	bind) need_apt named bind9 || { loud "bind9 not installable: skipped"; continue; } ;;
 	pdns) need_apt pdns_server pdns-server pdns-backend-bind || { loud "pdns not installable: skipped"; continue; } ;;
+	unbound) need_apt unbound unbound || { loud "unbound not installable: skipped"; continue; } ;;
+	pdnsrec) need_apt pdns_recursor pdns-recursor || { loud "pdns-recursor not installable: skipped"; continue; } ;;
 	esac
 	wanted+=("$s")
 done
@@ -240,12 +275,22 @@ if [[ " $SERVERS " == *" tern "* || " $GENS " == *" ternperf "* ]]; then
 	fi
 fi
 
-if [[ ! -r $ROOT_ZONE ]]; then
-	echo "the signed root zone is not at $ROOT_ZONE (set ROOT_ZONE=...)" >&2
-	exit 1
+AUTH_WORKLOADS=0 RES_WORKLOADS=0
+for w in $WORKLOADS; do
+	if [[ ${W_PHASE[$w]} == resolver ]]; then RES_WORKLOADS=1; else AUTH_WORKLOADS=1; fi
+done
+if ((AUTH_WORKLOADS)); then
+	if [[ ! -r $ROOT_ZONE ]]; then
+		echo "the signed root zone is not at $ROOT_ZONE (set ROOT_ZONE=...)" >&2
+		exit 1
+	fi
+	log "generating data (big zone: $BIG records)"
+	"$BT" gen -out "$DATA" -root "$ROOT_ZONE" -big "$BIG"
 fi
-log "generating data (big zone: $BIG records)"
-"$BT" gen -out "$DATA" -root "$ROOT_ZONE" -big "$BIG"
+if ((RES_WORKLOADS)); then
+	log "generating the resolver phase's hierarchy and queries (mix: $MIX_N questions)"
+	"$BT" resgen -out "$RESDATA" -base "$RES_BASE" -mix "$MIX_N"
+fi
 if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 	# The big zone signed by Tern itself (ECDSA P-256, NSEC), with keys
 	# kept in the data directory from run to run.
@@ -256,7 +301,7 @@ if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 fi
 
 # Ports: one per server, fixed offsets from PORT_BASE.
-declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5 [echosz]=6)
+declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5 [echosz]=6 [unbound]=7 [pdnsrec]=8)
 for s in "${!PORT[@]}"; do
 	PORT[$s]=$((PORT_BASE + PORT[$s]))
 	if ss -Hlnu "sport = :${PORT[$s]}" | grep -q . || ss -Hlnt "sport = :${PORT[$s]}" | grep -q .; then
@@ -290,16 +335,31 @@ tree_cpu() { "$BT" tree -pid "$1" 2>/dev/null | awk '{print $1}' || true; }
 
 # start_server NAME PHASE: start, wait until it answers, record load time
 # and memory. Sets PID[NAME] on success.
+# In the resolver phase a server is its resolver (start_res_NAME), and it
+# is up when it has resolved RES_PROBE. SDIR[NAME] is its work directory,
+# START_PSS[NAME] its PSS (kB) once up.
+declare -A SDIR=() START_PSS=()
+RES_NOTYET=""
 start_server() {
-	local s=$1 phase=$2 dir=$RUN/$phase-$1 t0 ms mem
+	local s=$1 phase=$2 dir=$RUN/$phase-$1 t0 ms mem start=start_$1
+	local probe=(-name "${PROBE_NAME[$phase]:-.}" -type SOA)
+	if [[ $phase == resolver && $s != echo* ]]; then
+		if [[ $s == tern ]] && ! ternres_supported; then
+			log "  tern: no resolver in this tern (tern serve has no --resolver): not yet"
+			RES_NOTYET="tern serve at ${TERN_REV:-?} has no resolver yet"
+			return 1
+		fi
+		start=start_res_$s
+		probe=(-resolver -name "$RES_PROBE" -type A)
+	fi
+	[[ $s == echo* ]] && probe=(-echo -name . -type SOA)
 	mkdir -p "$dir"
+	SDIR[$s]=$dir
 	unset "PID[$s]"
 	t0=$(date +%s%N)
 	# shellcheck disable=SC2086 # the zone set is a word list
-	"start_$s" "$dir" "${PORT[$s]}" ${ZONESET[$phase]}
+	"$start" "$dir" "${PORT[$s]}" ${ZONESET[$phase]}
 	LIVE[$STARTED_PID]=1
-	local probe=(-name "${PROBE_NAME[$phase]}" -type SOA)
-	[[ $s == echo* ]] && probe=(-echo -name . -type SOA)
 	if ! "$BT" probe -addr "127.0.0.1:${PORT[$s]}" "${probe[@]}" -pid "$STARTED_PID" -timeout 600s >/dev/null 2>"$dir/probe.err"; then
 		ms=$((($(date +%s%N) - t0) / 1000000))
 		loud "$s did not come up with zone set '$phase' after ${ms} ms: $(cat "$dir/probe.err"); last log lines: $(tail -3 "$dir/log" | tr '\n' ' ')"
@@ -311,6 +371,7 @@ start_server() {
 	PID[$s]=$STARTED_PID
 	mem=$("$BT" tree -pid "$STARTED_PID")
 	read -r _ pss rss np <<<"$mem"
+	START_PSS[$s]=$pss
 	printf '%s\t%s\tloaded\t%s\t%s\t%s\t%s\n' "$phase" "$s" "$ms" "$pss" "$rss" "$np" >>"$SRV"
 	log "  $s up on port ${PORT[$s]} in ${ms} ms, PSS $((pss / 1024)) MB ($np processes)"
 }
@@ -323,7 +384,9 @@ verify() {
 	[[ ${W_FLAGS[$w]} == *-e* ]] && doflag=(-edns)
 	[[ ${W_FLAGS[$w]} == *-D* ]] && doflag=(-do)
 	[[ ${W_FLAGS[$w]} == *tcp* ]] && doflag+=(-tcp)
-	if ! out=$("$BT" check -addr "127.0.0.1:${PORT[$s]}" -queries "$DATA/${W_QF[$w]}" -expect "${W_CHECK[$w]}" "${doflag[@]}" -n 20 2>&1); then
+	local qf=$DATA/${W_QF[$w]}
+	[[ ${W_PHASE[$w]} == resolver ]] && qf=$RESDATA/${W_QF[$w]}
+	if ! out=$("$BT" check -addr "127.0.0.1:${PORT[$s]}" -queries "$qf" -expect "${W_CHECK[$w]}" "${doflag[@]}" -n 20 2>&1); then
 		loud "$s fails the answer check for $w: $(head -3 <<<"$out" | tr '\n' ' ')"
 		BROKEN[$s/$w]=1
 	fi
@@ -337,7 +400,7 @@ spin_start() {
 	((NOIDLE)) || return 0
 	local cpu
 	for cpu in $SERVER_CPU $GEN_CPU; do
-		taskset -c "$cpu" chrt --idle 0 timeout $((DURATION + 30)) sh -c 'while :; do :; done' &
+		taskset -c "$cpu" chrt --idle 0 timeout $((${1:-$DURATION} + 30)) sh -c 'while :; do :; done' &
 		SPIN+=($!)
 		LIVE[$!]=1
 	done
@@ -348,10 +411,15 @@ spin_stop() {
 	SPIN=()
 }
 
-# one_run WORKLOAD GEN SERVER CLIENTS REP: one bounded load run, one raw.tsv row.
+# one_run WORKLOAD GEN SERVER CLIENTS REP: one bounded load run, one raw.tsv
+# row (also left in LAST_ROW). RUN_QF, when set, is the query file instead
+# of the workload's; a workload's W_LIMIT replaces DURATION as its limit.
+LAST_ROW=
 one_run() {
 	local w=$1 g=$2 s=$3 c=$4 rep=$5 f cpu0 cpu1 t0 t1 row
-	local qf=$DATA/${W_QF[$w]} flags=${W_FLAGS[$w]} expect=${W_RC[$w]}
+	local qf=${RUN_QF:-$DATA/${W_QF[$w]}} flags=${W_FLAGS[$w]} expect=${W_RC[$w]}
+	local lim=${W_LIMIT[$w]:-$DURATION}
+	[[ ${W_PHASE[$w]} == resolver && -z ${RUN_QF:-} ]] && qf=$RESDATA/${W_QF[$w]}
 	[[ $s == echo* ]] && expect=NOERROR # echoed queries carry rcode 0
 	f=$RUN/$w.$g.$s.c$c.r$rep.txt
 	local cmd=(dnsperf)
@@ -364,14 +432,14 @@ one_run() {
 		flags+=" $TERNPERF_FLAGS"
 	fi
 	# shellcheck disable=SC2206 # flags are words
-	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$DURATION" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
+	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$lim" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
 	# bash's time keyword reports the generator's own CPU time: a generator
 	# far below 100 % of its core was starved by other load on the machine.
 	local TIMEFORMAT='%R %U %S' gtime gen_pct
-	spin_start
+	spin_start "$lim"
 	cpu0=$(tree_cpu "${PID[$s]}")
 	t0=$(date +%s%N)
-	gtime=$({ time timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1; } 2>&1) || true
+	gtime=$({ time timeout $((lim + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1; } 2>&1) || true
 	t1=$(date +%s%N)
 	cpu1=$(tree_cpu "${PID[$s]}")
 	spin_stop
@@ -383,6 +451,7 @@ one_run() {
 	fi
 	row=$("$BT" parse -gen "$g" -expect "$expect" -cpu-us $((cpu1 - cpu0)) -wall-us $(((t1 - t0) / 1000)) "$f") ||
 		row=$(printf '0\t0\tERROR\t0\t0\t0\t0\t0\t-\tcannot parse generator output')
+	LAST_ROW=$row
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" "$gen_pct" >>"$RAW"
 	if [[ $(cut -f3 <<<"$row") != ok ]]; then
 		loud "run $w/$g/$s c=$c rep=$rep: $(cut -f10 <<<"$row") [rcodes $(cut -f9 <<<"$row")] - see $f"
@@ -400,6 +469,8 @@ supports() {
 	# dnsperf (2.10) never completes a TCP answer near 64 KiB: every query
 	# times out, whatever the server. The large answers are tern perf's.
 	[[ $w == large-* && $g == dnsperf ]] && return 1
+	# the echo floors are the floor of cache hits, not of resolution
+	[[ $s == echo* && ${W_PHASE[$w]} == resolver && $w != res-hits ]] && return 1
 	[[ -n ${PID[$s]:-} && -z ${BROKEN[$s/$w]:-} ]]
 }
 
@@ -409,8 +480,10 @@ answer_size() {
 	local w=$1 flags=${W_FLAGS[$1]} out
 	[[ $flags == *-D* || $flags == *-e* ]] || flags+=" -e=false"
 	# shellcheck disable=SC2086 # flags are words
+	local qf=$DATA/${W_QF[$w]}
+	[[ ${W_PHASE[$w]} == resolver ]] && qf=$RESDATA/${W_QF[$w]}
 	out=$(timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "${PORT[tern]}" \
-		-d "$DATA/${W_QF[$w]}" -l 1 -c 1 -q 10 $flags 2>&1) || true
+		-d "$qf" -l 1 -c 1 -q 10 $flags 2>&1) || true
 	sed -n 's/.*Average packet size: *request [0-9]*, response \([0-9]*\).*/\1/p' <<<"$out" | head -1
 }
 
@@ -434,24 +507,94 @@ echosz_stop() {
 	unset "PID[echosz]"
 }
 
+# --- the resolver phase's helpers -------------------------------------------
+
+# authorities_up: start the local hierarchy's authorities and wait until
+# each answers its first zone; false (and logged) if any does not.
+AUTH_CPU=$GEN_CPU
+authorities_up() {
+	local a addr zone p i=0 err
+	if ss -Hlnu | awk '{print $4}' | grep -qE "^${RES_BASE%.*}\.([4-6][0-9]):53\$"; then
+		loud "something already listens on port 53 in ${RES_BASE%.*}.40-69: resolver phase skipped ($(ss -Hlnup | grep -E "${RES_BASE%.*}\.[4-6][0-9]:53" | head -2 | tr '\n' ' '))"
+		return 1
+	fi
+	start_authorities "$RESDATA"
+	for p in "${AUTH_PIDS[@]}"; do LIVE[$p]=1; done
+	while read -r a addr zone; do
+		if ! err=$("$BT" probe -addr "$addr" -name "$zone" -type SOA -pid "${AUTH_PIDS[$i]}" -timeout 300s 2>&1 >/dev/null); then
+			loud "the hierarchy's $a authority did not come up: $err; $(tail -3 "$RESDATA/auth-$a.log" | tr '\n' ' ')"
+			return 1
+		fi
+		i=$((i + 1))
+	done <"$RESDATA/auth-probes.txt"
+	log "  the local hierarchy's authorities are up (root, TLD and second-level tern serve on ${RES_BASE%.*}.$((${RES_BASE##*.}))-$((${RES_BASE##*.} + 21)):53, CPU $AUTH_CPU)"
+}
+authorities_down() {
+	local p
+	for p in "${AUTH_PIDS[@]}"; do stop_pid "$p"; done
+	AUTH_PIDS=()
+}
+
+# res_warm SERVER: ask every question of res-hits once (twice, if the
+# first pass lost some), so that the hits run finds them all cached.
+res_warm() {
+	local s=$1 i out
+	for i in 1 2; do
+		out=$(timeout 120 taskset -c "$GEN_CPU" dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$RESDATA/res-hits.txt" \
+			-n 1 -c 1 -q 100 -t 5 2>&1) || true
+		grep -qE 'Queries lost: +0 ' <<<"$out" && return 0
+	done
+	loud "$s: warming the cache for res-hits lost queries twice: $(grep -E 'Queries (completed|lost)' <<<"$out" | tr -s ' ' | tr '\n' ' ')"
+}
+
+# res_restart SERVER: a fresh resolver process (empty cache) for a mix run.
+res_restart() {
+	local s=$1
+	[[ -n ${PID[$s]:-} ]] && stop_pid "${PID[$s]}"
+	unset "PID[$s]"
+	start_server "$s" resolver >/dev/null 2>&1 || loud "$s did not restart for res-mix"
+}
+
+# res_record WORKLOAD GEN SERVER REP: after a mix run, the resolver's own
+# counters and memory, one resolver.tsv row.
+res_record() {
+	local w=$1 g=$2 s=$3 rep=$4 q h r pss
+	[[ -n ${PID[$s]:-} ]] || return 0
+	read -r q h r <<<"$(res_stats "$s" "${SDIR[$s]}")"
+	read -r _ pss _ _ <<<"$("$BT" tree -pid "${PID[$s]}")"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$rep" \
+		"$(cut -f5 <<<"$LAST_ROW")" "$(cut -f6 <<<"$LAST_ROW")" "${START_PSS[$s]:-0}" "$pss" "$q" "$h" "$r" >>"$RESTSV"
+}
+
 # --- main -------------------------------------------------------------------
 printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct" >"$RAW"
 printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
+printf 'workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets\n' >"$RESTSV"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+COLD_SEED=100
+# a cold run's query file: more fresh names than the fastest resolver asks
+COLD_N=$((DURATION * 150000))
 est=0
 for w in $WORKLOADS; do
 	for s in $SERVERS; do
-		[[ $s == echo && ${W_FLAGS[$w]} == *tcp* ]] || est=$((est + 1))
+		[[ " ${PHASE_SKIP[${W_PHASE[$w]}]:-} " == *" $s "* ]] && continue
+		[[ $s == echo && (${W_FLAGS[$w]} == *tcp* || (${W_PHASE[$w]} == resolver && $w != res-hits)) ]] || est=$((est + 1))
 	done
 done
 est=$((est * $(wc -w <<<"$CLIENTS") * $(wc -w <<<"$GENS") * REPS))
 log "about $est load runs of ${DURATION} s: roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
-for phase in main big bigsigned large; do
+for phase in main big bigsigned large resolver; do
 	ws=()
 	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
 	((${#ws[@]})) || continue
 	log "phase '$phase': zones ${ZONESET[$phase]//$DATA\//}; workloads ${ws[*]}"
 	PID=()
 	BROKEN=()
+	phase_clients=$CLIENTS
+	if [[ $phase == resolver ]]; then
+		phase_clients=$RES_CLIENTS
+		authorities_up || { authorities_down; continue; }
+	fi
 	for s in $SERVERS; do
 		[[ " ${PHASE_SKIP[$phase]:-} " == *" $s "* ]] && continue
 		start_server "$s" "$phase" || true
@@ -488,6 +631,7 @@ for phase in main big bigsigned large; do
 	if ((SIZED)) && [[ -n ${PID[tern]:-} && -n ${PID[echo]:-} && " $phase_gens " == *" ternperf "* ]]; then
 		for w in "${ws[@]}"; do
 			[[ ${W_FLAGS[$w]} == *tcp* || -n ${BROKEN[tern/$w]:-} ]] && continue
+			[[ $phase == resolver && $w != res-hits ]] && continue
 			SIZE[$w]=$(answer_size "$w")
 			[[ -n ${SIZE[$w]} ]] || unset "SIZE[$w]"
 		done
@@ -496,7 +640,7 @@ for phase in main big bigsigned large; do
 	for rep in $(seq "$REPS"); do
 		for w in "${ws[@]}"; do
 			[[ -n ${SIZE[$w]:-} ]] && echosz_start "$w" "${SIZE[$w]}"
-			for c in $CLIENTS; do
+			for c in $phase_clients; do
 				for g in $phase_gens; do
 					# rotate the server order from one group of runs to the
 					# next so that no server always goes first
@@ -505,7 +649,30 @@ for phase in main big bigsigned large; do
 					for i in $(seq 0 $((n - 1))); do
 						s=${up[$(((i + rot) % n))]}
 						supports "$s" "$g" "$w" || continue
+						RUN_QF=
+						case $w in
+						res-hits) [[ $s == echo* ]] || res_warm "$s" ;;
+						res-cold)
+							COLD_SEED=$((COLD_SEED + 1))
+							RUN_QF=$RUN/res-cold.$COLD_SEED.txt
+							"$BT" coldq -out "$RUN_QF" -n "$COLD_N" -seed "$COLD_SEED"
+							;;
+						res-mix)
+							res_restart "$s"
+							supports "$s" "$g" "$w" || continue
+							;;
+						esac
 						one_run "$w" "$g" "$s" "$c" "$rep"
+						case $w in
+						res-cold)
+							rm -f "$RUN_QF"
+							if (($(cut -f5 <<<"$LAST_ROW" | cut -d. -f1) > COLD_N)); then
+								loud "run res-cold/$g/$s: $(cut -f5 <<<"$LAST_ROW") queries sent from a file of $COLD_N names: some were asked twice (raise COLD_N)"
+							fi
+							;;
+						res-mix) res_record "$w" "$g" "$s" "$rep" ;;
+						esac
+						RUN_QF=
 					done
 					if supports echosz "$g" "$w"; then
 						one_run "$w" "$g" echosz "$c" "$rep"
@@ -522,6 +689,7 @@ for phase in main big bigsigned large; do
 		printf '%s\t%s\tend\t-\t%s\t%s\t%s\n' "$phase" "$s" "$pss" "$rss" "$np" >>"$SRV"
 		stop_pid "${PID[$s]}"
 	done
+	[[ $phase == resolver ]] && authorities_down
 done
 
 # --- report ---------------------------------------------------------------------
@@ -535,10 +703,16 @@ elapsed=$(($(date +%s) - START_TS))
 	else
 		echo "NOIDLE=0: CPUs could idle between packets (wake-up latency included)"
 	fi
+	echo "load average (1, 5, 15 min) at the start: $LOAD_START; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "big zone: ${BIG} A records; tern: ${TERN_REV:-not built}"
+	if ((RES_WORKLOADS)); then
+		echo "resolver phase: $(unbound -V 2>/dev/null | awk 'NR==1{print "Unbound", $2}'), PowerDNS Recursor $(pdns_recursor --version 2>&1 | grep -o 'Recursor [0-9.]*' | head -1 | cut -d' ' -f2); ${RES_CLIENTS} client(s); mix: ${MIX_N} questions replayed once; authorities on CPU ${AUTH_CPU} with the generator${RES_NOTYET:+; Tern: not yet ($RES_NOTYET)}"
+	fi
 	echo "versions: NSD $(nsd -v 2>&1 | head -1 | awk '{print $3}'), Knot $(knotd -V 2>&1 | awk '{print $NF}'), BIND $(named -v 2>/dev/null | awk '{print $2}'), PowerDNS $(pdns_server --version 2>&1 | grep -o 'Server [0-9.]*' | head -1 | cut -d' ' -f2), $(dnsperf -h 2>&1 | grep Version)"
 } >"$OUT/meta.txt"
-nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -order "$WORKLOADS" -out "$OUT")
+resargs=()
+((RES_WORKLOADS)) && resargs=(-resolver "$RESTSV" -mixfile "$RESDATA/res-mix.txt")
+nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -order "$WORKLOADS" "${resargs[@]}" -out "$OUT")
 if command -v gnuplot >/dev/null && [[ -n $nser ]]; then
 	gnuplot -e "datadir='$OUT'; outfile='$OUT/results.png'; ncol=$nser" "$HERE/plot.gp" 2>"$OUT/gnuplot.log" ||
 		loud "gnuplot failed: $(head -3 "$OUT/gnuplot.log")"

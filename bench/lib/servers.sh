@@ -176,3 +176,143 @@ start_echosz() {
 	taskset -c "$SERVER_CPU" "$BIN/echo" 127.0.0.1 "$port" "$ECHO_SIZE" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
+
+# --- the resolver phase ------------------------------------------------------
+#
+#   start_res_<name> WORKDIR PORT          RES_HINTS: the local root hints
+#
+# Resolvers listen on 127.0.0.1:PORT, iterate from the local hierarchy's
+# root hints (loopback addresses on port 53: querying loopback allowed),
+# one thread, pinned to CPU 0, DNSSEC validation off, caches large enough
+# for the whole workload (256 MiB of RRsets for Unbound, as Tern's default
+# cache-size; two million entries for PowerDNS). They never see a real
+# root server: the hints are the harness's own file.
+
+start_res_unbound() {
+	local dir=$1 port=$2
+	cat >"$dir/unbound.conf" <<-EOF
+	server:
+	  interface: 127.0.0.1@$port
+	  port: $port
+	  num-threads: 1
+	  do-ip6: no
+	  do-daemonize: no
+	  username: ""
+	  chroot: ""
+	  directory: "$dir"
+	  pidfile: "$dir/unbound.pid"
+	  use-syslog: no
+	  logfile: ""
+	  verbosity: 1
+	  root-hints: "$RES_HINTS"
+	  # the hierarchy's authorities are on 127.0.0.0/8
+	  do-not-query-localhost: no
+	  access-control: 127.0.0.0/8 allow
+	  # no validator: DNSSEC validation is measured separately (issue 12)
+	  module-config: "iterator"
+	  msg-cache-size: 128m
+	  rrset-cache-size: 256m
+	  so-rcvbuf: 4m
+	  so-sndbuf: 4m
+	  extended-statistics: yes
+	remote-control:
+	  control-enable: yes
+	  control-interface: "$dir/unbound.ctl"
+	  control-use-cert: no
+	EOF
+	taskset -c "$SERVER_CPU" unbound -d -c "$dir/unbound.conf" >"$dir/log" 2>&1 &
+	STARTED_PID=$!
+}
+
+start_res_pdnsrec() {
+	local dir=$1 port=$2
+	cat >"$dir/recursor.conf" <<-EOF
+	local-address=127.0.0.1
+	local-port=$port
+	threads=1
+	pdns-distributes-queries=no
+	hint-file=$RES_HINTS
+	# the hierarchy's authorities are on 127.0.0.0/8, which dont-query
+	# lists by default
+	dont-query=
+	allow-from=127.0.0.0/8
+	dnssec=off
+	daemon=no
+	socket-dir=$dir
+	security-poll-suffix=
+	disable-syslog=yes
+	quiet=yes
+	max-cache-entries=2000000
+	max-packetcache-entries=2000000
+	webserver=no
+	EOF
+	taskset -c "$SERVER_CPU" pdns_recursor --config-dir="$dir" >"$dir/log" 2>&1 &
+	STARTED_PID=$!
+}
+
+# ternres_supported: does this tern serve resolve (tern serve --resolver)?
+ternres_supported() {
+	local help
+	help=$("$BIN/tern" serve -h 2>&1 || true)
+	grep -qE '^ +-resolver\b' <<<"$help"
+}
+
+start_res_tern() {
+	local dir=$1 port=$2
+	cat >"$dir/tern.toml" <<-EOF
+	[server]
+	workers = 1
+
+	[resolver]
+	listen = ["127.0.0.1:$port"]
+	allow = ["127.0.0.0/8"]
+	root-hints = "$RES_HINTS"
+	# the hierarchy's authorities are on 127.0.0.0/8
+	query-loopback = true
+	# all the load comes from one address: the default 32 waiting queries
+	# per client (against DNSBomb) would drop most of the generator's 100
+	# outstanding; Unbound and PowerDNS Recursor have no such limit on
+	max-per-client = 1024
+	EOF
+	taskset -c "$SERVER_CPU" "$BIN/tern" serve -c "$dir/tern.toml" >"$dir/log" 2>&1 &
+	STARTED_PID=$!
+}
+
+# res_stats NAME WORKDIR: the resolver's own counters, as
+#   QUERIES HITS RRSETS
+# (client queries, those answered from the cache, RRsets cached), "-" for
+# what the server does not tell. Unbound: total.num.queries,
+# total.num.cachehits, rrset.cache.count. PowerDNS Recursor: questions,
+# packetcache-hits + cache-hits, cache-entries (its record cache).
+res_stats() {
+	local s=$1 dir=$2 out
+	case $s in
+	unbound)
+		out=$(unbound-control -c "$dir/unbound.conf" stats_noreset 2>/dev/null) || { echo "- - -"; return; }
+		awk -F= '$1=="total.num.queries"{q=$2} $1=="total.num.cachehits"{h=$2} $1=="rrset.cache.count"{r=$2}
+			END{print (q==""?"-":q), (h==""?"-":h), (r==""?"-":r)}' <<<"$out"
+		;;
+	pdnsrec)
+		out=$(rec_control --socket-dir="$dir" get-all 2>/dev/null) || { echo "- - -"; return; }
+		awk '$1=="questions"{q=$2} $1=="packetcache-hits"{p=$2} $1=="cache-hits"{c=$2} $1=="cache-entries"{r=$2}
+			END{print (q==""?"-":q), (p==""?"-":p+c), (r==""?"-":r)}' <<<"$out"
+		;;
+	*) echo "- - -" ;;
+	esac
+}
+
+# start_authorities ARGDIR: the local hierarchy's authorities, one tern
+# serve per level (root, TLDs, second-level zones), each on its loopback
+# addresses at port 53, as listed by `benchtool resgen` in ARGDIR/auth-*.args.
+# They run on the generator's CPU (AUTH_CPU), away from the resolver being
+# measured, with one worker per address. Sets AUTH_PIDS.
+AUTH_PIDS=()
+start_authorities() {
+	local d=$1 a args
+	AUTH_PIDS=()
+	for a in root tld sld; do
+		mapfile -t args <"$d/auth-$a.args"
+		taskset -c "$AUTH_CPU" "$BIN/tern" serve "${args[@]}" --workers 1 --log-level warn >"$d/auth-$a.log" 2>&1 &
+		AUTH_PIDS+=($!)
+	done
+}

@@ -74,7 +74,7 @@ func buildQuery(id uint16, name, qtype string, edns, do bool) ([]byte, error) {
 type reply struct {
 	id       uint16
 	qr, aa   bool
-	tc       bool
+	tc, ra   bool
 	rcode    int
 	sections [3][]uint16 // answer, authority, additional RR types
 	do       bool        // OPT present with DO set
@@ -99,6 +99,9 @@ func (r reply) String() string {
 	}
 	if r.tc {
 		flags = append(flags, "tc")
+	}
+	if r.ra {
+		flags = append(flags, "ra")
 	}
 	sec := func(ts []uint16) string {
 		var s []string
@@ -140,6 +143,7 @@ func parseReply(m []byte) (reply, error) {
 	r.qr = m[2]&0x80 != 0
 	r.aa = m[2]&0x04 != 0
 	r.tc = m[2]&0x02 != 0
+	r.ra = m[3]&0x80 != 0
 	r.rcode = int(m[3] & 0x0f)
 	counts := [4]int{}
 	for i := range counts {

@@ -2,6 +2,8 @@
 // benchmark harness. It does the parts that are awkward in shell:
 //
 //	benchtool gen    -out DIR -root FILE -big N   write zones and query files (deterministic)
+//	benchtool resgen -out DIR                     the resolver benchmark's hierarchy and query files
+//	benchtool coldq  -out F -n N -seed S          a fresh cold-resolution query file
 //	benchtool probe  -addr A -name N -type T      wait until a server answers authoritatively
 //	benchtool check  -addr A -queries F -expect E  sanity-check a server's answers to a workload
 //	benchtool tree   -pid P                       CPU time and memory of a process tree
@@ -18,7 +20,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool <gen|probe|check|tree|parse|report> [flags]
+const usage = `usage: benchtool <gen|resgen|coldq|probe|check|tree|parse|report> [flags]
 see bench/README.md`
 
 func main() {
@@ -31,6 +33,10 @@ func main() {
 	switch os.Args[1] {
 	case "gen":
 		err = runGen(args)
+	case "resgen":
+		err = runResGen(args)
+	case "coldq":
+		err = runColdQ(args)
 	case "probe":
 		err = runProbe(args)
 	case "check":

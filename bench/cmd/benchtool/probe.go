@@ -13,11 +13,14 @@ import (
 
 // exchange sends one query and waits up to timeout for its reply: over
 // UDP, or over TCP (RFC 1035 §4.2.2 framing, one query per connection)
-// when conn is a TCP connection.
-func exchange(conn net.Conn, id uint16, name, qtype string, edns, do bool, timeout time.Duration) (reply, error) {
+// when conn is a TCP connection. rd asks for recursion (a resolver).
+func exchange(conn net.Conn, id uint16, name, qtype string, edns, do, rd bool, timeout time.Duration) (reply, error) {
 	q, err := buildQuery(id, name, qtype, edns, do)
 	if err != nil {
 		return reply{}, err
+	}
+	if rd {
+		q[2] |= 0x01 // RFC 1035 §4.1.1: RD
 	}
 	_, tcp := conn.(*net.TCPConn)
 	if tcp {
@@ -65,7 +68,9 @@ func loopback(addr string) (*net.UDPAddr, error) {
 
 // runProbe polls a server (every 10 ms) until it answers name/type with
 // the expected rcode and, unless -echo, the AA bit: i.e. until the zone is
-// loaded. It prints the milliseconds it waited, or fails after -timeout.
+// loaded. With -resolver it asks with RD and waits for a NOERROR answer
+// (a resolver that has walked the hierarchy). It prints the milliseconds
+// it waited, or fails after -timeout.
 func runProbe(args []string) error {
 	fs := flag.NewFlagSet("probe", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
@@ -74,6 +79,7 @@ func runProbe(args []string) error {
 	echo := fs.Bool("echo", false, "the echo floor: accept any reply with QR set")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	pid := fs.Int("pid", 0, "give up as soon as this process has exited (0: don't watch)")
+	resolver := fs.Bool("resolver", false, "a resolver: ask with RD and accept NOERROR with an answer, without AA")
 	fs.Parse(args)
 	ua, err := loopback(*addr)
 	if err != nil {
@@ -96,11 +102,15 @@ func runProbe(args []string) error {
 		if err != nil {
 			return err
 		}
-		r, err := exchange(conn, id, *name, *qtype, false, false, 20*time.Millisecond)
+		wait := 20 * time.Millisecond
+		if *resolver {
+			wait = time.Second // the first answer walks the hierarchy
+		}
+		r, err := exchange(conn, id, *name, *qtype, false, false, *resolver, wait)
 		conn.Close()
 		if err == nil {
 			last = r.String()
-			if r.qr && (*echo || (r.aa && r.rcode == 0)) {
+			if r.qr && (*echo || (r.aa && r.rcode == 0) || (*resolver && r.rcode == 0 && len(r.sections[0]) > 0)) {
 				fmt.Println(time.Since(start).Milliseconds())
 				return nil
 			}
@@ -117,6 +127,7 @@ func runProbe(args []string) error {
 //	large    NOERROR, AA, at least 1000 records in the answer section
 //	nxdomain NXDOMAIN, AA, SOA in authority
 //	referral NOERROR, no AA, empty answer, NS in authority
+//	resolved NOERROR, RA, an answer section (asked with RD: a resolver)
 //
 // With -tcp each query goes over its own TCP connection.
 // With -do the query has the DO bit and the reply must carry RRSIGs (the
@@ -126,12 +137,13 @@ func runCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:53", "server address (loopback only)")
 	queries := fs.String("queries", "", "query file (dnsperf format)")
-	expect := fs.String("expect", "answer", "answer, large, nxdomain or referral")
+	expect := fs.String("expect", "answer", "answer, large, nxdomain, referral or resolved")
 	overTCP := fs.Bool("tcp", false, "ask over TCP")
 	do := fs.Bool("do", false, "set DO (implies -edns) and require RRSIGs")
 	edns := fs.Bool("edns", false, "send EDNS0 (4096-byte payload)")
 	n := fs.Int("n", 20, "how many queries to check")
 	fs.Parse(args)
+	rd := *expect == "resolved"
 	ua, err := loopback(*addr)
 	if err != nil {
 		return err
@@ -158,11 +170,11 @@ func runCheck(args []string) error {
 		if *overTCP {
 			var c net.Conn
 			if c, err = net.DialTimeout("tcp", ua.String(), time.Second); err == nil {
-				r, err = exchange(c, uint16(done), fld[0], fld[1], *edns, *do, 5*time.Second)
+				r, err = exchange(c, uint16(done), fld[0], fld[1], *edns, *do, rd, 5*time.Second)
 				c.Close()
 			}
 		} else {
-			r, err = exchange(conn, uint16(done), fld[0], fld[1], *edns, *do, time.Second)
+			r, err = exchange(conn, uint16(done), fld[0], fld[1], *edns, *do, rd, time.Second)
 		}
 		if err != nil {
 			fmt.Printf("%s %s: %v\n", fld[0], fld[1], err)
@@ -188,6 +200,10 @@ func runCheck(args []string) error {
 		case "nxdomain":
 			if r.rcode != 3 || !r.aa || !r.has(1, "SOA") {
 				why = append(why, "want NXDOMAIN+AA with SOA in authority")
+			}
+		case "resolved":
+			if r.rcode != 0 || !r.ra || len(r.sections[0]) == 0 {
+				why = append(why, "want NOERROR+RA with an answer")
 			}
 		case "referral":
 			if r.rcode != 0 || r.aa || len(r.sections[0]) != 0 || !r.has(1, "NS") {

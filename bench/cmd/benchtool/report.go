@@ -75,7 +75,7 @@ type point struct {
 type key struct{ workload, gen, server string }
 
 // serverOrder is the column order of tables and charts; unknown names go last.
-var serverOrder = []string{"tern", "nsd", "knot", "bind", "pdns", "echo", "echosz"}
+var serverOrder = []string{"tern", "nsd", "knot", "bind", "pdns", "unbound", "pdnsrec", "echo", "echosz"}
 
 // floor reports whether s is one of the echo floors, which are no peers.
 func floor(s string) bool { return s == "echo" || s == "echosz" }
@@ -123,6 +123,8 @@ func runReport(args []string) error {
 	metaPath := fs.String("meta", "", "meta.txt: lines copied under the title (optional)")
 	out := fs.String("out", "", "output directory")
 	order := fs.String("order", "", "workload order for tables and chart (space-separated; default: as in raw.tsv)")
+	resPath := fs.String("resolver", "", "resolver.tsv: the resolver phase's mix runs (optional)")
+	mixFile := fs.String("mixfile", "", "the mix query file, for the ideal hit rate (optional)")
 	fs.Parse(args)
 
 	rows, err := readTSV(*rawPath)
@@ -314,7 +316,7 @@ func runReport(args []string) error {
 		w("\n")
 
 		w("### Ratios (generator: %s)\n\n", g)
-		w("Best peer = highest QPS / lowest CPU per query among NSD, Knot, BIND and PowerDNS. QPS ratio > 1 and CPU ratio < 1 favour Tern. The sized floor (echosz) pads the echo's replies to the average size of Tern's answers in the workload.\n\n")
+		w("Best peer = highest QPS / lowest CPU per query among the peers measured on the workload (NSD, Knot, BIND and PowerDNS; Unbound and PowerDNS Recursor on the resolver workloads res-*). QPS ratio > 1 and CPU ratio < 1 favour Tern. The sized floor (echosz) pads the echo's replies to the average size of Tern's answers in the workload.\n\n")
 		w("| workload | Tern QPS / best peer | Tern CPU/q / best peer | Tern QPS / echo floor | Tern CPU/q / echo floor | Tern QPS / sized floor |\n")
 		w("|---|--:|--:|--:|--:|--:|\n")
 		for _, wl := range workloads {
@@ -387,6 +389,16 @@ func runReport(args []string) error {
 				}
 			}
 			w("\n")
+		}
+	}
+
+	if *resPath != "" {
+		rows, err := readResRows(*resPath)
+		if err != nil {
+			return err
+		}
+		if err := resolverTable(w, rows, *mixFile); err != nil {
+			return err
 		}
 	}
 
