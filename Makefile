@@ -1,6 +1,7 @@
 # Tern: build, test and benchmark.
 #   make test          installs what the tests need (Debian packages) and runs every test
-#   make bench         runs the dnsperf harness beside NSD, Knot, BIND and PowerDNS (QUICK=1: < 5 min)
+#   make bench         runs the dnsperf harness beside NSD, Knot, BIND and PowerDNS, and the
+#                      resolver beside Unbound and PowerDNS Recursor (QUICK=1: < 10 min)
 
 GO       ?= go
 PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils

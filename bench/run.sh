@@ -670,7 +670,12 @@ for phase in main big bigsigned large resolver; do
 								loud "run res-cold/$g/$s: $(cut -f5 <<<"$LAST_ROW") queries sent from a file of $COLD_N names: some were asked twice (raise COLD_N)"
 							fi
 							;;
-						res-mix) res_record "$w" "$g" "$s" "$rep" ;;
+						res-mix)
+							res_record "$w" "$g" "$s" "$rep"
+							if (($(cut -f5 <<<"$LAST_ROW" | cut -d. -f1) < MIX_N)); then
+								loud "run res-mix/$g/$s: the replay stopped after $(cut -f5 <<<"$LAST_ROW") of $MIX_N questions (MIX_LIMIT ${MIX_LIMIT} s): its rate and hit rate are not comparable"
+							fi
+							;;
 						esac
 						RUN_QF=
 					done
