@@ -39,10 +39,11 @@ w2.test. A 192.0.2.1
 
 	code, out, errs := runT("resolve", "www.test", "--trace", "--root-hints", hints, "--port", port)
 	for _, want := range []string{
-		";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root hint]: answer, 2 records in ",
+		";; . NS -> a.root. (127.0.0.1:" + port + ") for zone . [root hint, priming query (RFC 8109)]: answer, 1 records in ",
+		";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root server, primed]: answer, 2 records in ",
 		";; ->>HEADER<<- opcode: QUERY, status: NOERROR\n",
 		";; ANSWER SECTION:\nwww.test.\t3600\tIN\tCNAME\tw2.test.\nw2.test.\t3600\tIN\tA\t192.0.2.1\n",
-		" 1 upstream queries\n",
+		" 2 upstream queries\n",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("code %d, out\n%s\nerr %q\nwant %q", code, out, errs, want)

@@ -114,7 +114,7 @@ func TestHierarchy(t *testing.T) {
 	addrs, port := startHierarchy(t)
 	steps := resolveTraced(t, addrs, port, "WWW.Example.TLD.", dns.TypeA,
 		"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
-	// The path: root, tld., example.tld. (CNAME); root, net. (referral
+	// The path: priming, root, tld., example.tld. (CNAME); root, net. (referral
 	// to cdn.net. without usable glue); ns1.example.tld. resolved from
 	// the root (depth 1); then cdn.net.'s server.
 	var path []string
@@ -122,6 +122,7 @@ func TestHierarchy(t *testing.T) {
 		path = append(path, fmt.Sprintf("%d %s %s", s.Depth, s.Zone, s.Question.Name))
 	}
 	wantPath := []string{
+		"0 . .", // priming
 		"0 . www.example.tld.", "0 tld. www.example.tld.", "0 example.tld. www.example.tld.",
 		"0 . www.cdn.net.", "0 net. www.cdn.net.",
 		"1 . ns1.example.tld.", "1 tld. ns1.example.tld.", "1 example.tld. ns1.example.tld.",
@@ -138,8 +139,8 @@ func TestHierarchyDNAME(t *testing.T) {
 	addrs, port := startHierarchy(t)
 	steps := resolveTraced(t, addrs, port, "www.alias.example.tld.", dns.TypeA,
 		"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
-	if want := "answer, 2 records, DNAME alias.example.tld. -> cdn.net."; len(steps) < 3 || steps[2].Outcome != want {
-		t.Errorf("steps %+v, want the third %q", steps, want)
+	if want := "answer, 2 records, DNAME alias.example.tld. -> cdn.net."; len(steps) < 4 || steps[3].Outcome != want {
+		t.Errorf("steps %+v, want the fourth (after priming) %q", steps, want)
 	}
 }
 

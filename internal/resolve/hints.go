@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 
@@ -53,34 +54,48 @@ func LoadHints(path string) ([]Server, error) {
 // errors, which carry file:line.
 func ParseHints(r io.Reader, file string) ([]Server, error) {
 	zp := dns.NewZoneParser(r, ".", file)
-	var servers []Server
-	index := map[string]int{}
-	var addrs []dns.RR
+	var rrs []dns.RR
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		switch rr := rr.(type) {
-		case *dns.NS:
-			if rr.Hdr.Name != "." {
-				return nil, fmt.Errorf("%s: NS record of %s: root hints hold the root's NS records only", file, rr.Hdr.Name)
-			}
-			name := dns.CanonicalName(rr.Ns)
-			if _, dup := index[name]; !dup {
-				index[name] = len(servers)
-				servers = append(servers, Server{Name: name, Why: "root hint"})
-			}
-		case *dns.A, *dns.AAAA:
-			addrs = append(addrs, rr)
+		if ns, ok := rr.(*dns.NS); ok && ns.Hdr.Name != "." {
+			return nil, fmt.Errorf("%s: NS record of %s: root hints hold the root's NS records only", file, ns.Hdr.Name)
 		}
+		rrs = append(rrs, rr)
 	}
 	if err := zp.Err(); err != nil {
 		return nil, err
 	}
+	servers, _ := rootServers(rrs, rrs, "root hint")
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%s: no root server with an address (want NS records of . and A/AAAA records of their names)", file)
+	}
+	return servers, nil
+}
+
+// rootServers returns the root servers named by the NS records of the
+// root in ns, with their addresses from the A and AAAA records in addrs
+// (those of other names ignored), the servers without an address left
+// out, and the smallest TTL of the records used.
+func rootServers(ns, addrs []dns.RR, why string) ([]Server, uint32) {
+	var servers []Server
+	index := map[string]int{}
+	ttl := uint32(math.MaxUint32)
+	for _, rr := range ns {
+		ns, ok := rr.(*dns.NS)
+		if !ok || ns.Hdr.Name != "." {
+			continue
+		}
+		name := dns.CanonicalName(ns.Ns)
+		if _, dup := index[name]; !dup {
+			index[name] = len(servers)
+			servers = append(servers, Server{Name: name, Why: why})
+		}
+		ttl = min(ttl, ns.Hdr.Ttl)
+	}
 	for _, rr := range addrs {
 		i, ok := index[dns.CanonicalName(rr.Header().Name)]
-		if !ok {
-			continue // an address of a name that is not a root server
-		}
-		if a, ok := rrAddr(rr); ok {
+		if a, isAddr := rrAddr(rr); ok && isAddr {
 			servers[i].Addrs = append(servers[i].Addrs, a)
+			ttl = min(ttl, rr.Header().Ttl)
 		}
 	}
 	n := 0
@@ -90,10 +105,7 @@ func ParseHints(r io.Reader, file string) ([]Server, error) {
 			n++
 		}
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%s: no root server with an address (want NS records of . and A/AAAA records of their names)", file)
-	}
-	return servers[:n], nil
+	return servers[:n], ttl
 }
 
 // rrAddr returns the address of an A or AAAA record.

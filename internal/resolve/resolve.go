@@ -1,9 +1,11 @@
-// Package resolve is the iterative resolver: starting from the root hints
-// it follows referrals down to the servers of the zone that holds the
-// answer, resolving name server names that come without usable glue and
-// following CNAME chains and DNAME redirections (RFC 6672) across zones. It holds no sockets: it asks
-// through an upstream.Exchanger, so that tests drive it with canned
-// answers. There is no cache yet: every resolution starts at the root.
+// Package resolve is the iterative resolver: starting from the root
+// servers, learnt from the root hints by priming (RFC 8109), it follows
+// referrals down to the servers of the zone that holds the answer,
+// resolving name server names that come without usable glue and following
+// CNAME chains and DNAME redirections (RFC 6672) across zones. It holds no
+// sockets: it asks through an upstream.Exchanger, so that tests drive it
+// with canned answers. There is no cache yet: every resolution starts at
+// the root.
 package resolve
 
 import (
@@ -14,6 +16,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -59,6 +63,8 @@ type Options struct {
 	Port uint16
 	// Trace, when set, is called after every upstream query.
 	Trace func(Step)
+	// Now is the clock (default time.Now); tests advance their own.
+	Now func() time.Time
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -68,13 +74,22 @@ type Resolver struct {
 	limits Limits
 	port   uint16
 	trace  func(Step)
+	now    func() time.Time
+
+	// primed is the root servers learnt by priming (RFC 8109), nil
+	// until the first resolution; primeMu is held while priming.
+	primed  atomic.Pointer[primed]
+	primeMu sync.Mutex
 }
 
 // New returns a Resolver that asks through ex.
 func New(ex upstream.Exchanger, opt Options) *Resolver {
-	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace}
+	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now}
 	if r.hints == nil {
 		r.hints = RootHints()
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	d := DefaultLimits
 	for _, l := range []struct {
@@ -288,7 +303,11 @@ func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
 // name/qtype and returns that answer (its records all in bailiwick of the
 // zone) and the zone.
 func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
-	zone, servers := ".", ru.r.hints
+	servers, err := ru.roots(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	zone := "."
 	for referrals := 0; ; referrals++ {
 		m, next, err := ru.ask(ctx, zone, servers, name, qtype, depth)
 		if err != nil {

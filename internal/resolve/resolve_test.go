@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,10 +33,16 @@ type fake struct {
 	// unreachable makes them fail.
 	unreachable map[string]bool
 	asked       []key
+	// mu, when set, guards asked for concurrent tests.
+	mu *sync.Mutex
 }
 
 func (f *fake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
 	k := key{server.Addr().String(), dns.CanonicalName(q.Name), q.Qtype}
+	if f.mu != nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+	}
 	f.asked = append(f.asked, k)
 	if f.unreachable[k.server] {
 		return nil, fmt.Errorf("fake: udp to %s: %w", server, syscall.ECONNREFUSED)
@@ -108,8 +115,9 @@ const (
 // with in-zone glue, net. delegates example.net.
 func world(t testing.TB) *fake {
 	return &fake{answers: map[key]*dns.Msg{
-		{root, "com.", 0}: referral(t, []string{"com. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
-		{root, "net.", 0}: referral(t, []string{"net. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
+		{root, ".", dns.TypeNS}: priming(t, ". 518400 IN NS a.root.", "a.root. 518400 IN A "+root),
+		{root, "com.", 0}:       referral(t, []string{"com. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
+		{root, "net.", 0}:       referral(t, []string{"net. 172800 IN NS a.gtld.net."}, "a.gtld.net. 172800 IN A "+gtld),
 		{gtld, "example.com.", 0}: referral(t, []string{"example.com. 3600 IN NS ns1.example.com."},
 			"ns1.example.com. 3600 IN A "+exCom),
 		{gtld, "example.net.", 0}: referral(t, []string{"example.net. 3600 IN NS ns.example.net."},
@@ -122,12 +130,27 @@ func world(t testing.TB) *fake {
 	}}
 }
 
-func resolver(f *fake, l Limits, steps *[]Step) *Resolver {
-	return New(f, Options{
+// resolver returns a Resolver asking f, with the root as its hint, primed
+// (the queries of the priming forgotten by f and steps).
+func resolver(t testing.TB, f *fake, l Limits, steps *[]Step) *Resolver {
+	r := New(f, Options{
 		Hints:  []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
 		Limits: l,
 		Trace:  func(s Step) { *steps = append(*steps, s) },
 	})
+	if err := r.Prime(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.asked, *steps = nil, nil
+	return r
+}
+
+// priming is the answer to a priming query: the root's NS records in the
+// answer section, then addresses.
+func priming(t testing.TB, ns string, extra ...string) *dns.Msg {
+	m := answer(t, strings.Split(ns, "\n")...)
+	m.Extra = rrs(t, extra...)
+	return m
 }
 
 // records returns the records in zone-file form, tabs as spaces.
@@ -434,7 +457,7 @@ func TestResolve(t *testing.T) {
 				tc.setup(t, f)
 			}
 			var steps []Step
-			res, err := resolver(f, tc.limits, &steps).Resolve(context.Background(), tc.qname, tc.qtype)
+			res, err := resolver(t, f, tc.limits, &steps).Resolve(context.Background(), tc.qname, tc.qtype)
 			if tc.reason != 0 {
 				var e *Error
 				if !errors.As(err, &e) || e.Reason != tc.reason {
