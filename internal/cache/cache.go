@@ -1,5 +1,6 @@
 // Package cache holds what the resolver learns: an RRset cache and a
-// negative cache (RFC 2308) shared by every goroutine.
+// negative cache (RFC 2308) shared by every goroutine, and a response
+// cache (Responses) that one worker owns for its cache hits.
 //
 // The RRset cache is split into shards by a hash of the name and type,
 // each with its own lock and its own byte budget, so that concurrent

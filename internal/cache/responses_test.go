@@ -1,0 +1,360 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
+)
+
+// respQuery is a query as a client sends it.
+type respQuery struct {
+	name   string
+	qtype  uint16
+	id     uint16
+	rd, cd bool
+	edns   uint16 // EDNS payload size; 0: no OPT
+	do     bool
+}
+
+func (rq respQuery) pack(t testing.TB) ([]byte, *wire.Query) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(rq.name, rq.qtype)
+	m.Id, m.RecursionDesired, m.CheckingDisabled = rq.id, rq.rd, rq.cd
+	if rq.edns > 0 {
+		m.SetEdns0(rq.edns, rq.do)
+	}
+	pkt, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := new(wire.Query)
+	if res, rc := q.Parse(pkt); res != wire.Answer {
+		t.Fatalf("parse: %v %d", res, rc)
+	}
+	return pkt, q
+}
+
+// limitOf is the size limit a recursor would build the response for.
+func limitOf(q *wire.Query) int {
+	if !q.EDNS {
+		return 512
+	}
+	return min(max(512, int(q.UDPSize)), 1232)
+}
+
+// reply packs a response to the query pkt with the records given
+// (answer, authority, additional), compressed.
+func reply(t testing.TB, pkt []byte, rcode int, an, ns, ar []dns.RR) []byte {
+	t.Helper()
+	q := new(dns.Msg)
+	if err := q.Unpack(pkt); err != nil {
+		t.Fatal(err)
+	}
+	m := new(dns.Msg)
+	m.SetRcode(q, rcode)
+	m.RecursionAvailable = true
+	m.Answer, m.Ns, m.Extra = an, ns, ar
+	if o := q.IsEdns0(); o != nil {
+		m.SetEdns0(1232, o.Do())
+	}
+	out, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stored puts resp twice (stored on the second miss).
+func stored(t testing.TB, c *Responses, rq respQuery, resp []byte, now time.Time) {
+	pkt, q := rq.pack(t)
+	c.Put(q, pkt, limitOf(q), resp, now)
+	c.Put(q, pkt, limitOf(q), resp, now)
+}
+
+// ttls returns the TTLs of the records of msg, OPT left out.
+func ttls(t testing.TB, msg []byte) []uint32 {
+	offs, ok := wire.TTLOffsets(msg, nil)
+	if !ok {
+		t.Fatalf("TTLOffsets: malformed")
+	}
+	var out []uint32
+	for _, o := range offs {
+		out = append(out, binary.BigEndian.Uint32(msg[o:]))
+	}
+	return out
+}
+
+func TestResponses(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	base := respQuery{name: "www.example.com.", qtype: dns.TypeA, id: 1, rd: true, edns: 1232}
+	answer := func(t testing.TB, pkt []byte) []byte {
+		return reply(t, pkt, dns.RcodeSuccess,
+			rrs(t, "www.example.com. 300 IN CNAME web.example.com.", "web.example.com. 100 IN A 192.0.2.1"),
+			rrs(t, "example.com. 3600 IN NS ns.example.com."),
+			rrs(t, "ns.example.com. 3600 IN A 192.0.2.53"))
+	}
+	with := func(f func(*respQuery)) respQuery { rq := base; f(&rq); return rq }
+	for _, tc := range []struct {
+		name    string
+		store   respQuery
+		resp    func(t testing.TB, pkt []byte) []byte // default answer
+		puts    int                                   // default 2
+		ask     respQuery
+		after   time.Duration
+		miss    bool
+		ttls    []uint32
+		refresh bool
+	}{{
+		name: "a hit: ID and question of the query, TTLs as stored",
+		ask:  with(func(q *respQuery) { q.id = 4242 }), ttls: []uint32{300, 100, 3600, 3600},
+	}, {
+		name: "TTLs decremented by the age, OPT untouched",
+		ask:  base, after: 40*time.Second + 900*time.Millisecond, ttls: []uint32{260, 60, 3560, 3560},
+	}, {
+		name: "the question's case is the client's; the key is case-folded",
+		ask:  with(func(q *respQuery) { q.name = "WWW.Example.COM." }), ttls: []uint32{300, 100, 3600, 3600},
+	}, {
+		name: "stored on the second miss only",
+		puts: 1, ask: base, miss: true,
+	}, {
+		name: "expired with its smallest TTL",
+		ask:  base, after: 100 * time.Second, miss: true,
+	}, {
+		name: "within the last tenth of the smallest TTL: reported for prefetch",
+		ask:  base, after: 91 * time.Second, ttls: []uint32{209, 9, 3509, 3509}, refresh: true,
+	}, {
+		name: "before the last tenth: not reported",
+		ask:  base, after: 89 * time.Second, ttls: []uint32{211, 11, 3511, 3511},
+	}, {
+		name: "another type misses", ask: with(func(q *respQuery) { q.qtype = dns.TypeAAAA }), miss: true,
+	}, {
+		name: "another name misses", ask: with(func(q *respQuery) { q.name = "www.example.net." }), miss: true,
+	}, {
+		name: "RD in the key", ask: with(func(q *respQuery) { q.rd = false }), miss: true,
+	}, {
+		name: "CD in the key", ask: with(func(q *respQuery) { q.cd = true }), miss: true,
+	}, {
+		name: "DO in the key", ask: with(func(q *respQuery) { q.do = true }), miss: true,
+	}, {
+		name: "EDNS presence in the key", ask: with(func(q *respQuery) { q.edns = 0 }), miss: true,
+	}, {
+		name: "size class in the key", ask: with(func(q *respQuery) { q.edns = 800 }), miss: true,
+	}, {
+		name: "the same size class hits", ask: with(func(q *respQuery) { q.edns = 4000 }), ttls: []uint32{300, 100, 3600, 3600},
+	}, {
+		name:  "NXDOMAIN cached by its SOA's TTL",
+		store: with(func(q *respQuery) { q.name = "nx.example.com." }),
+		resp: func(t testing.TB, pkt []byte) []byte {
+			return reply(t, pkt, dns.RcodeNameError, nil, rrs(t, "example.com. 60 IN SOA ns.example.com. h.example.com. 1 2 3 4 60"), nil)
+		},
+		ask: with(func(q *respQuery) { q.name = "nx.example.com." }), after: 10 * time.Second, ttls: []uint32{50},
+	}, {
+		name: "SERVFAIL not cached",
+		resp: func(t testing.TB, pkt []byte) []byte {
+			return reply(t, pkt, dns.RcodeServerFailure, rrs(t, "www.example.com. 300 IN A 192.0.2.1"), nil, nil)
+		},
+		ask: base, miss: true,
+	}, {
+		name: "a response with a TTL of 0 not cached",
+		resp: func(t testing.TB, pkt []byte) []byte {
+			return reply(t, pkt, dns.RcodeSuccess, rrs(t, "www.example.com. 0 IN A 192.0.2.1"), nil, nil)
+		},
+		ask: base, miss: true,
+	}, {
+		name: "a response without records not cached",
+		resp: func(t testing.TB, pkt []byte) []byte { return reply(t, pkt, dns.RcodeSuccess, nil, nil, nil) },
+		ask:  base, miss: true,
+	}, {
+		name: "a response to another question not cached",
+		resp: func(t testing.TB, pkt []byte) []byte {
+			other, _ := respQuery{name: "www.example.org.", qtype: dns.TypeA, rd: true, edns: 1232}.pack(t)
+			return reply(t, other, dns.RcodeSuccess, rrs(t, "www.example.org. 300 IN A 192.0.2.1"), nil, nil)
+		},
+		ask: base, miss: true,
+	}, {
+		name:  "a response larger than a slot not cached",
+		store: with(func(q *respQuery) { q.edns = 4096; q.qtype = dns.TypeTXT }),
+		resp: func(t testing.TB, pkt []byte) []byte {
+			var an []dns.RR
+			for i := 0; i < 20; i++ {
+				an = append(an, rrs(t, `www.example.com. 300 IN TXT "`+string(bytes.Repeat([]byte{'x'}, 100))+`"`)...)
+			}
+			return reply(t, pkt, dns.RcodeSuccess, an, nil, nil)
+		},
+		ask: with(func(q *respQuery) { q.edns = 4096; q.qtype = dns.TypeTXT }), miss: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewResponses(64)
+			store := tc.store
+			if store.name == "" {
+				store = base
+			}
+			spkt, sq := store.pack(t)
+			resp := answer
+			if tc.resp != nil {
+				resp = tc.resp
+			}
+			r := resp(t, spkt)
+			puts := tc.puts
+			if puts == 0 {
+				puts = 2
+			}
+			for i := 0; i < puts; i++ {
+				c.Put(sq, spkt, limitOf(sq), r, t0)
+			}
+			pkt, q := tc.ask.pack(t)
+			out := make([]byte, 0, 65535)
+			got, refresh := c.Get(q, pkt, limitOf(q), t0.Add(tc.after), out)
+			if (got == nil) != tc.miss {
+				t.Fatalf("hit %v, want %v", got != nil, !tc.miss)
+			}
+			if tc.miss {
+				return
+			}
+			if refresh != tc.refresh {
+				t.Errorf("refresh %v, want %v", refresh, tc.refresh)
+			}
+			// Wire-level: the stored response with the query's ID and
+			// question and the TTLs aged, nothing else changed.
+			want := append([]byte(nil), r...)
+			copy(want, pkt[:2])
+			copy(want[wire.HeaderLen:], pkt[wire.HeaderLen:q.QuestionEnd])
+			offs, _ := wire.TTLOffsets(want, nil)
+			for i, o := range offs {
+				binary.BigEndian.PutUint32(want[o:], tc.ttls[i])
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("got  %x\nwant %x", got, want)
+			}
+			if g := ttls(t, got); len(g) != len(tc.ttls) {
+				t.Errorf("TTLs %v, want %v", g, tc.ttls)
+			}
+			m := new(dns.Msg)
+			if err := m.Unpack(got); err != nil {
+				t.Fatalf("the hit does not parse: %v", err)
+			}
+			if m.Id != tc.ask.id || m.Question[0].Name != dns.Fqdn(tc.ask.name) {
+				t.Errorf("ID %d question %s, want %d %s", m.Id, m.Question[0].Name, tc.ask.id, tc.ask.name)
+			}
+		})
+	}
+}
+
+// TestResponsesPrefetchOnce: the refresh report comes once per stored
+// response, and again after a fresh Put.
+func TestResponsesPrefetchOnce(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	rq := respQuery{name: "www.example.com.", qtype: dns.TypeA, rd: true}
+	pkt, q := rq.pack(t)
+	r := reply(t, pkt, dns.RcodeSuccess, rrs(t, "www.example.com. 100 IN A 192.0.2.1"), nil, nil)
+	c := NewResponses(64)
+	stored(t, c, rq, r, t0)
+	out := make([]byte, 0, 512)
+	late := t0.Add(95 * time.Second)
+	for i, want := range []bool{true, false, false} {
+		if got, refresh := c.Get(q, pkt, 512, late, out); got == nil || refresh != want {
+			t.Fatalf("hit %d: %v refresh %v, want %v", i, got != nil, refresh, want)
+		}
+	}
+	c.Put(q, pkt, 512, r, late)
+	if _, refresh := c.Get(q, pkt, 512, late.Add(91*time.Second), out); !refresh {
+		t.Errorf("not reported after a fresh Put")
+	}
+}
+
+// TestResponsesConfirmBytes: a slot whose hash matches but whose stored
+// question differs is a miss (a hash collision never answers another
+// name).
+func TestResponsesConfirmBytes(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	a := respQuery{name: "www.example.com.", qtype: dns.TypeA, rd: true}
+	b := respQuery{name: "www.example.net.", qtype: dns.TypeA, rd: true}
+	c := NewResponses(4) // one set
+	apkt, _ := a.pack(t)
+	stored(t, c, a, reply(t, apkt, dns.RcodeSuccess, rrs(t, "www.example.com. 100 IN A 192.0.2.1"), nil, nil), t0)
+	bpkt, bq := b.pack(t)
+	// Forge the collision: the slot of a now claims b's hash.
+	set := &c.sets[0]
+	set.slot[set.way(c.hash(mustQuery(t, apkt), respVariant(bq, 512)))].hash = c.hash(bq, respVariant(bq, 512))
+	if got, _ := c.Get(bq, bpkt, 512, t0, make([]byte, 0, 512)); got != nil {
+		t.Errorf("a colliding hash answered www.example.net. with %x", got)
+	}
+}
+
+func mustQuery(t testing.TB, pkt []byte) *wire.Query {
+	q := new(wire.Query)
+	if res, _ := q.Parse(pkt); res != wire.Answer {
+		t.Fatal("parse")
+	}
+	return q
+}
+
+// TestResponsesTruncated: a truncated response is not served to a client
+// that takes more than it was built for.
+func TestResponsesTruncated(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	small := respQuery{name: "big.example.com.", qtype: dns.TypeTXT, rd: true, edns: 1300}
+	pkt, q := small.pack(t)
+	r := reply(t, pkt, dns.RcodeSuccess, rrs(t, `big.example.com. 100 IN TXT "x"`), nil, nil)
+	r[2] |= wire.FlagTC >> 8
+	c := NewResponses(64)
+	c.Put(q, pkt, 1300, r, t0)
+	c.Put(q, pkt, 1300, r, t0)
+	out := make([]byte, 0, 4096)
+	if got, _ := c.Get(q, pkt, 1300, t0, out); got == nil {
+		t.Errorf("miss for the limit it was built for")
+	}
+	if got, _ := c.Get(q, pkt, 4000, t0, out); got != nil {
+		t.Errorf("a truncated response served to a larger limit in its class")
+	}
+}
+
+// TestResponsesZeroAllocs: a hit allocates nothing.
+func TestResponsesZeroAllocs(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	rq := respQuery{name: "www.example.com.", qtype: dns.TypeA, rd: true, edns: 1232}
+	pkt, q := rq.pack(t)
+	c := NewResponses(0)
+	stored(t, c, rq, reply(t, pkt, dns.RcodeSuccess, rrs(t, "www.example.com. 300 IN A 192.0.2.1"), nil, nil), t0)
+	out := make([]byte, 0, 1232)
+	now := t0.Add(time.Second)
+	if n := testing.AllocsPerRun(1000, func() {
+		if got, _ := c.Get(q, pkt, 1232, now, out); got == nil {
+			t.Fatal("miss")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per hit", n)
+	}
+}
+
+// BenchmarkResponsesHit is a hit among 1000 cached responses (of 8192
+// slots; now and then five names share a set of four and one misses).
+func BenchmarkResponsesHit(b *testing.B) {
+	t0 := time.Unix(1_800_000_000, 0)
+	c := NewResponses(0)
+	const n = 1000
+	pkts := make([][]byte, n)
+	qs := make([]*wire.Query, n)
+	for i := range pkts {
+		rq := respQuery{name: aName(i), qtype: dns.TypeA, rd: true, edns: 1232}
+		pkts[i], qs[i] = rq.pack(b)
+		stored(b, c, rq, reply(b, pkts[i], dns.RcodeSuccess, rrs(b, aName(i)+" 300 IN A 192.0.2.1"), nil, nil), t0)
+	}
+	out := make([]byte, 0, 1232)
+	now := t0.Add(time.Second)
+	b.ReportAllocs()
+	b.ResetTimer()
+	misses := 0
+	for i := 0; i < b.N; i++ {
+		if got, _ := c.Get(qs[i%n], pkts[i%n], 1232, now, out); got == nil {
+			misses++ // a set of four ways that five of the names hash to
+		}
+	}
+	b.ReportMetric(float64(misses)/float64(b.N), "misses/op")
+}
