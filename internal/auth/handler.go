@@ -1,5 +1,7 @@
 package auth
 
+import "github.com/tern-dns/tern/internal/server"
+
 // Worker answers queries from a Responder for one goroutine of a server:
 // it owns the Scratch and, over UDP, the response cache and the batch's
 // Aheads, and decides per batch whether answering ahead pays. It is not
@@ -28,34 +30,34 @@ func (r *Responder) NewWorker(tcp bool, cacheSize int) *Worker {
 	return w
 }
 
-// Answer answers the query in pkt into out (capacity BufferSize), as
+// Answer answers req's query into out (capacity BufferSize), as
 // Responder.Answer does.
-func (w *Worker) Answer(pkt, out []byte) []byte {
-	return w.r.Answer(&w.scr, pkt, out, w.tcp)
+func (w *Worker) Answer(req *server.Request, out []byte) []byte {
+	return w.r.Answer(&w.scr, req.Packet, out, w.tcp)
 }
 
-// AnswerBatch answers pkts[i] into outs[i] (capacity BufferSize each) and
+// AnswerBatch answers reqs[i] into outs[i] (capacity BufferSize each) and
 // stores the responses back into outs. Where it pays (Scratch.AheadPays:
 // answers that need the zones, or a response cache larger than the CPU's
 // fast caches), the batch is started together and advanced in steps
 // before any is answered, so that the memory each answer reads (the
 // cache's entry, or the zone lookup's chain) loads for all of them at
 // once (Ahead). Only for UDP workers.
-func (w *Worker) AnswerBatch(pkts, outs [][]byte) {
+func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	r, s := w.r, &w.scr
-	if len(pkts) < 2 || w.tcp || !s.AheadPays() {
-		for i, pkt := range pkts {
-			outs[i] = r.Answer(s, pkt, outs[i], w.tcp)
+	if len(reqs) < 2 || w.tcp || !s.AheadPays() {
+		for i := range reqs {
+			outs[i] = r.Answer(s, reqs[i].Packet, outs[i], w.tcp)
 		}
 		return
 	}
-	if len(w.ahead) < len(pkts) {
-		w.ahead = make([]Ahead, len(pkts))
+	if len(w.ahead) < len(reqs) {
+		w.ahead = make([]Ahead, len(reqs))
 	}
-	ahead := w.ahead[:len(pkts)]
+	ahead := w.ahead[:len(reqs)]
 	w.aheadBatches++
 	for i := range ahead {
-		r.Start(s, &ahead[i], pkts[i])
+		r.Start(s, &ahead[i], reqs[i].Packet)
 	}
 	for step := 0; step < Steps; step++ {
 		for i := range ahead {
@@ -63,7 +65,7 @@ func (w *Worker) AnswerBatch(pkts, outs [][]byte) {
 		}
 	}
 	for i := range ahead {
-		outs[i] = r.AnswerAhead(s, &ahead[i], pkts[i], outs[i])
+		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
 	}
 }
 

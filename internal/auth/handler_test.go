@@ -3,6 +3,8 @@ package auth
 import (
 	"bytes"
 	"testing"
+
+	"github.com/tern-dns/tern/internal/server"
 )
 
 // TestWorkerBatch: a Worker's AnswerBatch answers every datagram of a
@@ -18,11 +20,13 @@ func TestWorkerBatch(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = make([]byte, 0, BufferSize)
 	}
+	reqs := make([]server.Request, len(pkts))
 	batch := func(w *Worker, pkts [][]byte) {
 		for i := range pkts {
 			outs[i] = bufs[i][:0]
+			reqs[i].Packet = pkts[i]
 		}
-		w.AnswerBatch(pkts, outs[:len(pkts)])
+		w.AnswerBatch(reqs[:len(pkts)], outs[:len(pkts)])
 	}
 	var plain Scratch
 	want := make([]byte, 0, BufferSize)

@@ -1,12 +1,18 @@
 package server
 
+import (
+	"errors"
+	"net/netip"
+	"sync"
+)
+
 // Handler makes the state through which the server's goroutines answer
 // queries, as net/http's Handler answers requests: the server asks it for
 // one Worker per UDP socket it serves and for TCP Workers that busy
 // connections take from a pool (an idle connection holds none), and calls
 // each Worker from one goroutine at a time. The authoritative
-// engine (auth) is one Handler; a resolver can be another on the same
-// sockets.
+// engine (auth) is one Handler; the resolver (recursor) is another, on
+// sockets of its own.
 type Handler interface {
 	// NewWorker returns a Worker for a UDP socket (tcp false) or for TCP
 	// connections (tcp true), whose answers then have TCP's size limit.
@@ -22,12 +28,17 @@ func (f HandlerFunc) NewWorker(tcp bool) Worker { return f(tcp) }
 // Worker is the state of one goroutine's answers, reused from query to
 // query (buffers, caches), so that answering allocates nothing.
 type Worker interface {
-	// Answer writes the response to the query in pkt into out, which is
-	// empty with capacity BufferSize, and returns it, or nil to send
-	// nothing. A response larger than out's capacity may be a slice of
-	// the Worker's own; it must stay valid until the next call. pkt is
-	// the server's buffer and must not be kept.
-	Answer(pkt, out []byte) []byte
+	// Answer writes the response to req into out, which is empty with
+	// capacity BufferSize, and returns it, or nil to send nothing. A
+	// response larger than out's capacity may be a slice of the Worker's
+	// own; it must stay valid until the next call. req and its Packet
+	// belong to the server and must not be kept after Answer returns;
+	// a Reply from req.Defer may be.
+	//
+	// Over TCP, nil without a Defer closes the connection (RFC 7766 §7:
+	// a query that gets no answer ends it rather than leave the client
+	// waiting).
+	Answer(req *Request, out []byte) []byte
 }
 
 // Batcher is a UDP Worker that answers a batch of datagrams in one call,
@@ -36,13 +47,144 @@ type Worker interface {
 // Worker that implements it gets every batch through AnswerBatch, one
 // interface call per batch; the others get one Answer call per datagram.
 type Batcher interface {
-	// AnswerBatch answers pkts[i] into outs[i] for every i, as Answer
+	// AnswerBatch answers reqs[i] into outs[i] for every i, as Answer
 	// does, and stores each response (or nil) back into outs[i]. The
-	// slices have the same length, at most the server's batch size.
-	AnswerBatch(pkts, outs [][]byte)
+	// slices have the same length, at most the server's batch size. A
+	// request whose Packet is nil was too long to read whole: the server
+	// answers it FORMERR itself.
+	AnswerBatch(reqs []Request, outs [][]byte)
 }
 
 // BufferSize is the capacity of the response buffers a Worker is given:
 // the largest DNS message and room for a builder to run past its size
 // limit before it notices and truncates.
 const BufferSize = 65535 + 512
+
+// Request is one query as a Worker sees it: its bytes, its transport,
+// who sent it, and the means to answer it later. The server reuses it
+// from query to query.
+type Request struct {
+	// Packet is the query, in the server's buffer: valid only during
+	// the Answer call.
+	Packet []byte
+	// TCP is set for queries that came over TCP.
+	TCP bool
+
+	// remote is the client's address, unless raw holds it undecoded.
+	remote netip.AddrPort
+	// raw is the client's address as recvmmsg left it (udp_linux.go),
+	// decoded by Remote only when asked: most answers never need it.
+	raw *rawSockaddr
+	// transport makes the Reply of a deferred answer; nil for a request
+	// that cannot be deferred.
+	transport deferrer
+	// slot is the request's index in its transport's batch.
+	slot int
+	// reply is the Reply Defer gave out, if any: the server then sends
+	// nothing now.
+	reply *Reply
+}
+
+// deferrer is a transport that can send an answer after Answer returns.
+type deferrer interface {
+	deferReply(req *Request) *Reply
+}
+
+// NewRequest returns a request as a transport would make it, for tests and
+// for callers that answer outside a server: a deferred answer's messages
+// go to deliver (nil: the request cannot be deferred, Defer returns nil).
+func NewRequest(pkt []byte, remote netip.AddrPort, tcp bool, deliver func(msg []byte)) *Request {
+	req := &Request{Packet: pkt, TCP: tcp, remote: remote}
+	if deliver != nil {
+		req.transport = funcTransport(deliver)
+	}
+	return req
+}
+
+// funcTransport is the transport of NewRequest: deferred messages go to
+// a function.
+type funcTransport func(msg []byte)
+
+func (f funcTransport) deferReply(*Request) *Reply {
+	return &Reply{send: func(msg []byte) error { f(msg); return nil }}
+}
+
+// Remote is the address the query came from. For datagrams on a
+// dual-stack socket, an IPv4 client is an IPv4 address (not IPv4-mapped
+// IPv6), so that prefixes match it as written.
+func (r *Request) Remote() netip.AddrPort {
+	if r.raw != nil {
+		return r.raw.addrPort()
+	}
+	return r.remote
+}
+
+// Defer says that the answer to req will come later, through the Reply
+// it returns, which may be used from any goroutine: Answer then returns
+// nil and the server sends nothing now. The Reply must be closed once,
+// after its last Send. A second Defer returns the same Reply; a request
+// whose transport cannot defer (NewRequest without deliver) gets nil.
+func (r *Request) Defer() *Reply {
+	if r.reply == nil && r.transport != nil {
+		r.reply = r.transport.deferReply(r)
+	}
+	return r.reply
+}
+
+// deferred reports whether Answer deferred the request, and forgets it,
+// so that the Request is ready for the next query.
+func (r *Request) deferred() bool {
+	d := r.reply != nil
+	r.reply = nil
+	return d
+}
+
+// ErrReplyClosed is returned by a Send after Close, or a second Send of a
+// datagram's answer.
+var ErrReplyClosed = errors.New("reply already closed or sent")
+
+// Reply sends a deferred answer (see Request.Defer). Over UDP it sends
+// one message; over TCP any number, each a whole DNS message (the server
+// adds the length prefix), in order: an AXFR stream. It is safe for
+// concurrent use.
+type Reply struct {
+	mu     sync.Mutex
+	done   bool
+	send   func(msg []byte) error
+	once   bool   // a datagram: one message, then done
+	finish func() // run by Close, at most once
+}
+
+// Send sends msg, a whole DNS message, to the client. msg is not kept.
+func (r *Reply) Send(msg []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return ErrReplyClosed
+	}
+	if r.once {
+		r.done = true
+		defer r.runFinish()
+	}
+	return r.send(msg)
+}
+
+// Close ends the reply: the transport may then let go of what it kept for
+// it (a TCP connection stays open until its deferred replies are
+// closed). Close after a datagram's Send, or a second Close, does
+// nothing.
+func (r *Reply) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.done = true
+		r.runFinish()
+	}
+}
+
+func (r *Reply) runFinish() {
+	if f := r.finish; f != nil {
+		r.finish = nil
+		f()
+	}
+}

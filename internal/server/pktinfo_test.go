@@ -1,6 +1,6 @@
 //go:build linux && !ternportable
 
-package server
+package server_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -31,7 +32,7 @@ func TestWildcardAnswersFromQueryAddress(t *testing.T) {
 		{"[::]:0", []string{"::1", "127.0.0.1", "127.0.0.2"}},
 	} {
 		t.Run(tc.listen, func(t *testing.T) {
-			s := New(Config{Listen: []string{tc.listen}, Workers: 2}, authHandler(auth.New(zone.NewSet(testCompiled(t)), auth.Options{})))
+			s := server.New(server.Config{Listen: []string{tc.listen}, Workers: 2}, authHandler(auth.New(zone.NewSet(testCompiled(t)), auth.Options{})))
 			if err := s.Start(context.Background()); err != nil {
 				if strings.HasPrefix(tc.listen, "[") {
 					t.Skipf("no IPv6: %v", err)

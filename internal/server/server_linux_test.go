@@ -1,6 +1,6 @@
 //go:build linux && !ternportable
 
-package server
+package server_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -29,7 +30,7 @@ func TestDontFragment(t *testing.T) {
 		{"[::1]:0", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER},
 	} {
 		for _, df := range []bool{true, false} {
-			s := New(Config{Listen: []string{tc.addr}, Workers: 2, DontFragment: df}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+			s := server.New(server.Config{Listen: []string{tc.addr}, Workers: 2, DontFragment: df}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
 			if err := s.Start(context.Background()); err != nil {
 				if strings.Contains(tc.addr, "::1") {
 					t.Logf("no IPv6 loopback: %v", err)
@@ -37,11 +38,11 @@ func TestDontFragment(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			if len(s.workers) != 2 {
-				t.Fatalf("%d workers, want 2", len(s.workers))
+			if len(server.WorkerFDs(s)) != 2 {
+				t.Fatalf("%d workers, want 2", len(server.WorkerFDs(s)))
 			}
-			for _, w := range s.workers {
-				v, gerr := unix.GetsockoptInt(w.fd, tc.level, tc.opt)
+			for _, fd := range server.WorkerFDs(s) {
+				v, gerr := unix.GetsockoptInt(fd, tc.level, tc.opt)
 				if gerr != nil {
 					t.Fatal(gerr)
 				}
@@ -59,21 +60,21 @@ func TestDontFragment(t *testing.T) {
 // (see udpWorker), while the TCP listener, served by the netpoller, is in
 // one (which shows that the check sees the runtime's set).
 func TestWorkerLeavesNetpoller(t *testing.T) {
-	s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 2}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+	s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 2}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	watched := epollTargets(t)
-	if len(s.workers) != 2 {
-		t.Fatalf("%d workers, want 2", len(s.workers))
+	if len(server.WorkerFDs(s)) != 2 {
+		t.Fatalf("%d workers, want 2", len(server.WorkerFDs(s)))
 	}
-	for _, w := range s.workers {
-		if ino := inode(t, w.fd); watched[ino] {
+	for _, fd := range server.WorkerFDs(s) {
+		if ino := inode(t, fd); watched[ino] {
 			t.Errorf("UDP socket inode %x in an epoll set", ino)
 		}
 	}
-	raw, err := s.tcp[0].(*net.TCPListener).SyscallConn()
+	raw, err := server.TCPListeners(s)[0].(*net.TCPListener).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestPktinfoOnlyOnWildcard(t *testing.T) {
 	}{
 		{"127.0.0.1:0", false}, {"0.0.0.0:0", true}, {"[::1]:0", false}, {"[::]:0", true},
 	} {
-		s := New(Config{Listen: []string{tc.listen}, Workers: 1}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
+		s := server.New(server.Config{Listen: []string{tc.listen}, Workers: 1}, authHandler(auth.New(zone.NewSet(), auth.Options{})))
 		if err := s.Start(context.Background()); err != nil {
 			if strings.HasPrefix(tc.listen, "[") {
 				t.Logf("no IPv6: %v", err)
@@ -147,7 +148,7 @@ func TestPktinfoOnlyOnWildcard(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		if got := s.workers[0].pktinfo; got != tc.want {
+		if got := server.WorkerPktinfo(s)[0]; got != tc.want {
 			t.Errorf("%s: pktinfo %v, want %v", tc.listen, got, tc.want)
 		}
 		s.Close()

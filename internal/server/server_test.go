@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/dnstest"
+	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -44,10 +45,10 @@ func testCompiled(t *testing.T) *zone.Zone {
 	return z
 }
 
-func start(t *testing.T, cfg Config) *Server {
+func start(t *testing.T, cfg server.Config) *server.Server {
 	t.Helper()
 	z := testCompiled(t)
-	s := New(cfg, authHandler(auth.New(zone.NewSet(z), auth.Options{})))
+	s := server.New(cfg, authHandler(auth.New(zone.NewSet(z), auth.Options{})))
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +57,12 @@ func start(t *testing.T, cfg Config) *Server {
 }
 
 // authHandler serves r, with auth's default response cache over UDP.
-func authHandler(r *auth.Responder) Handler {
-	return HandlerFunc(func(tcp bool) Worker { return r.NewWorker(tcp, auth.DefaultCacheSize) })
+func authHandler(r *auth.Responder) server.Handler {
+	return server.HandlerFunc(func(tcp bool) server.Worker { return r.NewWorker(tcp, auth.DefaultCacheSize) })
 }
 
 func TestUDPAndTCP(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0", "[::1]:0"}, Workers: 2})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0", "[::1]:0"}, Workers: 2})
 	for _, addr := range s.Addrs() {
 		for _, netw := range []string{"udp", "tcp"} {
 			m := new(dns.Msg)
@@ -82,7 +83,7 @@ func TestUDPAndTCP(t *testing.T) {
 
 // RFC 7766 §6.2.1.1: several queries on one connection, all answered.
 func TestTCPPipelining(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
 	c, err := net.Dial("tcp", s.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestTCPPipelining(t *testing.T) {
 }
 
 func TestTCPIdleTimeout(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPIdleTimeout: 200 * time.Millisecond})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPIdleTimeout: 200 * time.Millisecond})
 	c, err := net.Dial("tcp", s.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestTCPIdleTimeout(t *testing.T) {
 }
 
 func TestTCPConnectionLimit(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: 2})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: 2})
 	var conns []net.Conn
 	for i := 0; i < 2; i++ {
 		c, err := net.Dial("tcp", s.Addrs()[0])
@@ -176,7 +177,7 @@ func TestTCPConnectionLimit(t *testing.T) {
 
 // Garbage must not stop the server answering others.
 func TestGarbageDoesNotStopService(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
 	u, err := net.Dial("udp", s.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -194,43 +195,43 @@ func TestGarbageDoesNotStopService(t *testing.T) {
 }
 
 // countingBatcher counts the batches of more than one datagram that
-// reach its Worker's AnswerBatch.
+// reach its server.Worker's AnswerBatch.
 type countingBatcher struct {
 	*auth.Worker
 	batches *atomic.Int64
 }
 
-func (c countingBatcher) AnswerBatch(pkts, outs [][]byte) {
-	if len(pkts) > 1 {
+func (c countingBatcher) AnswerBatch(reqs []server.Request, outs [][]byte) {
+	if len(reqs) > 1 {
 		c.batches.Add(1)
 	}
-	c.Worker.AnswerBatch(pkts, outs)
+	c.Worker.AnswerBatch(reqs, outs)
 }
 
 // TestColdBatches: names that do not repeat keep the response cache
 // cold, so the worker answers its batches through auth.Ahead (and hits
 // on the repeated name come from the cache there too); every answer must
 // still be the right one for its query, whichever way the batch of
-// datagrams reaches the Worker: through its Batcher, or one Answer call
+// datagrams reaches the Worker: through its server.Batcher, or one Answer call
 // each.
 func TestColdBatches(t *testing.T) {
 	for _, batcher := range []bool{true, false} {
 		var batches atomic.Int64
 		resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
-		h := HandlerFunc(func(tcp bool) Worker {
+		h := server.HandlerFunc(func(tcp bool) server.Worker {
 			w := resp.NewWorker(tcp, auth.DefaultCacheSize)
 			if batcher {
 				return countingBatcher{w, &batches}
 			}
-			return struct{ Worker }{w} // hides AnswerBatch
+			return struct{ server.Worker }{w} // hides AnswerBatch
 		})
-		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
+		s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		coldBatches(t, s.Addrs()[0])
 		s.Close()
-		if batcher && batch > 1 && batches.Load() == 0 {
+		if batcher && server.Batch > 1 && batches.Load() == 0 {
 			t.Error("no batch of more than one datagram reached AnswerBatch")
 		}
 	}
@@ -292,19 +293,19 @@ func coldBatches(t *testing.T, addr string) {
 
 // TestOversizedUDPQuery: a datagram longer than the server reads (rxSize)
 // is answered FORMERR with its ID and question, not dropped, among
-// ordinary queries of the same batch, whether the Worker answers batches
+// ordinary queries of the same batch, whether the server.Worker answers batches
 // or one query at a time.
 func TestOversizedUDPQuery(t *testing.T) {
 	for _, batcher := range []bool{true, false} {
 		resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
-		h := HandlerFunc(func(tcp bool) Worker {
+		h := server.HandlerFunc(func(tcp bool) server.Worker {
 			w := resp.NewWorker(tcp, auth.DefaultCacheSize)
 			if batcher {
 				return w
 			}
-			return struct{ Worker }{w}
+			return struct{ server.Worker }{w}
 		})
-		s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
+		s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, h)
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,6 +75,9 @@ func (s *Server) acceptLoop(ln net.Listener) {
 // client closes, sends garbage, stays idle past the idle timeout, or is
 // slower than the I/O timeout. Between messages it waits holding no
 // buffer (see tcpWait).
+//
+// A connection with deferred answers outstanding (Request.Defer) stays
+// open, once the client is done or idle, until they are closed.
 func (s *Server) serveTCP(c net.Conn) {
 	// Connections from a TCP listener are syscall.Conns.
 	sc, ok := c.(syscall.Conn)
@@ -83,6 +88,13 @@ func (s *Server) serveTCP(c net.Conn) {
 	if err != nil {
 		return
 	}
+	tc := &tcpConn{s: s, c: c}
+	tc.req = Request{TCP: true, transport: tc}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		tc.req.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	defer tc.pending.Wait()
 	t := &tcpWait{s: s}
 	t.try = t.read
 	for {
@@ -97,7 +109,7 @@ func (s *Server) serveTCP(c net.Conn) {
 			s.tcpIn.Put(in)
 			return
 		}
-		if !s.serveBurst(c, in, n) {
+		if !s.serveBurst(tc, in, n) {
 			return
 		}
 	}
@@ -147,9 +159,10 @@ func (t *tcpWait) read(fd uintptr) bool {
 // that brought its first byte (Knot's tcp-io-timeout), so that a client
 // cannot hold a connection by sending a query slowly; the idle timeout
 // applies only between messages.
-func (s *Server) serveBurst(c net.Conn, in *[tcpReadSize]byte, n int) bool {
+func (s *Server) serveBurst(tc *tcpConn, in *[tcpReadSize]byte, n int) bool {
 	defer s.tcpIn.Put(in)
-	w := tcpWriter{s: s, c: c}
+	c := tc.c
+	w := tcpWriter{s: s, tc: tc}
 	buf := in[:]
 	start, end := 0, n
 	timed := false // whether the message under way has its deadline
@@ -208,10 +221,49 @@ func (s *Server) serveLarge(c net.Conn, w *tcpWriter, have []byte, n int) bool {
 	return w.flush() && ok
 }
 
+// tcpConn is a connection's state that the deferred replies to its
+// queries share with the goroutine serving it.
+type tcpConn struct {
+	s *Server
+	c net.Conn
+	// wmu orders the connection's writes: the goroutine's own and
+	// deferred replies', each whole messages.
+	wmu sync.Mutex
+	// pending counts the deferred replies not yet closed.
+	pending sync.WaitGroup
+	// req is the request of the message being answered.
+	req Request
+}
+
+// deferReply is a Reply that writes to the connection; the connection
+// waits for its Close before it is closed.
+func (tc *tcpConn) deferReply(*Request) *Reply {
+	tc.pending.Add(1)
+	return &Reply{send: tc.send, finish: tc.pending.Done}
+}
+
+// errTooLarge is a deferred message longer than TCP's 2-byte length.
+var errTooLarge = errors.New("message longer than 65535 bytes")
+
+// send writes msg with its length prefix, under the I/O timeout.
+func (tc *tcpConn) send(msg []byte) error {
+	if len(msg) > tcpMaxMessage {
+		return errTooLarge
+	}
+	var prefix [2]byte
+	binary.BigEndian.PutUint16(prefix[:], uint16(len(msg)))
+	bufs := net.Buffers{prefix[:], msg}
+	tc.wmu.Lock()
+	defer tc.wmu.Unlock()
+	_ = tc.c.SetWriteDeadline(time.Now().Add(tc.s.cfg.TCPIOTimeout))
+	_, err := bufs.WriteTo(tc.c)
+	return err
+}
+
 // tcpWriter gathers the answers to a burst and writes them.
 type tcpWriter struct {
 	s   *Server
-	c   net.Conn
+	tc  *tcpConn
 	ans *tcpAnswerer // from s.tcpAnswerers while answers are gathered
 	n   int          // bytes gathered in ans.out
 }
@@ -226,7 +278,13 @@ func (w *tcpWriter) answer(msg []byte) bool {
 		w.ans = w.s.tcpAnswerers.Get().(*tcpAnswerer)
 	}
 	out := w.ans.out[w.n : w.n+2+BufferSize]
-	resp := w.ans.worker.Answer(msg, out[2:2])
+	req := &w.tc.req
+	req.Packet = msg
+	resp := w.ans.worker.Answer(req, out[2:2])
+	req.Packet = nil
+	if req.deferred() {
+		return true
+	}
 	if resp == nil || len(resp) > tcpMaxMessage {
 		return false
 	}
@@ -236,10 +294,7 @@ func (w *tcpWriter) answer(msg []byte) bool {
 		if !w.write() {
 			return false
 		}
-		_ = w.c.SetWriteDeadline(time.Now().Add(w.s.cfg.TCPIOTimeout))
-		bufs := net.Buffers{out[:2], resp}
-		_, err := bufs.WriteTo(w.c)
-		return err == nil
+		return w.tc.send(resp) == nil
 	}
 	w.n += 2 + len(resp)
 	if w.n > tcpGather {
@@ -266,8 +321,10 @@ func (w *tcpWriter) write() bool {
 	if w.n == 0 {
 		return true
 	}
-	_ = w.c.SetWriteDeadline(time.Now().Add(w.s.cfg.TCPIOTimeout))
-	_, err := w.c.Write(w.ans.out[:w.n])
+	w.tc.wmu.Lock()
+	defer w.tc.wmu.Unlock()
+	_ = w.tc.c.SetWriteDeadline(time.Now().Add(w.s.cfg.TCPIOTimeout))
+	_, err := w.tc.c.Write(w.ans.out[:w.n])
 	w.n = 0
 	return err == nil
 }

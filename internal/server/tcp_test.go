@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"github.com/tern-dns/tern/internal/server"
 )
 
 // bigTXTs is how many TXT records bigTXT writes; over TCP they make a
@@ -46,7 +48,7 @@ func framed(t *testing.T, name string, qtype uint16) []byte {
 
 // dialTCP connects to s's first address with d, closing the connection
 // when the test ends.
-func dialTCP(t *testing.T, s *Server, d *net.Dialer) net.Conn {
+func dialTCP(t *testing.T, s *server.Server, d *net.Dialer) net.Conn {
 	t.Helper()
 	c, err := d.Dial("tcp", s.Addrs()[0])
 	if err != nil {
@@ -82,10 +84,10 @@ func readAnswer(c net.Conn, answers int) error {
 // a bound generous enough for a loaded machine; it fails the test with
 // what if the connection is still there then. While it waits it calls
 // step, if not nil, until step reports false.
-func waitClosed(t *testing.T, s *Server, what string, step func() bool) {
+func waitClosed(t *testing.T, s *server.Server, what string, step func() bool) {
 	t.Helper()
 	limit := time.Now().Add(20 * time.Second)
-	for s.conns.Load() != 0 {
+	for server.Conns(s) != 0 {
 		if time.Now().After(limit) {
 			t.Fatalf("%s still holds its connection after 20s", what)
 		}
@@ -104,7 +106,7 @@ func waitClosed(t *testing.T, s *Server, what string, step func() bool) {
 // buffered writer's own flushes used to run with no deadline: such a
 // client held its connection forever.)
 func TestTCPSlowReaderDropped(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
 		TCPIdleTimeout: time.Minute, TCPIOTimeout: 200 * time.Millisecond})
 	// A small receive window, so that the server's writes block soon.
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
@@ -141,7 +143,7 @@ func TestTCPSlowReaderDropped(t *testing.T) {
 // it is never idle for the idle timeout. (The read deadline used to be the
 // idle timeout, renewed for every query.)
 func TestTCPSlowQueryDropped(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
 		TCPIdleTimeout: time.Minute, TCPIOTimeout: 200 * time.Millisecond})
 	c := dialTCP(t, s, &net.Dialer{})
 	q := framed(t, "www.example.test.", dns.TypeA)
@@ -159,7 +161,7 @@ func TestTCPSlowQueryDropped(t *testing.T) {
 // reads its answers, far past the idle timeout. (Its connection used to
 // be reset once the write deadline of an earlier flush had passed.)
 func TestTCPSplitQueriesServed(t *testing.T) {
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1,
 		TCPIdleTimeout: 500 * time.Millisecond, TCPIOTimeout: 10 * time.Second})
 	c := dialTCP(t, s, &net.Dialer{})
 	q := framed(t, "big.example.test.", dns.TypeTXT)
@@ -211,7 +213,7 @@ func TestTCPIdleMemory(t *testing.T) {
 	if n < 100 {
 		t.Skipf("open files limit %d", rl.Cur)
 	}
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: n})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: n})
 	q := framed(t, "www.example.test.", dns.TypeA)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -247,7 +249,7 @@ func TestTCPIdleMemory(t *testing.T) {
 	if per > 16<<10 {
 		t.Errorf("%d idle connections take %d bytes each (heap and stacks), want at most 16 KiB", n, per)
 	}
-	if got := s.conns.Load(); got != int64(n) {
+	if got := server.Conns(s); got != int64(n) {
 		t.Errorf("%d connections open, want %d", got, n)
 	}
 }
@@ -257,17 +259,17 @@ func TestTCPIdleMemory(t *testing.T) {
 // The client reads into buffers of its own, so the process's allocation
 // count is the server's.
 func TestTCPAnswersAllocateNothing(t *testing.T) {
-	if raceEnabled {
+	if server.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items: make test runs it without -race")
 	}
-	s := start(t, Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1})
 	c := dialTCP(t, s, &net.Dialer{})
 	var burst []byte
 	const per = 8
 	for i := 0; i < per; i++ {
 		burst = append(burst, framed(t, "www.example.test.", dns.TypeA)...)
 	}
-	resp := make([]byte, 2+BufferSize)
+	resp := make([]byte, 2+server.BufferSize)
 	exchange := func() error {
 		if _, err := c.Write(burst); err != nil {
 			return err
@@ -310,7 +312,8 @@ func TestTCPAnswersAllocateNothing(t *testing.T) {
 // starting with 'x' gets no answer.
 type echoWorker struct{ own []byte }
 
-func (w *echoWorker) Answer(pkt, out []byte) []byte {
+func (w *echoWorker) Answer(req *server.Request, out []byte) []byte {
+	pkt := req.Packet
 	switch {
 	case len(pkt) > 0 && pkt[0] == 'x':
 		return nil
@@ -322,12 +325,12 @@ func (w *echoWorker) Answer(pkt, out []byte) []byte {
 }
 
 // TestTCPWorkerAnswers: answers built in the server's buffer and answers
-// a Worker returns from its own buffer go out in the order of their
+// a server.Worker returns from its own buffer go out in the order of their
 // queries; a message that gets no answer ends the connection after the
 // answers before it are written (RFC 7766 §7).
 func TestTCPWorkerAnswers(t *testing.T) {
-	s := New(Config{Listen: []string{"127.0.0.1:0"}, Workers: 1},
-		HandlerFunc(func(bool) Worker { return new(echoWorker) }))
+	s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1},
+		server.HandlerFunc(func(bool) server.Worker { return new(echoWorker) }))
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

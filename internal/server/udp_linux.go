@@ -41,6 +41,8 @@ const batch = 32
 // cannot be reused under a running loop.
 type udpWorker struct {
 	fd int
+	// sock is the socket as deferred replies use it (see udpSocket).
+	sock *udpSocket
 	// worker answers the datagrams; batcher is the same Worker when it
 	// answers batches, else nil.
 	worker  Worker
@@ -53,8 +55,9 @@ type udpWorker struct {
 	txHdr [batch]unix.Mmsghdr
 	txIov [batch]unix.Iovec
 	txBuf [batch][]byte
-	// pkts and outs are a batch's datagrams and answers for the Batcher.
-	pkts [batch][]byte
+	// reqs and outs are a batch's requests and answers; reqs[i]
+	// describes datagram i, its address undecoded (see Request.Remote).
+	reqs [batch]Request
 	outs [batch][]byte
 	nrx  int
 	ntx  int
@@ -98,9 +101,11 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		unix.Close(w.fd)
 		return nil, err
 	}
+	w.sock = &udpSocket{fd: w.fd}
 	w.worker = h.NewWorker(false)
 	w.batcher, _ = w.worker.(Batcher)
 	for i := 0; i < batch; i++ {
+		w.reqs[i] = Request{raw: (*rawSockaddr)(&w.addr[i]), transport: w, slot: i}
 		w.rxBuf[i] = make([]byte, rxSize)
 		w.txBuf[i] = make([]byte, BufferSize)
 		w.rxIov[i].Base = &w.rxBuf[i][0]
@@ -124,7 +129,7 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 func (w *udpWorker) run(closed *atomic.Bool) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer unix.Close(w.fd)
+	defer w.sock.close()
 	if err := unix.SetNonblock(w.fd, false); err != nil {
 		return err
 	}
@@ -214,28 +219,38 @@ func (w *udpWorker) sendBatch() {
 // answerBatch answers the nrx datagrams received and prepares ntx
 // replies: one call of the Batcher for the batch, or one Answer per
 // datagram. A datagram too long to have been read whole is answered
-// FORMERR here (see rxSize); the Worker gets nil for it, which it drops.
+// FORMERR here (see rxSize); the Worker gets a nil Packet for it, which
+// it drops. A deferred answer (Request.Defer) is sent later by its Reply.
 func (w *udpWorker) answerBatch() {
 	w.ntx = 0
+	reqs := w.reqs[:w.nrx]
+	for i := range reqs {
+		reqs[i].Packet = w.packet(i)
+	}
 	if b := w.batcher; b != nil {
-		for i := 0; i < w.nrx; i++ {
-			w.pkts[i] = w.packet(i)
+		for i := range reqs {
 			w.outs[i] = w.txBuf[i][:0]
 		}
-		b.AnswerBatch(w.pkts[:w.nrx], w.outs[:w.nrx])
-		for i := 0; i < w.nrx; i++ {
+		b.AnswerBatch(reqs, w.outs[:w.nrx])
+		for i := range reqs {
 			out := w.outs[i]
-			if w.pkts[i] == nil {
+			if reqs[i].deferred() {
+				continue
+			}
+			if reqs[i].Packet == nil {
 				out = wire.FormErr(w.rxBuf[i], w.txBuf[i][:0])
 			}
 			w.reply(i, out)
 		}
 		return
 	}
-	for i := 0; i < w.nrx; i++ {
+	for i := range reqs {
 		out := w.txBuf[w.ntx][:0]
-		if pkt := w.packet(i); pkt != nil {
-			out = w.worker.Answer(pkt, out)
+		if reqs[i].Packet != nil {
+			out = w.worker.Answer(&reqs[i], out)
+			if reqs[i].deferred() {
+				continue
+			}
 		} else {
 			out = wire.FormErr(w.rxBuf[i], out)
 		}

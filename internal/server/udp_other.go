@@ -5,6 +5,7 @@ package server
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 
@@ -26,16 +27,35 @@ type udpWorker struct {
 	worker Worker
 	rx     []byte
 	tx     []byte
+	req    Request
+}
+
+// rawSockaddr is unused here: Request.remote holds the address.
+type rawSockaddr struct{}
+
+func (*rawSockaddr) addrPort() netip.AddrPort { return netip.AddrPort{} }
+
+// deferReply is the Reply of the datagram in req, answered later: it
+// writes to the same socket (a net.UDPConn may be written concurrently;
+// once closed, the write fails).
+func (w *udpWorker) deferReply(req *Request) *Reply {
+	to := req.remote
+	return &Reply{once: true, send: func(msg []byte) error {
+		_, err := w.conn.WriteToUDPAddrPort(msg, to)
+		return err
+	}}
 }
 
 // newUDPWorker returns the worker that serves conn; stop closes it.
 func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
-	return &udpWorker{
+	w := &udpWorker{
 		conn:   conn,
 		worker: h.NewWorker(false),
 		rx:     make([]byte, rxSize),
 		tx:     make([]byte, BufferSize),
-	}, nil
+	}
+	w.req.transport = w
+	return w, nil
 }
 
 // run answers datagrams until the socket is closed.
@@ -52,7 +72,11 @@ func (w *udpWorker) run(closed *atomic.Bool) error {
 		if flags&syscall.MSG_TRUNC != 0 {
 			out = wire.FormErr(w.rx, w.tx[:0]) // longer than rxSize
 		} else {
-			out = w.worker.Answer(w.rx[:n], w.tx[:0])
+			w.req.Packet, w.req.remote = w.rx[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+			out = w.worker.Answer(&w.req, w.tx[:0])
+			if w.req.deferred() {
+				continue
+			}
 		}
 		if out != nil {
 			_, _ = w.conn.WriteToUDPAddrPort(out, from)

@@ -1,0 +1,24 @@
+package server
+
+import "net"
+
+// Internals for the tests of package server_test, which import auth (auth
+// imports server, so they cannot live in package server).
+
+// RaceEnabled is raceEnabled.
+const RaceEnabled = raceEnabled
+
+// Batch is the datagrams a worker reads at a time.
+const Batch = batch
+
+// RxSize is rxSize.
+const RxSize = rxSize
+
+// ReusePort is reusePort.
+var ReusePort = reusePort
+
+// Conns is the number of TCP connections s holds open.
+func Conns(s *Server) int64 { return s.conns.Load() }
+
+// TCPListeners are s's TCP listeners.
+func TCPListeners(s *Server) []net.Listener { return s.tcp }
