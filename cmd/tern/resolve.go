@@ -101,6 +101,12 @@ func printStep(w io.Writer, s resolve.Step) {
 	ind := strings.Repeat("  ", s.Depth)
 	fmt.Fprintf(w, ";; %s%s %s -> %s (%s) for zone %s [%s]: %s in %v\n", ind, s.Question.Name, dns.Type(s.Question.Qtype),
 		s.ServerName, s.Server, s.Zone, s.Why, s.Outcome, s.Took.Round(10*time.Microsecond))
+	if len(s.Passed) > 0 {
+		fmt.Fprintf(w, ";; %s   passed over: %s\n", ind, strings.Join(s.Passed, "; "))
+	}
+	if s.Selection != "" {
+		fmt.Fprintf(w, ";; %s   chosen: %s; waited up to %v\n", ind, s.Selection, s.Timeout)
+	}
 	if len(s.GlueUsed) > 0 {
 		fmt.Fprintf(w, ";; %s   glue used: %s\n", ind, strings.Join(s.GlueUsed, ", "))
 	}

@@ -41,6 +41,7 @@ w2.test. A 192.0.2.1
 	for _, want := range []string{
 		";; . NS -> a.root. (127.0.0.1:" + port + ") for zone . [root hint, priming query (RFC 8109)]: answer, 1 records in ",
 		";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root server, primed]: answer, 2 records in ",
+		";;    chosen: never asked (estimate 376ms); waited up to 376ms\n",
 		";; ->>HEADER<<- opcode: QUERY, status: NOERROR\n",
 		";; ANSWER SECTION:\nwww.test.\t3600\tIN\tCNAME\tw2.test.\nw2.test.\t3600\tIN\tA\t192.0.2.1\n",
 		" 2 upstream queries\n",

@@ -65,6 +65,10 @@ type Options struct {
 	Trace func(Step)
 	// Now is the clock (default time.Now); tests advance their own.
 	Now func() time.Time
+	// Infra is the infrastructure cache the servers are chosen by; nil
+	// means one of the Resolver's own, on the Resolver's clock. Resolvers
+	// may share one.
+	Infra *Infra
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -80,16 +84,20 @@ type Resolver struct {
 	// until the first resolution; primeMu is held while priming.
 	primed  atomic.Pointer[primed]
 	primeMu sync.Mutex
+	infra   *Infra
 }
 
 // New returns a Resolver that asks through ex.
 func New(ex upstream.Exchanger, opt Options) *Resolver {
-	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now}
+	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra}
 	if r.hints == nil {
 		r.hints = RootHints()
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.infra == nil {
+		r.infra = NewInfra(InfraOptions{Now: r.now})
 	}
 	d := DefaultLimits
 	for _, l := range []struct {
@@ -137,6 +145,15 @@ type Step struct {
 	// Why says why this server was asked (root hint, glue from a zone,
 	// address resolved).
 	Why string
+	// Selection says why the infrastructure cache put this server where
+	// it was among the zone's: its RTT estimate, drawn among the fast
+	// ones, never asked, or a probe of a server not answering.
+	Selection string
+	// Passed are the servers of the zone the infrastructure cache passed
+	// over before this one (lame for the zone, or not answering).
+	Passed []string
+	// Timeout is how long the answer was waited for.
+	Timeout time.Duration
 	// Outcome says what came back: an answer, a referral, a negative
 	// answer, or why the server was passed over.
 	Outcome string
@@ -374,17 +391,18 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			brief = append(brief, short)
 		}
 	}
-	for _, v4 := range []bool{true, false} {
-		for _, s := range servers {
-			for _, a := range s.Addrs {
-				if a.Is4() != v4 || tried[a] {
-					continue
-				}
+	var known []target
+	for _, s := range servers {
+		for _, a := range s.Addrs {
+			if !tried[a] {
 				tried[a] = true
-				if m, next, err, done := try(target{s.Name, s.Why, a, false}); done {
-					return m, next, err
-				}
+				known = append(known, target{name: s.Name, why: s.Why, addr: a})
 			}
+		}
+	}
+	for _, t := range ru.choose(zone, known, passOver) {
+		if m, next, err, done := try(t); done {
+			return m, next, err
 		}
 	}
 	resolved := 0
@@ -416,20 +434,24 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			passOver(err.Error(), s.Name+" "+briefNS(err))
 			continue
 		}
+		var ts []target
 		for _, a := range addrs {
-			if tried[a] {
-				continue
+			if !tried[a] {
+				tried[a] = true
+				ts = append(ts, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
 			}
-			tried[a] = true
-			if m, next, err, done := try(target{s.Name, "address of " + s.Name + " resolved", a, false}); done {
+		}
+		for _, t := range ru.choose(zone, ts, passOver) {
+			if m, next, err, done := try(t); done {
 				return m, next, err
 			}
 		}
 	}
 	// One more try of the servers that did not answer: a lost datagram
-	// must not fail the resolution.
-	for i := 0; i < len(retries); i++ {
-		if m, next, err, done := try(retries[i]); done {
+	// must not fail the resolution. Those that have now backed off are
+	// passed over.
+	for _, t := range ru.choose(zone, retries, passOver) {
+		if m, next, err, done := try(t); done {
 			return m, next, err
 		}
 	}
@@ -447,6 +469,10 @@ type target struct {
 	addr      netip.Addr
 	// retry is set on the second try of an address that did not answer.
 	retry bool
+	// sel and passed are the infrastructure cache's word on the choice
+	// (Step.Selection, Step.Passed).
+	sel    string
+	passed []string
 }
 
 // addresses resolves the IPv4 addresses of a name server.
@@ -520,19 +546,19 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
 	}
 	ru.queries++
-	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: netip.AddrPortFrom(t.addr, ru.r.port), Why: t.why}
+	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: netip.AddrPortFrom(t.addr, ru.r.port), Why: t.why,
+		Selection: t.sel, Passed: t.passed}
 	if t.retry {
 		st.Why += ", asked again"
 	}
-	start := time.Now()
-	m, err := ru.r.ex.Exchange(ctx, st.Server, q)
-	st.Took = time.Since(start)
+	m, err := ru.exchange(ctx, st.Server, q, &st)
 	var next *delegation
 	var se *serverError
 	if err != nil {
 		se = &serverError{t.name, t.addr, errUnreachable, err}
 	} else if next, err = ru.sort(m, zone, q, &st); err != nil {
 		se = &serverError{t.name, t.addr, errLame, err}
+		ru.r.infra.lame(st.Server, zone, q, err)
 	}
 	if se != nil {
 		st.Outcome = fmt.Sprintf("%v: %v", se.kind, se.err)
@@ -563,7 +589,13 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	// make too long.
 	yx := m.Rcode == dns.RcodeYXDomain && slices.ContainsFunc(m.Answer, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeDNAME })
 	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError && !yx {
-		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
+		err := fmt.Errorf("rcode %s", dns.RcodeToString[m.Rcode])
+		if m.Rcode == dns.RcodeRefused || m.Rcode == dns.RcodeNotAuth {
+			// The classic lame delegation (RFC 8499 §7): the server
+			// does not serve the zone.
+			err = notServing{err}
+		}
+		return nil, err
 	}
 	before, answers := len(m.Answer)+len(m.Ns), len(m.Answer)
 	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
@@ -577,11 +609,11 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	if answers > 0 && len(m.Answer) == 0 {
 		// Not a NODATA: the server answered about names it is not a
 		// server of.
-		return nil, fmt.Errorf("all %d answer records out of bailiwick", answers)
+		return nil, notServing{fmt.Errorf("all %d answer records out of bailiwick", answers)}
 	}
 	if len(m.Answer) > 0 || m.Rcode == dns.RcodeNameError {
 		if !m.Authoritative {
-			return nil, errors.New("answer without AA")
+			return nil, notServing{errors.New("answer without AA")}
 		}
 		st.Outcome = outcome(m)
 		return nil, nil
@@ -609,7 +641,7 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	}
 	if cut == "" {
 		if !m.Authoritative {
-			return nil, errors.New("no answer, no referral and no AA")
+			return nil, notServing{errors.New("no answer, no referral and no AA")}
 		}
 		st.Outcome = outcome(m)
 		return nil, nil

@@ -377,3 +377,87 @@ func TestRefused(t *testing.T) {
 		t.Fatalf("error %v, want connection refused", err)
 	}
 }
+
+// TestOptions: what ExchangeOptions takes from its caller (no EDNS, a
+// UDP timeout that does not cut a TCP retry short) and reports.
+func TestOptions(t *testing.T) {
+	withOPT := func(r *dns.Msg) *dns.Msg {
+		r.SetEdns0(1232, false)
+		return r
+	}
+	c := &Client{Timeout: time.Hour}
+	for _, tc := range []struct {
+		name string
+		srv  misbehaving
+		opt  Options
+		want Report // RTT not compared
+		// noEDNS: every query the server saw was without EDNS.
+		noEDNS bool
+	}{{
+		name: "EDNS answered",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			return []packet{{msg: withOPT(answer(q, "192.0.2.1"))}}
+		}},
+		want: Report{EDNSAnswered: true},
+	}, {
+		name: "EDNS rejected",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			if q.IsEdns0() != nil {
+				return []packet{{msg: new(dns.Msg).SetRcode(q, dns.RcodeFormatError)}}
+			}
+			return []packet{{msg: answer(q, "192.0.2.1")}}
+		}},
+		want: Report{EDNSRejected: true},
+	}, {
+		name: "asked without EDNS",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			return []packet{{msg: answer(q, "192.0.2.1")}}
+		}},
+		opt:    Options{NoEDNS: true},
+		noEDNS: true,
+	}, {
+		// The UDP answer is quick, the TCP one slower than the UDP
+		// timeout: it is waited for.
+		name: "UDP timeout does not bound the TCP retry",
+		srv: misbehaving{
+			udp: func(q *dns.Msg) []packet {
+				r := answer(q, "192.0.2.66")
+				r.Answer, r.Truncated = nil, true
+				return []packet{{msg: r}}
+			},
+			tcp: func(q *dns.Msg) []byte {
+				time.Sleep(700 * time.Millisecond)
+				return pack(answer(q, "192.0.2.1"))
+			},
+		},
+		opt:  Options{UDPTimeout: 500 * time.Millisecond},
+		want: Report{TCP: true},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := tc.srv
+			r, rep, err := c.ExchangeOptions(context.Background(), srv.start(t), question, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			onlyA(t, r, "192.0.2.1")
+			if rep.RTT <= 0 {
+				t.Errorf("RTT %v", rep.RTT)
+			}
+			rep.RTT = 0
+			if rep != tc.want {
+				t.Errorf("report %+v, want %+v", rep, tc.want)
+			}
+			for len(srv.queries) > 0 {
+				if q := <-srv.queries; tc.noEDNS && q.IsEdns0() != nil {
+					t.Errorf("query with EDNS: %v", q)
+				}
+			}
+		})
+	}
+	// A server that never answers: the UDP timeout ends the wait long
+	// before the Client's hour.
+	srv := misbehaving{udp: func(q *dns.Msg) []packet { return nil }}
+	if _, _, err := c.ExchangeOptions(context.Background(), srv.start(t), question, Options{UDPTimeout: 100 * time.Millisecond}); !isTimeout(err) {
+		t.Fatalf("error %v, want a timeout", err)
+	}
+}

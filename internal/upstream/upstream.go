@@ -48,6 +48,37 @@ type Client struct {
 // answer to the query (another ID, question, or not a response).
 var ErrMismatch = errors.New("not the answer to the query")
 
+// Options are what the caller knows of a server before asking it.
+type Options struct {
+	// UDPTimeout bounds the wait for each UDP answer (a resolver's
+	// retransmission timeout for this server); 0 leaves only the
+	// Client's Timeout. A TCP retry after a truncated answer is bounded
+	// by the Client's Timeout alone: it needs more round trips.
+	UDPTimeout time.Duration
+	// NoEDNS asks without EDNS: the server is known to reject it.
+	NoEDNS bool
+}
+
+// Report says how an exchange went, for the caller's memory of servers.
+type Report struct {
+	// RTT is the round trip of the last UDP query answered.
+	RTT time.Duration
+	// EDNSRejected: the server answered the query with EDNS FORMERR or
+	// NOTIMP without OPT, and was asked again without EDNS.
+	EDNSRejected bool
+	// EDNSAnswered: the answer to a query with EDNS carried OPT.
+	EDNSAnswered bool
+	// TCP: the answer came over TCP (the UDP one was truncated).
+	TCP bool
+}
+
+// OptionsExchanger is an Exchanger that also takes Options and returns a
+// Report; a resolver uses it when its Exchanger has it.
+type OptionsExchanger interface {
+	Exchanger
+	ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt Options) (*dns.Msg, Report, error)
+}
+
 // Exchange asks server the question q and returns its answer. Over UDP,
 // packets that do not match (source, ID, question) are ignored until the
 // timeout; a truncated answer is asked again over TCP; an answer FORMERR or
@@ -55,6 +86,13 @@ var ErrMismatch = errors.New("not the answer to the query")
 // 6891 §7). Exchange knows nothing of zones: bailiwick and the size of
 // RRsets are the resolver's to judge.
 func (c *Client) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	m, _, err := c.ExchangeOptions(ctx, server, q, Options{})
+	return m, err
+}
+
+// ExchangeOptions is Exchange with what the caller knows of the server,
+// and a report of how the exchange went (also on error).
+func (c *Client) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt Options) (*dns.Msg, Report, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -65,14 +103,21 @@ func (c *Client) Exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 	if size == 0 {
 		size = DefaultUDPSize
 	}
-	m, err := c.exchange(ctx, server, q, size)
+	if opt.NoEDNS {
+		size = 0
+	}
+	var rep Report
+	m, err := c.exchange(ctx, server, q, size, opt.UDPTimeout, &rep)
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
-	if rejectsEDNS(m) {
-		return c.exchange(ctx, server, q, 0)
+	if size > 0 && rejectsEDNS(m) {
+		rep.EDNSRejected = true
+		m, err = c.exchange(ctx, server, q, 0, opt.UDPTimeout, &rep)
+		return m, rep, err
 	}
-	return m, nil
+	rep.EDNSAnswered = size > 0 && m.IsEdns0() != nil
+	return m, rep, nil
 }
 
 // rejectsEDNS reports whether m, the answer to a query with EDNS, says
@@ -84,15 +129,25 @@ func rejectsEDNS(m *dns.Msg) bool {
 	return (m.Rcode == dns.RcodeFormatError || m.Rcode == dns.RcodeNotImplemented) && m.IsEdns0() == nil
 }
 
-// exchange asks once over UDP (with EDNS when size > 0) and again over TCP
-// if the answer is truncated.
-func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
-	m, err := exchangeUDP(ctx, server, q, size)
+// exchange asks once over UDP (with EDNS when size > 0), waiting at most
+// udpTimeout when it is not 0, and again over TCP if the answer is
+// truncated.
+func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16, udpTimeout time.Duration, rep *Report) (*dns.Msg, error) {
+	udpCtx := ctx
+	if udpTimeout > 0 {
+		var cancel context.CancelFunc
+		udpCtx, cancel = context.WithTimeout(ctx, udpTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	m, err := exchangeUDP(udpCtx, server, q, size)
 	if err != nil {
 		return nil, err
 	}
+	rep.RTT = time.Since(start)
 	if m.Truncated {
 		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
+		rep.TCP = true
 		return exchangeTCP(ctx, server, q, size)
 	}
 	return m, nil
