@@ -4,8 +4,9 @@
 // resolving name server names that come without usable glue and following
 // CNAME chains and DNAME redirections (RFC 6672) across zones. It holds no
 // sockets: it asks through an upstream.Exchanger, so that tests drive it
-// with canned answers. There is no cache yet: every resolution starts at
-// the root.
+// with canned answers. With a cache (Options.Cache) it answers from what
+// it learned, starts a descent at the closest cached delegation, and may
+// serve stale answers when every authority fails (cached.go).
 package resolve
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/upstream"
 )
 
@@ -69,6 +71,11 @@ type Options struct {
 	// means one of the Resolver's own, on the Resolver's clock. Resolvers
 	// may share one.
 	Infra *Infra
+	// Cache, when set, is consulted before asking and filled with what
+	// authorities answer; its clock (cache.Options.Now, which should be
+	// Now) is the one its TTLs expire by, and its stale window turns
+	// serve-stale on. Nil: every resolution starts at the root servers.
+	Cache *cache.Cache
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -79,6 +86,7 @@ type Resolver struct {
 	port   uint16
 	trace  func(Step)
 	now    func() time.Time
+	cache  *cache.Cache
 
 	// primed is the root servers learnt by priming (RFC 8109), nil
 	// until the first resolution; primeMu is held while priming.
@@ -89,7 +97,7 @@ type Resolver struct {
 
 // New returns a Resolver that asks through ex.
 func New(ex upstream.Exchanger, opt Options) *Resolver {
-	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra}
+	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra, cache: opt.Cache}
 	if r.hints == nil {
 		r.hints = RootHints()
 	}
@@ -130,6 +138,10 @@ type Result struct {
 	Authority []dns.RR
 	// Queries is the number of upstream queries the resolution sent.
 	Queries int
+	// Stale is set on an answer from cache entries past their TTL,
+	// given because no authority answered (RFC 8767; EDE 3, Stale
+	// Answer).
+	Stale bool
 }
 
 // Step is one upstream query, as the trace hook sees it.
@@ -177,6 +189,10 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Res
 		e.Summary = strings.Join(ru.limits, ", ") + " hit; " + cmp.Or(e.Summary, e.Detail)
 	}
 	if err != nil {
+		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok {
+			res.Queries = ru.queries
+			return res, nil
+		}
 		return &Result{Rcode: dns.RcodeServerFailure, Queries: ru.queries}, err
 	}
 	res.Queries = ru.queries
@@ -320,13 +336,29 @@ func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
 // name/qtype and returns that answer (its records all in bailiwick of the
 // zone) and the zone.
 func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
-	servers, err := ru.roots(ctx)
-	if err != nil {
-		return nil, "", err
+	if m, zone, ok := ru.cached(name, qtype); ok {
+		return m, zone, nil
 	}
-	zone := "."
+	zone, servers, fromCache := ru.closest(name, qtype)
+	if !fromCache {
+		var err error
+		if servers, err = ru.roots(ctx); err != nil {
+			return nil, "", err
+		}
+		zone = "."
+	}
 	for referrals := 0; ; referrals++ {
 		m, next, err := ru.ask(ctx, zone, servers, name, qtype, depth)
+		if err != nil && fromCache && !fatal(err) {
+			// The cached servers failed (renumbered, gone): from the
+			// root once more.
+			if servers, err = ru.roots(ctx); err != nil {
+				return nil, "", err
+			}
+			zone, fromCache = ".", false
+			continue
+		}
+		fromCache = false
 		if err != nil {
 			return nil, "", err
 		}
@@ -572,6 +604,7 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		}
 		return nil, nil, se
 	}
+	ru.learn(m, zone, q, next)
 	return m, next, nil
 }
 

@@ -1,0 +1,276 @@
+package resolve
+
+import (
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/cache"
+)
+
+// The resolver's use of the RRset cache (Options.Cache): what it answers
+// from it, where it starts a descent, what it stores, and the stale
+// answers of RFC 8767.
+
+// cached returns, as an authority's answer would be, what the cache holds
+// for name/qtype: the RRset, a negative answer, or the CNAME of name,
+// with the zone to believe it for (name itself). Only data of rank
+// RankAnswer or better answers a question: glue and referral NS records
+// are for finding servers, not for clients (RFC 2181 §5.4.1).
+func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
+	c := ru.r.cache
+	if c == nil {
+		return nil, "", false
+	}
+	m := &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}}
+	if e, ok := c.Get(name, qtype); ok && e.Rank >= cache.RankAnswer {
+		switch e.Kind {
+		case cache.Positive:
+			m.Answer = e.Records
+		case cache.NXDomain:
+			m.Rcode, m.Ns = dns.RcodeNameError, e.Records
+		case cache.NoData:
+			m.Ns = e.Records
+		}
+		return m, name, true
+	}
+	if qtype != dns.TypeCNAME {
+		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+			m.Answer = e.Records
+			return m, name, true
+		}
+	}
+	return nil, "", false
+}
+
+// closest returns the closest enclosing zone of name whose NS records and
+// at least one of whose servers' addresses are cached, and its servers,
+// so that a descent starts there rather than at the root; ok is false
+// when there is none. The servers of a DS record are those of the parent
+// (RFC 4035 §3.1.4.1).
+func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server, ok bool) {
+	c := ru.r.cache
+	if c == nil {
+		return "", nil, false
+	}
+	z := name
+	if qtype == dns.TypeDS && z != "." {
+		z = parent(z)
+	}
+	for {
+		if e, ok := c.Get(z, dns.TypeNS); ok && e.Kind == cache.Positive {
+			if s, ok := ru.cachedServers(z, e.Records); ok {
+				return z, s, true
+			}
+		}
+		if z == "." {
+			return "", nil, false
+		}
+		z = parent(z)
+	}
+}
+
+// cachedServers returns the servers of zone named by the NS records ns,
+// with the addresses the cache holds for them (of any rank: glue is what
+// they are for), and whether any has an address.
+func (ru *run) cachedServers(zone string, ns []dns.RR) ([]Server, bool) {
+	c := ru.r.cache
+	servers := make([]Server, 0, len(ns))
+	any := false
+	for _, rr := range ns {
+		n, ok := rr.(*dns.NS)
+		if !ok {
+			continue
+		}
+		s := Server{Name: dns.CanonicalName(n.Ns), Why: "cached delegation of " + zone}
+		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			if e, ok := c.Get(s.Name, t); ok && e.Kind == cache.Positive {
+				for _, a := range e.Records {
+					if addr, ok := rrAddr(a); ok {
+						s.Addrs = append(s.Addrs, addr)
+					}
+				}
+			}
+		}
+		any = any || len(s.Addrs) > 0
+		servers = append(servers, s)
+	}
+	return servers, any
+}
+
+// parent returns the name with its first label removed ("." for a TLD).
+func parent(name string) string {
+	off, end := dns.NextLabel(name, 0)
+	if end {
+		return "."
+	}
+	return name[off:]
+}
+
+// learn stores what a server of zone answered to q, after sort dropped
+// its records out of the zone's bailiwick: a referral's NS records and
+// glue at the rank of a non-authoritative answer's authority and
+// additional sections; an answer's RRsets at the rank of its answer
+// section, its zone's NS records and their addresses, and the negative
+// answer at the end of its CNAME chain (RFC 2308 §5).
+func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) {
+	c := ru.r.cache
+	if c == nil {
+		return
+	}
+	if next != nil {
+		ns := owned(m.Ns, next.zone, dns.TypeNS)
+		ru.store(ns, cache.RankAdditional)
+		ru.store(glue(m.Extra, zone, ns), cache.RankAdditional)
+		return
+	}
+	rank := cache.RankAnswer
+	if m.Authoritative {
+		rank = cache.RankAuthAnswer
+	}
+	var dname []dns.RR
+	for _, rr := range m.Answer {
+		if rr.Header().Rrtype == dns.TypeDNAME {
+			dname = append(dname, rr)
+		}
+	}
+	answer := m.Answer
+	if len(dname) > 0 {
+		// The CNAMEs a server made from a DNAME are not kept: the
+		// resolver makes its own from the DNAME (RFC 6672 §3.2).
+		answer = nil
+		for _, rr := range m.Answer {
+			if rr.Header().Rrtype != dns.TypeCNAME || redirecting(dname, dns.CanonicalName(rr.Header().Name)) == nil {
+				answer = append(answer, rr)
+			}
+		}
+	}
+	ru.store(answer, rank)
+	ns := owned(m.Ns, zone, dns.TypeNS)
+	if m.Authoritative {
+		ru.store(ns, cache.RankAuthority)
+	}
+	ru.store(glue(m.Extra, zone, ns), cache.RankAdditional)
+	if !m.Authoritative || q.Qtype == dns.TypeANY || len(dname) > 0 {
+		return
+	}
+	// The name the chain ends at, and its negative answer.
+	cur := dns.CanonicalName(q.Name)
+	for range m.Answer {
+		cn := owned(m.Answer, cur, dns.TypeCNAME)
+		if len(cn) == 0 || q.Qtype == dns.TypeCNAME {
+			break
+		}
+		cur = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+	}
+	if !dns.IsSubDomain(zone, cur) || len(owned(m.Answer, cur, q.Qtype)) > 0 || (q.Qtype != dns.TypeCNAME && len(owned(m.Answer, cur, dns.TypeCNAME)) > 0) {
+		return
+	}
+	kind := cache.NoData
+	if m.Rcode == dns.RcodeNameError {
+		kind = cache.NXDomain
+	}
+	// The SOA and what else the authority section holds but NS records
+	// (NSEC, NSEC3 and their RRSIGs, for issue 12); the cache refuses a
+	// negative answer without an SOA.
+	var auth []dns.RR
+	for _, rr := range m.Ns {
+		if rr.Header().Rrtype != dns.TypeNS {
+			auth = append(auth, rr)
+		}
+	}
+	c.Put(cur, q.Qtype, cache.Entry{Kind: kind, Records: auth, Rank: cache.RankAuthority})
+}
+
+// store puts the RRsets of rrs in the cache, each RRSIG with the RRset
+// it covers.
+func (ru *run) store(rrs []dns.RR, rank cache.Rank) {
+	type set struct {
+		name string
+		t    uint16
+	}
+	var order []set
+	sets := map[set]*cache.Entry{}
+	entry := func(k set) *cache.Entry {
+		e := sets[k]
+		if e == nil {
+			e = &cache.Entry{Rank: rank}
+			sets[k] = e
+			order = append(order, k)
+		}
+		return e
+	}
+	for _, rr := range rrs {
+		h := rr.Header()
+		if h.Class != dns.ClassINET {
+			continue
+		}
+		name := dns.CanonicalName(h.Name)
+		if sig, ok := rr.(*dns.RRSIG); ok {
+			e := entry(set{name, sig.TypeCovered})
+			e.Sigs = append(e.Sigs, rr)
+			continue
+		}
+		e := entry(set{name, h.Rrtype})
+		e.Records = append(e.Records, rr)
+	}
+	for _, k := range order {
+		if e := sets[k]; len(e.Records) > 0 {
+			ru.r.cache.Put(k.name, k.t, *e)
+		}
+	}
+}
+
+// glue returns the address records of extra owned by the names of the NS
+// records ns and within zone's bailiwick (RFC 2181 §5.4.1).
+func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
+	names := map[string]bool{}
+	for _, rr := range ns {
+		names[dns.CanonicalName(rr.(*dns.NS).Ns)] = true
+	}
+	var out []dns.RR
+	for _, rr := range extra {
+		h := rr.Header()
+		owner := dns.CanonicalName(h.Name)
+		if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && names[owner] && dns.IsSubDomain(zone, owner) {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// stale answers name/qtype from cache entries past their TTL (RFC 8767),
+// following cached CNAMEs, when a resolution failed; only when the cache
+// keeps stale entries and one was needed.
+func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
+	c := ru.r.cache
+	if c == nil {
+		return nil, false
+	}
+	res := &Result{}
+	cur := name
+	for range ru.r.limits.CNAMEs + 1 {
+		e, ok := c.GetStale(cur, qtype)
+		if ok && e.Rank >= cache.RankAnswer {
+			res.Stale = res.Stale || e.Stale
+			switch e.Kind {
+			case cache.Positive:
+				res.Answer = append(res.Answer, e.Records...)
+			case cache.NXDomain:
+				res.Rcode, res.Authority = dns.RcodeNameError, e.Records
+			case cache.NoData:
+				res.Authority = e.Records
+			}
+			return res, res.Stale
+		}
+		if qtype == dns.TypeCNAME {
+			break
+		}
+		e, ok = c.GetStale(cur, dns.TypeCNAME)
+		if !ok || e.Kind != cache.Positive || e.Rank < cache.RankAnswer {
+			break
+		}
+		res.Stale = res.Stale || e.Stale
+		res.Answer = append(res.Answer, e.Records...)
+		cur = dns.CanonicalName(e.Records[0].(*dns.CNAME).Target)
+	}
+	return nil, false
+}

@@ -1,0 +1,244 @@
+package resolve
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/cache"
+)
+
+// fakeClock is the cache's clock, advanced by the tests.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// lookup is one resolution of a cached test: after the clock advanced by
+// after, the servers asked (nil: none) and what came back.
+type lookup struct {
+	after     time.Duration
+	qname     string
+	qtype     uint16
+	setup     func(t *testing.T, f *fake) // before the resolution
+	asked     []string
+	rcode     int
+	answer    []string
+	authority []string
+	stale     bool
+	fail      bool // a SERVFAIL with an error
+}
+
+func TestCached(t *testing.T) {
+	const soaTTL = "example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"
+	wwwA := []string{"www.example.com. 300 IN A 192.0.2.1"}
+	down := func(t *testing.T, f *fake) { f.answers = nil }
+	for _, tc := range []struct {
+		name    string
+		opt     cache.Options
+		setup   func(t *testing.T, f *fake)
+		lookups []lookup
+	}{{
+		name: "a second resolution sends no query; TTLs decremented",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 100 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 200 IN A 192.0.2.1"}},
+		},
+	}, {
+		name: "expired: asked again, from the cached delegation",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 300 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{exCom}, answer: wwwA},
+		},
+	}, {
+		name: "the closest cached delegation: another name of the zone asks its server only",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{qname: "www.example.net.", qtype: dns.TypeA, asked: []string{root, gtld, exNet}, answer: []string{"www.example.net. 300 IN A 192.0.2.2"}},
+			{qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{exCom}, rcode: dns.RcodeNameError, authority: []string{soaTTL}},
+			{qname: "ns.example.net.", qtype: dns.TypeA, asked: []string{exNet}, answer: []string{"ns.example.net. 300 IN A " + exNet}},
+		},
+	}, {
+		name: "the delegation expired too: from the root",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 3600 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{gtld, exCom}, answer: wwwA},
+		},
+	}, {
+		name: "a DS is asked of the parent's servers (RFC 4035 §3.1.4.1), the cached ones",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{gtld, "example.com.", dns.TypeDS}] = answer(t, "example.com. 3600 IN DS 1234 13 2 "+strings.Repeat("ab", 32))
+		},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{qname: "example.com.", qtype: dns.TypeDS, asked: []string{gtld}, answer: []string{"example.com. 3600 IN DS 1234 13 2 " + strings.Repeat("AB", 32)}},
+		},
+	}, {
+		name: "NXDOMAIN cached for the name, any type (RFC 2308 §5)",
+		lookups: []lookup{
+			{qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, rcode: dns.RcodeNameError, authority: []string{soaTTL}},
+			{after: 10 * time.Second, qname: "NX.example.com.", qtype: dns.TypeMX, rcode: dns.RcodeNameError,
+				authority: []string{"example.com. 290 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"}},
+			{after: 290 * time.Second, qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{exCom}, rcode: dns.RcodeNameError, authority: []string{soaTTL}},
+		},
+	}, {
+		name: "NXDOMAIN TTL: min(SOA TTL, MINIMUM)",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "nx.example.com.", 0}] = negative(t, dns.RcodeNameError, "example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60")
+		},
+		lookups: []lookup{
+			{qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, rcode: dns.RcodeNameError,
+				authority: []string{"example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
+			{after: 59 * time.Second, qname: "nx.example.com.", qtype: dns.TypeA, rcode: dns.RcodeNameError,
+				authority: []string{"example.com. 1 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
+			{after: time.Second, qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{exCom}, rcode: dns.RcodeNameError,
+				authority: []string{"example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
+		},
+	}, {
+		name: "NODATA cached per name and type",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeTXT, asked: []string{root, gtld, exCom}, authority: []string{soaTTL}},
+			{qname: "www.example.com.", qtype: dns.TypeTXT, authority: []string{soaTTL}},
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{exCom}, answer: wwwA},
+		},
+	}, {
+		name: "MaxTTL clamps",
+		opt:  cache.Options{MaxTTL: 100},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 99 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 1 IN A 192.0.2.1"}},
+			// The delegation (3600) clamped too.
+			{after: time.Second, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+		},
+	}, {
+		name: "MinTTL clamps",
+		opt:  cache.Options{MinTTL: 60},
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 5 IN A 192.0.2.1")
+		},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: []string{"www.example.com. 5 IN A 192.0.2.1"}},
+			{after: 30 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 30 IN A 192.0.2.1"}},
+		},
+	}, {
+		name: "a CNAME chain across zones answered from the cache",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "alias.example.com.", dns.TypeA}] = answer(t, "alias.example.com. 300 IN CNAME www.example.net.")
+		},
+		lookups: []lookup{
+			{qname: "alias.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom, root, gtld, exNet},
+				answer: []string{"alias.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"}},
+			{qname: "alias.example.com.", qtype: dns.TypeA,
+				answer: []string{"alias.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"}},
+		},
+	}, {
+		name: "glue is not an answer (RFC 2181 §5.4.1): asked of the zone",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "ns1.example.com.", dns.TypeA}] = answer(t, "ns1.example.com. 3600 IN A "+exCom)
+		},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{qname: "ns1.example.com.", qtype: dns.TypeA, asked: []string{exCom}, answer: []string{"ns1.example.com. 3600 IN A " + exCom}},
+			{qname: "ns1.example.com.", qtype: dns.TypeA, answer: []string{"ns1.example.com. 3600 IN A " + exCom}},
+		},
+	}, {
+		name: "out-of-bailiwick records are not cached",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 300 IN A 192.0.2.1", "www.example.net. 300 IN A "+evil)
+		},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{qname: "www.example.net.", qtype: dns.TypeA, asked: []string{root, gtld, exNet}, answer: []string{"www.example.net. 300 IN A 192.0.2.2"}},
+		},
+	}, {
+		name: "cached servers that fail: from the root once more",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 300 * time.Second, qname: "www.example.com.", qtype: dns.TypeA,
+				setup: func(t *testing.T, f *fake) {
+					delete(f.answers, key{exCom, "www.example.com.", dns.TypeA})
+					f.answers[key{exCom2, "www.example.com.", dns.TypeA}] = answer(t, wwwA...)
+					f.answers[key{gtld, "example.com.", 0}] = referral(t, []string{"example.com. 3600 IN NS ns2.example.com."}, "ns2.example.com. 3600 IN A "+exCom2)
+				},
+				asked: []string{exCom, exCom, root, gtld, exCom2}, answer: wwwA},
+		},
+	}, {
+		name: "serve-stale off: every server down is a SERVFAIL",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			// example.com.'s delegation expired too; com.'s is live.
+			{after: 4000 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, setup: down, asked: []string{gtld, gtld, root, root}, fail: true},
+		},
+	}, {
+		name: "serve-stale on: every server down is a stale answer with TTL 30 (RFC 8767 §4)",
+		opt:  cache.Options{Stale: 24 * time.Hour},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 4000 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, setup: down, asked: []string{gtld, gtld, root, root},
+				answer: []string{"www.example.com. 30 IN A 192.0.2.1"}, stale: true},
+		},
+	}, {
+		name: "serve-stale on: a stale NXDOMAIN, through the cached delegation first",
+		opt:  cache.Options{Stale: 24 * time.Hour},
+		lookups: []lookup{
+			{qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, rcode: dns.RcodeNameError, authority: []string{soaTTL}},
+			{after: 300 * time.Second, qname: "nx.example.com.", qtype: dns.TypeA, setup: down, asked: []string{exCom, exCom, root, root},
+				rcode: dns.RcodeNameError, authority: []string{"example.com. 30 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"}, stale: true},
+		},
+	}, {
+		name: "serve-stale on: a live answer is not stale; past the window it is gone",
+		opt:  cache.Options{Stale: time.Hour},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 299 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, setup: down, answer: []string{"www.example.com. 1 IN A 192.0.2.1"}},
+			{after: 301*time.Second + time.Hour, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{gtld, gtld, root, root}, fail: true},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := world(t)
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			clk := &fakeClock{time.Unix(1_800_000_000, 0)}
+			opt := tc.opt
+			opt.Now = clk.now
+			r := New(f, Options{
+				Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
+				Cache: cache.New(opt),
+				Now:   clk.now,
+			})
+			if err := r.Prime(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range tc.lookups {
+				clk.t = clk.t.Add(l.after)
+				if l.setup != nil {
+					l.setup(t, f)
+				}
+				f.asked = nil
+				res, err := r.Resolve(context.Background(), l.qname, l.qtype)
+				if (err != nil) != l.fail {
+					t.Fatalf("lookup %d: error %v, want failure %v", i, err, l.fail)
+				}
+				if got := f.askedOf(); !slices.Equal(got, l.asked) {
+					t.Errorf("lookup %d: asked %v, want %v", i, got, l.asked)
+				}
+				if l.fail {
+					continue
+				}
+				if res.Rcode != l.rcode || !slices.Equal(records(res.Answer), l.answer) || !slices.Equal(records(res.Authority), l.authority) || res.Stale != l.stale {
+					t.Errorf("lookup %d: got %s %q %q stale %v,\nwant %s %q %q stale %v", i,
+						dns.RcodeToString[res.Rcode], records(res.Answer), records(res.Authority), res.Stale,
+						dns.RcodeToString[l.rcode], l.answer, l.authority, l.stale)
+				}
+				if res.Queries != len(l.asked) {
+					t.Errorf("lookup %d: %d queries counted, %d asked", i, res.Queries, len(l.asked))
+				}
+			}
+		})
+	}
+}
