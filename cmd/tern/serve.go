@@ -17,9 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/zone"
 	"github.com/tern-dns/tern/internal/zonedb"
 )
@@ -139,6 +143,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ID:         cfg.Identity.ID,
 		Version:    cfg.Identity.Version,
 	})
+	access, err := newAccess(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "tern serve: %v\n", err)
+		return 1
+	}
+	resp.SetAccess(access)
 	srv := server.New(server.Config{
 		Listen:            cfg.Server.Listen,
 		Workers:           cfg.Server.Workers,
@@ -155,7 +165,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish}
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess}
 	demo := len(cfg.Zones) == 0
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
@@ -228,6 +238,8 @@ type reloader struct {
 	level   *slog.LevelVar
 	log     *slog.Logger
 	publish func(*zone.Set)
+	// setAccess publishes the TSIG keys and zone ACLs.
+	setAccess func(*auth.Access)
 	// mgr is nil while the demo zone is served.
 	mgr *zonedb.Manager
 }
@@ -248,6 +260,12 @@ func (rl *reloader) reload(ctx context.Context) {
 		rl.log.Warn("reload: "+c.key+" changed; it takes effect at the next restart", "running", c.running, "config", c.config)
 	}
 	rl.level.Set(logLevel(cfg.Server.LogLevel))
+	access, err := newAccess(cfg)
+	if err != nil {
+		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
+		return
+	}
+	rl.setAccess(access)
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
@@ -260,6 +278,27 @@ func (rl *reloader) reload(ctx context.Context) {
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
+}
+
+// newAccess returns the TSIG keys and zone ACLs of cfg, for the
+// authoritative answers (transfers, signed queries).
+func newAccess(cfg *config.Config) (*auth.Access, error) {
+	keys := make([]tsig.Key, len(cfg.Keys))
+	for i, k := range cfg.Keys {
+		keys[i] = tsig.Key{Name: k.Name, Algorithm: k.Algorithm, Secret: k.Secret}
+	}
+	a := &auth.Access{Keys: tsig.NewKeyring(keys), ACLs: make(map[string]acl.List)}
+	for i := range cfg.Zones {
+		z := &cfg.Zones[i]
+		l, err := cfg.ZoneACL(z)
+		if err != nil {
+			return nil, err
+		}
+		if len(l) > 0 {
+			a.ACLs[dns.CanonicalName(z.Origin)] = l
+		}
+	}
+	return a, nil
 }
 
 // restartChange is a setting whose new value needs a restart.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
@@ -41,6 +42,9 @@ type Options struct {
 // Responder answers queries from the zones published to it.
 type Responder struct {
 	zones atomic.Pointer[published]
+	// access holds the TSIG keys and the zones' ACLs (SetAccess); nil:
+	// no keys, no transfers.
+	access atomic.Pointer[Access]
 	// gen counts publications, after each Store: a Cache tagged with an
 	// older count holds answers from replaced zones.
 	gen atomic.Uint64
@@ -125,6 +129,10 @@ type Scratch struct {
 	// invalid asks finish for an EDE option with INFO-CODE Invalid Data
 	// (the question is in a zone that failed to load).
 	invalid bool
+	// tsig is the verified TSIG of the query being answered, set only
+	// while answerSigned answers one (nil otherwise), for the ACL of a
+	// transfer.
+	tsig *tsig.Request
 }
 
 // BufferSize is the size of the response buffer Answer needs.
@@ -146,6 +154,10 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	s.overTCP = tcp
 	if res == wire.Drop {
 		return nil
+	}
+	if q.TSIG != 0 {
+		// RFC 8945: verified, answered, signed; off the plain path.
+		return r.answerSigned(s, res, rcode, pkt, out, tcp, a)
 	}
 	limit := 65535
 	if !tcp {

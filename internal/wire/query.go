@@ -76,6 +76,7 @@ const (
 	TypeDNSKEY     = 48
 	TypeNSEC3      = 50
 	TypeNSEC3PARAM = 51
+	TypeTSIG       = 250
 	TypeIXFR       = 251
 	TypeAXFR       = 252
 	TypeANY        = 255
@@ -130,6 +131,10 @@ type Query struct {
 	UDPSize     uint16 // its advertised payload size
 	DO          bool   // the DNSSEC OK bit (RFC 3225)
 	NSID        bool   // the client asked for NSID (RFC 5001)
+
+	// TSIG is the offset of the query's TSIG record (RFC 8945), the last
+	// of the additional section; 0 when it has none.
+	TSIG int
 }
 
 // Name returns the lowercased QNAME in wire form. It aliases the Query.
@@ -164,6 +169,7 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 	q.nameLen, q.nlabels, q.QuestionEnd = 0, 0, HeaderLen
 	q.QType, q.QClass = 0, 0
 	q.EDNS, q.EDNSVersion, q.UDPSize, q.DO, q.NSID = false, 0, 0, false, false
+	q.TSIG = 0
 	// RFC 1035 §4.1.1: a message shorter than its header is not DNS.
 	if len(pkt) < HeaderLen {
 		return Drop, 0
@@ -210,8 +216,9 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 		}
 		// RFC 6891 §6.1.1: the OPT record goes in the additional
 		// section; anywhere else the message is malformed (Knot
-		// answers FORMERR, without EDNS).
-		if rtype == TypeOPT {
+		// answers FORMERR, without EDNS). RFC 8945 §5.1: so does
+		// the TSIG record.
+		if rtype == TypeOPT || rtype == TypeTSIG {
 			return Error, RcodeFormErr
 		}
 	}
@@ -239,6 +246,13 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 			if !q.parseOptions(pkt[rdata : rdata+rdlen]) {
 				return Error, RcodeFormErr
 			}
+		} else if rtype == TypeTSIG {
+			// RFC 8945 §5.1: a TSIG record is the last record of
+			// the message; one elsewhere, or a second, is FORMERR.
+			if i != int(ar)-1 {
+				return Error, RcodeFormErr
+			}
+			q.TSIG = start
 		}
 		off = rdata + rdlen
 	}

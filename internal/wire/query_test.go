@@ -46,6 +46,11 @@ var (
 	aRR = []byte{0, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1}
 )
 
+// tsigRR is a TSIG record (RFC 8945 §4.2) for key "k." with an empty MAC.
+var tsigRR = []byte{1, 'k', 0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 29,
+	11, 'h', 'm', 'a', 'c', '-', 's', 'h', 'a', '2', '5', '6', 0, // algorithm
+	0, 0, 0, 0, 0, 1, 1, 44, 0, 0, 0, 7, 0, 0, 0, 0}
+
 // withRRs returns pkt with the given section counts and the records rrs
 // appended.
 func withRRs(pkt []byte, an, ns, ar byte, rrs ...[]byte) []byte {
@@ -55,6 +60,31 @@ func withRRs(pkt []byte, an, ns, ar byte, rrs ...[]byte) []byte {
 		p = append(p, rr...)
 	}
 	return p
+}
+
+func TestParseTSIG(t *testing.T) {
+	m := new(dns.Msg)
+	m.SetQuestion("a.test.", dns.TypeSOA)
+	good := pack(t, m)
+	var q Query
+	for _, tc := range []struct {
+		name string
+		pkt  []byte
+		at   int
+	}{
+		{"alone", withRRs(good, 0, 0, 1, tsigRR), len(good)},
+		{"after OPT", withRRs(good, 0, 0, 2, opt, tsigRR), len(good) + len(opt)},
+		{"none", withRRs(good, 0, 0, 1, opt), 0},
+	} {
+		if res, rc := q.Parse(tc.pkt); res != Answer || rc != 0 || q.TSIG != tc.at {
+			t.Errorf("%s: Parse = %v, %d, TSIG at %d; want Answer, TSIG at %d", tc.name, res, rc, q.TSIG, tc.at)
+		}
+	}
+	// A query without one after a query with one: Parse resets it.
+	q.Parse(withRRs(good, 0, 0, 1, tsigRR))
+	if q.Parse(good); q.TSIG != 0 {
+		t.Errorf("TSIG at %d after a query without one", q.TSIG)
+	}
 }
 
 func TestParseRejects(t *testing.T) {
@@ -99,6 +129,12 @@ func TestParseRejects(t *testing.T) {
 		{"OPT in answer and additional", withRRs(good, 1, 0, 1, opt, opt), Error, RcodeFormErr},
 		{"A record in the answer section", withRRs(good, 1, 0, 0, aRR), Answer, 0},
 		{"OPT in additional after an answer record", withRRs(good, 1, 0, 1, aRR, opt), Answer, 0},
+		// RFC 8945 §5.1: TSIG is the last record, in the additional section.
+		{"TSIG in the answer section", withRRs(good, 1, 0, 0, tsigRR), Error, RcodeFormErr},
+		{"TSIG in the authority section", withRRs(good, 0, 1, 0, tsigRR), Error, RcodeFormErr},
+		{"TSIG before OPT", withRRs(good, 0, 0, 2, tsigRR, opt), Error, RcodeFormErr},
+		{"two TSIGs", withRRs(good, 0, 0, 2, tsigRR, tsigRR), Error, RcodeFormErr},
+		{"TSIG after OPT", withRRs(good, 0, 0, 2, opt, tsigRR), Answer, 0},
 		{"EDNS version 1", func() []byte {
 			p := append([]byte(nil), good...)
 			p[11] = 1
