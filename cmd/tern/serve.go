@@ -175,7 +175,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		resp.Publish(zone.NewSet(z))
 	} else {
-		rl.mgr = zonedb.New(cfg.Zones, resp.Publish, log, nil)
+		rl.mgr = rl.newManager(cfg)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
 		// time; the memory goes back right after (FreeOSMemory below).
@@ -244,6 +244,14 @@ type reloader struct {
 	mgr *zonedb.Manager
 }
 
+// newManager returns the zone manager for cfg's zones, keeping journals
+// under server.data-dir (a restart setting: its value at start stays).
+func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
+	m := zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
+	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
+	return m
+}
+
 // reload re-reads the config and applies what it can without a restart:
 // the zones (added, removed, changed files and signing settings; each
 // zone that fails keeps its previous version) and the log level. Every
@@ -272,7 +280,7 @@ func (rl *reloader) reload(ctx context.Context) {
 			rl.log.Info("reloaded: no zones configured, still serving the demo zone", "took", time.Since(start))
 			return
 		}
-		rl.mgr = zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
+		rl.mgr = rl.newManager(cfg)
 		go rl.mgr.Run(ctx)
 	}
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)

@@ -22,6 +22,7 @@ import (
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/dnssec"
 	"github.com/tern-dns/tern/internal/durable"
+	"github.com/tern-dns/tern/internal/journal"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -36,6 +37,14 @@ type Manager struct {
 	current map[string]*zone.Zone
 	signed  map[string]*signedZone
 	wake    chan struct{}
+
+	// The journals of differences (see KeepJournals), apart from mu so
+	// that an IXFR never waits on a reload or a signing.
+	jmu      sync.Mutex
+	jdir     string
+	jmax     func(*config.Zone) int64
+	jzones   map[string]config.Zone // zones that keep one: those with an ACL
+	journals map[string]*journal.Journal
 }
 
 // signedZone is the state of one automatically signed zone.
@@ -56,7 +65,102 @@ func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now fun
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{cfg: zones, publish: publish, log: log, now: now,
-		current: map[string]*zone.Zone{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1)}
+		current: map[string]*zone.Zone{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1),
+		journals: map[string]*journal.Journal{}}
+}
+
+// KeepJournals makes the Manager record every change of a zone that has
+// an ACL (a zone someone may transfer) in a journal under dir, bounded by
+// max (see package journal): a reload whose serial differs from the
+// version served, and each re-signing. Call it before Load.
+func (m *Manager) KeepJournals(dir string, max func(*config.Zone) int64) {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	m.jdir, m.jmax = dir, max
+}
+
+// setJournalZones notes which zones keep a journal, closing those of
+// zones that no longer do.
+func (m *Manager) setJournalZones(zones []config.Zone) {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	if m.jdir == "" {
+		return
+	}
+	m.jzones = make(map[string]config.Zone, len(zones))
+	for _, zc := range zones {
+		if len(zc.ACL) > 0 {
+			m.jzones[originKey(zc.Origin)] = zc
+		}
+	}
+	for origin, j := range m.journals {
+		if _, ok := m.jzones[origin]; !ok {
+			j.Close()
+			delete(m.journals, origin)
+		}
+	}
+}
+
+// journalLocked returns the journal of origin, opening it on first use;
+// nil when the zone keeps none or it cannot be opened (logged: transfers
+// are then whole).
+func (m *Manager) journalLocked(origin string) *journal.Journal {
+	if j := m.journals[origin]; j != nil {
+		return j
+	}
+	zc, ok := m.jzones[origin]
+	if !ok {
+		return nil
+	}
+	path := journal.Path(m.jdir, origin)
+	j, dropped, err := journal.Open(path, m.jmax(&zc))
+	if err != nil {
+		m.log.Error("no journal: IXFR answered with whole zones", "zone", origin, "err", err)
+		return nil
+	}
+	if dropped > 0 {
+		m.log.Warn("journal: dropped a torn or corrupt tail", "zone", origin, "file", path, "octets", dropped)
+	}
+	m.journals[origin] = j
+	return j
+}
+
+// record appends the change from old to new of a zone to its journal, if
+// it keeps one. A failure is logged: the zone is served all the same,
+// and IXFR from before the change is answered with the whole zone.
+func (m *Manager) record(origin string, old, new *zone.Zone) {
+	if old == nil || old.Unavailable || old.Serial == new.Serial {
+		return
+	}
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	j := m.journalLocked(origin)
+	if j == nil {
+		return
+	}
+	d, err := zone.Compare(old, new)
+	if err == nil {
+		err = j.Append(d)
+	}
+	if err != nil {
+		m.log.Error("journal: change not recorded", "zone", origin, "from", old.Serial, "to", new.Serial, "err", err)
+		return
+	}
+	m.log.Debug("journal: change recorded", "zone", origin, "from", old.Serial, "to", new.Serial, "deleted", len(d.Deleted), "added", len(d.Added), "size", j.Size())
+}
+
+// Since returns the changes of the zone origin (a canonical wire name)
+// from serial to the newest version recorded, condensed into one
+// difference, or journal.ErrNotFound: no journal, or serial not in it.
+// The caller checks that the difference leads to the version it serves.
+func (m *Manager) Since(origin []byte, serial uint32) (*zone.Diff, error) {
+	m.jmu.Lock()
+	j := m.journalLocked(zone.NameString(origin))
+	m.jmu.Unlock()
+	if j == nil {
+		return nil, journal.ErrNotFound
+	}
+	return j.Since(serial)
 }
 
 // Load loads every configured zone (signing those with a policy) and
@@ -84,6 +188,7 @@ func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int,
 }
 
 func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, error) {
+	m.setJournalZones(zones)
 	configured := make(map[string]bool, len(zones))
 	for _, zc := range zones {
 		configured[originKey(zc.Origin)] = true
@@ -109,6 +214,7 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 			if prev != nil && !prev.Unavailable {
 				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
 			}
+			m.record(origin, prev, z)
 			m.current[origin] = z
 			serving++
 			m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
@@ -322,6 +428,7 @@ func (m *Manager) Maintain(ctx context.Context) error {
 			continue
 		}
 		sz.next = next
+		m.record(origin, m.current[origin], z)
 		m.current[origin] = z
 		changed = true
 	}

@@ -1,0 +1,107 @@
+package zonedb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/journal"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// wireName is origin in canonical wire form.
+func wireName(t *testing.T, origin string) []byte {
+	t.Helper()
+	w, err := zone.Placeholder(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Origin
+}
+
+// TestJournalOnReload: a reload that changes the serial of a zone with
+// an ACL records the difference, which Since returns (also across a
+// restart of the Manager); a zone without an ACL keeps no journal.
+func TestJournalOnReload(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	a, b := filepath.Join(dir, "a.zone"), filepath.Join(dir, "b.zone")
+	write(t, a, zoneText("a.test.", 1)+"www A 192.0.2.7\n")
+	write(t, b, zoneText("b.test.", 1))
+	zones := []config.Zone{{Origin: "a.test.", File: a, ACL: []string{"x"}}, {Origin: "b.test.", File: b}}
+	max := func(*config.Zone) int64 { return 1 << 20 }
+	var pub published
+	m := New(zones, pub.publish, nil, nil)
+	m.KeepJournals(data, max)
+	if _, err := m.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.8\n")
+	write(t, b, zoneText("b.test.", 2))
+	if _, err := m.Reload(context.Background(), zones); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Since(wireName(t, "a.test."), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.From != 1 || d.To != 2 || len(d.Deleted) != 1 || len(d.Added) != 1 {
+		t.Errorf("difference %d→%d, %d deleted, %d added", d.From, d.To, len(d.Deleted), len(d.Added))
+	}
+	if _, err := m.Since(wireName(t, "b.test."), 1); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("b.test. (no acl): %v", err)
+	}
+	if _, err := os.Stat(journal.Path(data, "b.test.")); !os.IsNotExist(err) {
+		t.Errorf("b.test. has a journal file: %v", err)
+	}
+	// A new Manager (a restart) finds the journal on disk.
+	m2 := New(zones, pub.publish, nil, nil)
+	m2.KeepJournals(data, max)
+	if _, err := m2.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m2.Since(wireName(t, "a.test."), 1); err != nil || d.To != 2 {
+		t.Errorf("after a restart: %v", err)
+	}
+}
+
+// TestJournalOnResign: each re-signing of a signed zone with an ACL is
+// recorded: the replaced signatures deleted, the new ones added.
+func TestJournalOnResign(t *testing.T) {
+	zc, _ := setup(t)
+	zc.ACL = []string{"x"}
+	clk := &clock{t: time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)}
+	var pub published
+	m := New([]config.Zone{zc}, pub.publish, nil, clk.now)
+	m.KeepJournals(filepath.Join(t.TempDir(), "data"), func(*config.Zone) int64 { return 1 << 20 })
+	if _, err := m.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := pub.zone(t, "auto.test.")
+	clk.add(m.Next().Sub(clk.now()) + time.Minute)
+	if err := m.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := pub.zone(t, "auto.test.")
+	if after.Serial == before.Serial {
+		t.Fatal("re-signing kept the serial")
+	}
+	d, err := m.Since(before.Origin, before.Serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.To != after.Serial || len(d.Deleted) == 0 || len(d.Added) == 0 {
+		t.Errorf("difference %d→%d, %d deleted, %d added", d.From, d.To, len(d.Deleted), len(d.Added))
+	}
+	got, err := d.Apply(before.SortedRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := after.SortedRecords(); len(got) != len(want) {
+		t.Errorf("applied: %d records, want %d", len(got), len(want))
+	}
+}
