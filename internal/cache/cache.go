@@ -244,7 +244,11 @@ func (c *Cache) Now() time.Time { return c.opt.Now() }
 // key returns the key of name (in any case) and type; name must be
 // fully qualified.
 func key(name string, qtype uint16) []byte {
-	k := make([]byte, 0, len(name)+2)
+	return appendKey(make([]byte, 0, len(name)+2), name, qtype)
+}
+
+// appendKey appends the key of name and type to k.
+func appendKey(k []byte, name string, qtype uint16) []byte {
 	for i := 0; i < len(name); i++ {
 		b := name[i]
 		if 'A' <= b && b <= 'Z' {
@@ -445,7 +449,10 @@ func (c *Cache) get(name string, qtype uint16, stale bool) (Entry, bool) {
 		return Entry{}, false
 	}
 	now := c.opt.Now().UnixNano()
-	k := key(name, qtype)
+	// The key of a lookup is built on the stack (names are at most 255
+	// octets in wire form, fewer than 1024 presented with escapes).
+	var buf [1024 + 2]byte
+	k := appendKey(buf[:0], name, qtype)
 	e := c.lookup(k, now, stale)
 	if e == nil && qtype != 0 {
 		// RFC 2308 §5: an NXDOMAIN is about the name, whatever the
