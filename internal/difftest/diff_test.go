@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/peer"
 )
 
 // outcome is one server's answer (or failure) for one query.
@@ -247,7 +249,7 @@ func compareNSD(t testing.TB) bool {
 	if !testing.Verbose() {
 		return false
 	}
-	if _, ok := findTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
+	if _, ok := peer.FindTool("nsd"); ok || os.Getenv(requirePeersEnv) == "1" {
 		return true
 	}
 	inform(t, "nsd not found: comparing Tern with Knot only")

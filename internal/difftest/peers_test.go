@@ -1,7 +1,6 @@
 package difftest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/peer"
 )
 
 // ternBinaryEnv names the environment variable that carries the path of
@@ -62,7 +61,7 @@ func runMain(m *testing.M) int {
 // missing (or failing it when TERN_REQUIRE_PEERS=1).
 func needTool(t testing.TB, name string) string {
 	t.Helper()
-	if path, ok := findTool(name); ok {
+	if path, ok := peer.FindTool(name); ok {
 		return path
 	}
 	if os.Getenv(requirePeersEnv) == "1" {
@@ -72,50 +71,12 @@ func needTool(t testing.TB, name string) string {
 	return ""
 }
 
-// findTool looks for a binary on PATH and in the sbin directories, which
-// a non-root PATH often lacks although knotd and nsd live there.
-func findTool(name string) (string, bool) {
-	if path, err := exec.LookPath(name); err == nil {
-		return path, true
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, true
-		}
-	}
-	return "", false
-}
-
 // server is a running DNS server under test.
 type server struct {
 	name string
 	// addr is host:port for both UDP and TCP.
 	addr string
-	log  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a child's
-// stdout and stderr copiers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p under the lock.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	p    *peer.Process
 }
 
 // freePort finds a port free for both TCP and UDP on 127.0.0.1. Another
@@ -162,28 +123,14 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		s := &server{name: name, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: &syncBuffer{}, done: make(chan struct{})}
-		cmd.Stdout, cmd.Stderr = s.log, s.log
 		// Its own process group, so that shutdown reaches the helper
 		// processes NSD forks, and only those.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		p, err := peer.Start(cmd)
+		if err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}
-		go func() {
-			s.err = cmd.Wait()
-			close(s.done)
-		}()
-		stop := func() {
-			pgid := cmd.Process.Pid
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			select {
-			case <-s.done:
-			case <-time.After(5 * time.Second):
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-				<-s.done
-			}
-		}
+		s := &server{name: name, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), p: p}
+		stop := p.Stop
 		if len(opts) > 0 && opts[0] == launchNoWait {
 			t.Cleanup(stop)
 			return s
@@ -192,15 +139,15 @@ func launch(t testing.TB, name, probeZone string, fatal []string, build func(por
 			stop()
 			var fatalErr *fatalLogError
 			if errors.As(err, &fatalErr) {
-				t.Fatalf("%s: %v\n--- %s log ---\n%s", name, err, name, s.log.String())
+				t.Fatalf("%s: %v\n--- %s log ---\n%s", name, err, name, s.p.Output())
 			}
-			lastErr = fmt.Errorf("%s (attempt %d): %w\n--- %s log ---\n%s", name, attempt+1, err, name, s.log.String())
+			lastErr = fmt.Errorf("%s (attempt %d): %w\n--- %s log ---\n%s", name, attempt+1, err, name, s.p.Output())
 			continue
 		}
 		t.Cleanup(func() {
 			stop()
 			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", name, tail(s.log.String(), 3000))
+				t.Logf("--- %s log (tail) ---\n%s", name, tail(s.p.Output(), 3000))
 			}
 		})
 		return s
@@ -235,12 +182,12 @@ func waitReady(s *server, zone string, fatal []string, timeout time.Duration) er
 	var lastErr error
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
-			return fmt.Errorf("exited before answering: %v", s.err)
+		case <-s.p.Done():
+			return fmt.Errorf("exited before answering: %v", s.p.Err())
 		default:
 		}
 		for _, f := range fatal {
-			if strings.Contains(s.log.String(), f) {
+			if strings.Contains(s.p.Output(), f) {
 				return &fatalLogError{f}
 			}
 		}

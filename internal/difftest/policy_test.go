@@ -86,11 +86,11 @@ zone:
 	deadline := time.Now().Add(readyTimeout)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
-			return false, s.log.String(), s
+		case <-s.p.Done():
+			return false, s.p.Output(), s
 		default:
 		}
-		logText = s.log.String()
+		logText = s.p.Output()
 		if strings.Contains(logText, "failed to load zone") || strings.Contains(logText, "zone event 'load' failed") {
 			return false, logText, s
 		}
@@ -103,7 +103,7 @@ zone:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return loaded, s.log.String(), s
+	return loaded, s.p.Output(), s
 }
 
 // ternRejects returns the zones Knot loads (with a warning, dropping or
