@@ -4,9 +4,11 @@
 #                      resolver beside Unbound and PowerDNS Recursor (QUICK=1: < 10 min)
 
 GO       ?= go
-PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils
+PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils unbound
 # The binaries those packages provide, checked before installing anything.
-BINS     := knotd nsd kdig dig dnsperf ldns-verify-zone dnssec-verify
+# (unbound: the resolver internal/hierarchy compares Tern's with; the
+# tests start their own on 127.0.0.39, whatever the package's service does.)
+BINS     := knotd nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound
 
 .PHONY: all build test deps vet bench fuzz clean
 

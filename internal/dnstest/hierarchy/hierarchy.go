@@ -4,6 +4,12 @@
 // package that binds port 53 has its own block of 127.0.0.0/8 (see the
 // project's helper brief); where port 53 cannot be bound (not root), the
 // servers share a port the kernel picks, which the resolver must be told.
+//
+// Start serves the zones a test gives with Tern alone; StartStandard
+// serves the standard hierarchy (standard.go: good and broken
+// delegations) with Tern, Knot DNS and NSD. The package's own tests run
+// Tern's resolver over the standard hierarchy and compare it with
+// Unbound's (docs/resolver-interop.md).
 package hierarchy
 
 import (
@@ -101,15 +107,25 @@ func (h *Hierarchy) serve(zones []Zone) error {
 			}
 			zs = append(zs, zn)
 		}
-		resp := auth.New(zone.NewSet(zs...), auth.Options{})
-		srv := server.New(server.Config{Listen: []string{netip.AddrPortFrom(a, h.Port).String()}, Workers: 1},
-			server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
-		if err := srv.Start(context.Background()); err != nil {
-			return fmt.Errorf("%v: %w", a, err)
+		srv, err := serveTern([]string{netip.AddrPortFrom(a, h.Port).String()}, zs)
+		if err != nil {
+			return err
 		}
 		h.srvs = append(h.srvs, srv)
 	}
 	return nil
+}
+
+// serveTern serves zones with Tern's authoritative engine on the listen
+// addresses (host:port), one UDP worker each.
+func serveTern(listen []string, zones []*zone.Zone) (*server.Server, error) {
+	resp := auth.New(zone.NewSet(zones...), auth.Options{})
+	srv := server.New(server.Config{Listen: listen, Workers: 1},
+		server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
+	if err := srv.Start(context.Background()); err != nil {
+		return nil, fmt.Errorf("%v: %w", listen, err)
+	}
+	return srv, nil
 }
 
 // pickPort returns a UDP port the kernel picks on a.

@@ -1,0 +1,75 @@
+package hierarchy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/upstream"
+)
+
+// ternResolver is Tern's resolver over the hierarchy, answering as a
+// response on the wire would: the Result's sections and rcode, and on a
+// failure the Extended DNS Error of its reason (RFC 8914).
+type ternResolver struct {
+	r *resolve.Resolver
+}
+
+func newTernResolver(t *testing.T, h *hierarchy.Standard) *ternResolver {
+	t.Helper()
+	hints, err := resolve.LoadHints(h.HintsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ternResolver{resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: h.Port})}
+}
+
+// resolve returns the response and the number of upstream queries.
+func (tr *ternResolver) resolve(name string, qtype uint16) (*dns.Msg, int) {
+	res, err := tr.r.Resolve(context.Background(), name, qtype)
+	m := new(dns.Msg).SetQuestion(name, qtype)
+	m.Response, m.RecursionAvailable = true, true
+	m.Rcode, m.Answer, m.Ns = res.Rcode, res.Answer, res.Authority
+	m.SetEdns0(1232, false)
+	var e *resolve.Error
+	if errors.As(err, &e) {
+		o := m.IsEdns0()
+		o.Option = append(o.Option, &dns.EDNS0_EDE{InfoCode: e.Reason.EDE(), ExtraText: e.Error()})
+	}
+	return m, res.Queries
+}
+
+// TestResolve resolves every case through Tern's resolver from the local
+// root, over servers of Tern, Knot and NSD.
+func TestResolve(t *testing.T) {
+	h := start(t)
+	tr := newTernResolver(t, h)
+	for _, c := range cases {
+		t.Run(c.what, func(t *testing.T) {
+			t.Parallel()
+			m, queries := tr.resolve(c.name, c.qtype)
+			errs := c.check(m)
+			if c.maxQueries > 0 && queries > c.maxQueries {
+				errs = append(errs, fmt.Sprintf("%d upstream queries, want at most %d", queries, c.maxQueries))
+			}
+			if len(errs) > 0 || testing.Verbose() {
+				t.Logf("%d upstream queries; response:\n%v", queries, m)
+			}
+			if len(errs) > 0 && c.pending != "" {
+				t.Skipf("pending (%s): %s", c.pending, strings.Join(errs, "; "))
+			}
+			if len(errs) == 0 && c.pending != "" {
+				t.Logf("passes although marked pending (%s): remove the mark", c.pending)
+			}
+			for _, e := range errs {
+				t.Errorf("%s %s: %s", c.name, dns.Type(c.qtype), e)
+			}
+		})
+	}
+}
