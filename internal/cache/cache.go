@@ -279,11 +279,7 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 	if !ok {
 		return
 	}
-	lo, hi := c.opt.MinTTL, c.opt.MaxTTL
-	if e.Kind != Positive {
-		hi = c.opt.MaxNegativeTTL
-	}
-	ttl = min(max(ttl, lo), hi)
+	ttl = c.Clamp(e.Kind, ttl)
 	k := key(name, qtype)
 	ne, err := encode(k, &e)
 	if err != nil {
@@ -312,6 +308,17 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 	}
 	s.bytes += ne.cost()
 	s.evict(ne, now-c.stale)
+}
+
+// Clamp returns ttl within the bounds of the Options for an entry of
+// kind k: [MinTTL, MaxTTL] for an RRset, [MinTTL, MaxNegativeTTL] for a
+// negative answer. The resolver gives its clients the TTLs it caches by.
+func (c *Cache) Clamp(k Kind, ttl uint32) uint32 {
+	hi := c.opt.MaxTTL
+	if k != Positive {
+		hi = c.opt.MaxNegativeTTL
+	}
+	return min(max(ttl, c.opt.MinTTL), hi)
 }
 
 // entryTTL is the TTL of e before clamping, and whether e may be stored.

@@ -116,6 +116,7 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 	if c == nil {
 		return
 	}
+	clampTTLs(c, m)
 	if next != nil {
 		ns := owned(m.Ns, next.zone, dns.TypeNS)
 		ru.store(ns, cache.RankAdditional)
@@ -178,6 +179,24 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 		}
 	}
 	c.Put(cur, q.Qtype, cache.Entry{Kind: kind, Records: auth, Rank: cache.RankAuthority})
+}
+
+// clampTTLs sets the TTLs of m's records to those the cache keeps them
+// for, so that clients are told the same from the cache and from the
+// authorities: each within the cache's bounds, and an SOA in the
+// authority section (a negative answer's) at the smaller of its TTL and
+// its MINIMUM (RFC 2308 §5).
+func clampTTLs(c *cache.Cache, m *dns.Msg) {
+	for i, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range sec {
+			h := rr.Header()
+			if soa, ok := rr.(*dns.SOA); ok && i == 1 {
+				h.Ttl = c.Clamp(cache.NXDomain, min(h.Ttl, soa.Minttl))
+			} else if h.Rrtype != dns.TypeOPT {
+				h.Ttl = c.Clamp(cache.Positive, h.Ttl)
+			}
+		}
+	}
 }
 
 // store puts the RRsets of rrs in the cache, each RRSIG with the RRset

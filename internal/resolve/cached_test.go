@@ -91,12 +91,13 @@ func TestCached(t *testing.T) {
 			f.answers[key{exCom, "nx.example.com.", 0}] = negative(t, dns.RcodeNameError, "example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60")
 		},
 		lookups: []lookup{
+			// Told as cached: the SOA's TTL is its MINIMUM.
 			{qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, rcode: dns.RcodeNameError,
-				authority: []string{"example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
+				authority: []string{"example.com. 60 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
 			{after: 59 * time.Second, qname: "nx.example.com.", qtype: dns.TypeA, rcode: dns.RcodeNameError,
 				authority: []string{"example.com. 1 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
 			{after: time.Second, qname: "nx.example.com.", qtype: dns.TypeA, asked: []string{exCom}, rcode: dns.RcodeNameError,
-				authority: []string{"example.com. 3600 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
+				authority: []string{"example.com. 60 IN SOA ns1.example.com. h.example.com. 1 2 3 4 60"}},
 		},
 	}, {
 		name: "NODATA cached per name and type",
@@ -106,22 +107,23 @@ func TestCached(t *testing.T) {
 			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{exCom}, answer: wwwA},
 		},
 	}, {
-		name: "MaxTTL clamps",
+		name: "MaxTTL clamps, what clients are told too",
 		opt:  cache.Options{MaxTTL: 100},
 		lookups: []lookup{
-			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: []string{"www.example.com. 100 IN A 192.0.2.1"}},
 			{after: 99 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 1 IN A 192.0.2.1"}},
-			// The delegation (3600) clamped too.
-			{after: time.Second, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			// The delegations (3600) and the root's NS records clamped
+			// too: primed again.
+			{after: time.Second, qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, root, gtld, exCom}, answer: []string{"www.example.com. 100 IN A 192.0.2.1"}},
 		},
 	}, {
-		name: "MinTTL clamps",
+		name: "MinTTL clamps, what clients are told too",
 		opt:  cache.Options{MinTTL: 60},
 		setup: func(t *testing.T, f *fake) {
 			f.answers[key{exCom, "www.example.com.", dns.TypeA}] = answer(t, "www.example.com. 5 IN A 192.0.2.1")
 		},
 		lookups: []lookup{
-			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: []string{"www.example.com. 5 IN A 192.0.2.1"}},
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: []string{"www.example.com. 60 IN A 192.0.2.1"}},
 			{after: 30 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 30 IN A 192.0.2.1"}},
 		},
 	}, {
