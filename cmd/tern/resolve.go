@@ -23,13 +23,14 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE]")
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise]")
 		fs.PrintDefaults()
 	}
 	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
 	hintsFile := fs.String("root-hints", "", "root hints in zone-file form (default: the embedded IANA hints)")
 	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
+	noMinimise := fs.Bool("no-minimise", false, "ask every server the full name (no QNAME minimisation, RFC 9156)")
 	// Flags may come after the name and type, as with dig.
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -61,7 +62,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 	}
-	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}}
+	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}, NoMinimise: *noMinimise}
 	if *trace {
 		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
 	}
@@ -99,8 +100,12 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // the NS-name resolution it belongs to.
 func printStep(w io.Writer, s resolve.Step) {
 	ind := strings.Repeat("  ", s.Depth)
+	why := s.Why
+	if s.Minimisation != "" {
+		why += "; " + s.Minimisation
+	}
 	fmt.Fprintf(w, ";; %s%s %s -> %s (%s) for zone %s [%s]: %s in %v\n", ind, s.Question.Name, dns.Type(s.Question.Qtype),
-		s.ServerName, s.Server, s.Zone, s.Why, s.Outcome, s.Took.Round(10*time.Microsecond))
+		s.ServerName, s.Server, s.Zone, why, s.Outcome, s.Took.Round(10*time.Microsecond))
 	if len(s.Passed) > 0 {
 		fmt.Fprintf(w, ";; %s   passed over: %s\n", ind, strings.Join(s.Passed, "; "))
 	}

@@ -40,15 +40,22 @@ w2.test. A 192.0.2.1
 	code, out, errs := runT("resolve", "www.test", "--trace", "--root-hints", hints, "--port", port)
 	for _, want := range []string{
 		";; . NS -> a.root. (127.0.0.1:" + port + ") for zone . [root hint, priming query (RFC 8109)]: answer, 1 records in ",
+		";; test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root server, primed; QNAME minimised (RFC 9156)]: NODATA in ",
 		";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root server, primed]: answer, 2 records in ",
 		";;    chosen: never asked (estimate 376ms); waited up to 376ms\n",
 		";; ->>HEADER<<- opcode: QUERY, status: NOERROR\n",
 		";; ANSWER SECTION:\nwww.test.\t3600\tIN\tCNAME\tw2.test.\nw2.test.\t3600\tIN\tA\t192.0.2.1\n",
-		" 2 upstream queries\n",
+		" 3 upstream queries\n",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("code %d, out\n%s\nerr %q\nwant %q", code, out, errs, want)
 		}
+	}
+
+	// Without minimisation, the root is asked the name at once.
+	code, out, _ = runT("resolve", "www.test", "--trace", "--no-minimise", "--root-hints", hints, "--port", port)
+	if want := ";; www.test. A -> a.root. (127.0.0.1:" + port + ") for zone . [root server, primed]: answer, 2 records in "; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, " 2 upstream queries\n") {
+		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
 	}
 
 	code, out, _ = runT("resolve", "nx.test.", "MX", "--root-hints", hints, "--port", port)

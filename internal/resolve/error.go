@@ -74,6 +74,9 @@ type Error struct {
 	// Summary is Detail in fewer words, for the EDE's EXTRA-TEXT; empty
 	// when Detail is short.
 	Summary string
+	// answered is set when a server answered, unusably (lame), as
+	// opposed to none answering at all.
+	answered bool
 }
 
 func (e *Error) Error() string {

@@ -74,18 +74,17 @@ func startHierarchy(t *testing.T) ([]netip.Addr, uint16) {
 // free checks that the port of each address is free for UDP and TCP.
 func free(addrs []netip.Addr, port uint16) error { return localdns.Free(addrs, port) }
 
-// resolveTraced resolves name/qtype with the hierarchy's root as the only
-// hint, checks that the answer is a NOERROR with the records want (in
+// resolveTraced resolves name/qtype with opt and the hierarchy's root as
+// the only hint, checks that the answer is a NOERROR with the records want (in
 // zone-file form, tabs as spaces), and returns the steps taken, which it
 // logs when the test fails or runs verbose.
-func resolveTraced(t *testing.T, addrs []netip.Addr, port uint16, name string, qtype uint16, want ...string) []resolve.Step {
+func resolveTraced(t *testing.T, addrs []netip.Addr, port uint16, opt resolve.Options, name string, qtype uint16, want ...string) []resolve.Step {
 	t.Helper()
 	var steps []resolve.Step
-	r := resolve.New(&upstream.Client{}, resolve.Options{
-		Hints: []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}},
-		Port:  port,
-		Trace: func(s resolve.Step) { steps = append(steps, s) },
-	})
+	opt.Hints = []resolve.Server{{Name: "a.root.", Addrs: addrs[:1], Why: "root hint"}}
+	opt.Port = port
+	opt.Trace = func(s resolve.Step) { steps = append(steps, s) }
+	r := resolve.New(&upstream.Client{}, opt)
 	t.Cleanup(func() {
 		if t.Failed() || testing.Verbose() {
 			for _, s := range steps {
@@ -109,38 +108,63 @@ func resolveTraced(t *testing.T, addrs []netip.Addr, port uint16, name string, q
 
 // TestHierarchy resolves through Tern's own authoritative servers: two
 // referrals with glue, a CNAME into another zone, and that zone's NS name
-// resolved because its glue would be out of bailiwick.
+// resolved because its glue would be out of bailiwick; with QNAME
+// minimisation (the default) and without.
 func TestHierarchy(t *testing.T) {
 	addrs, port := startHierarchy(t)
-	steps := resolveTraced(t, addrs, port, "WWW.Example.TLD.", dns.TypeA,
-		"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
-	// The path: priming, root, tld., example.tld. (CNAME); root, net. (referral
-	// to cdn.net. without usable glue); ns1.example.tld. resolved from
-	// the root (depth 1); then cdn.net.'s server.
-	var path []string
-	for _, s := range steps {
-		path = append(path, fmt.Sprintf("%d %s %s", s.Depth, s.Zone, s.Question.Name))
-	}
-	wantPath := []string{
-		"0 . .", // priming
-		"0 . www.example.tld.", "0 tld. www.example.tld.", "0 example.tld. www.example.tld.",
-		"0 . www.cdn.net.", "0 net. www.cdn.net.",
-		"1 . ns1.example.tld.", "1 tld. ns1.example.tld.", "1 example.tld. ns1.example.tld.",
-		"0 cdn.net. www.cdn.net.",
-	}
-	if !slices.Equal(path, wantPath) {
-		t.Errorf("path\n%q\nwant\n%q", path, wantPath)
+	for _, tc := range []struct {
+		noMinimise bool
+		path       []string // depth, zone, question of each step
+	}{{
+		// Priming; root, tld., example.tld. (CNAME); root, net.
+		// (referral to cdn.net. without usable glue); ns1.example.tld.
+		// resolved from the root (depth 1); then cdn.net.'s server.
+		// Each server is asked for the name one label below its zone,
+		// with QTYPE A, until the name itself.
+		path: []string{
+			"0 . . NS",
+			"0 . tld. A", "0 tld. example.tld. A", "0 example.tld. www.example.tld. A",
+			"0 . net. A", "0 net. cdn.net. A",
+			"1 . tld. A", "1 tld. example.tld. A", "1 example.tld. ns1.example.tld. A",
+			"0 cdn.net. www.cdn.net. A",
+		},
+	}, {
+		noMinimise: true,
+		path: []string{
+			"0 . . NS",
+			"0 . www.example.tld. A", "0 tld. www.example.tld. A", "0 example.tld. www.example.tld. A",
+			"0 . www.cdn.net. A", "0 net. www.cdn.net. A",
+			"1 . ns1.example.tld. A", "1 tld. ns1.example.tld. A", "1 example.tld. ns1.example.tld. A",
+			"0 cdn.net. www.cdn.net. A",
+		},
+	}} {
+		t.Run(fmt.Sprintf("NoMinimise=%v", tc.noMinimise), func(t *testing.T) {
+			steps := resolveTraced(t, addrs, port, resolve.Options{NoMinimise: tc.noMinimise}, "WWW.Example.TLD.", dns.TypeA,
+				"www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
+			var path []string
+			for _, s := range steps {
+				path = append(path, fmt.Sprintf("%d %s %s %s", s.Depth, s.Zone, s.Question.Name, dns.Type(s.Question.Qtype)))
+			}
+			if !slices.Equal(path, tc.path) {
+				t.Errorf("path\n%q\nwant\n%q", path, tc.path)
+			}
+		})
 	}
 }
 
 // TestHierarchyDNAME: a DNAME answer from Tern's authoritative server,
-// redirected into another zone.
+// redirected into another zone. Minimised, the DNAME's owner is asked
+// first (NODATA: the DNAME does not redirect its owner), then the name.
 func TestHierarchyDNAME(t *testing.T) {
 	addrs, port := startHierarchy(t)
-	steps := resolveTraced(t, addrs, port, "www.alias.example.tld.", dns.TypeA,
+	steps := resolveTraced(t, addrs, port, resolve.Options{}, "www.alias.example.tld.", dns.TypeA,
 		"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
-	if want := "answer, 2 records, DNAME alias.example.tld. -> cdn.net."; len(steps) < 4 || steps[3].Outcome != want {
-		t.Errorf("steps %+v, want the fourth (after priming) %q", steps, want)
+	var got []string
+	for _, s := range steps[3:5] {
+		got = append(got, s.Question.Name+" "+s.Outcome)
+	}
+	if want := []string{"alias.example.tld. NODATA", "www.alias.example.tld. answer, 2 records, DNAME alias.example.tld. -> cdn.net."}; !slices.Equal(got, want) {
+		t.Errorf("steps 4 and 5 %q, want %q", got, want)
 	}
 }
 

@@ -72,7 +72,7 @@ func (r *Resolver) prime(ctx context.Context, ru *run) ([]Server, error) {
 		hints[i] = s
 		hints[i].Why = s.Why + ", priming query (RFC 8109)"
 	}
-	m, _, err := ru.ask(ctx, ".", hints, ".", dns.TypeNS, 0)
+	m, _, err := ru.ask(ctx, ".", hints, ".", dns.TypeNS, "", 0)
 	if err == nil {
 		var servers []Server
 		var ttl uint32

@@ -1,12 +1,13 @@
 // Package resolve is the iterative resolver: starting from the root
 // servers, learnt from the root hints by priming (RFC 8109), it follows
-// referrals down to the servers of the zone that holds the answer,
-// resolving name server names that come without usable glue and following
-// CNAME chains and DNAME redirections (RFC 6672) across zones. It holds no
-// sockets: it asks through an upstream.Exchanger, so that tests drive it
-// with canned answers. With a cache (Options.Cache) it answers from what
-// it learned, starts a descent at the closest cached delegation, and may
-// serve stale answers when every authority fails (cached.go).
+// referrals down to the servers of the zone that holds the answer, asking
+// each only for the part of the name it needs (QNAME minimisation, RFC
+// 9156), resolving name server names that come without usable glue and
+// following CNAME chains and DNAME redirections (RFC 6672) across zones. It
+// holds no sockets: it asks through an upstream.Exchanger, so that tests
+// drive it with canned answers. With a cache (Options.Cache) it answers
+// from what it learned, starts a descent at the closest cached delegation,
+// and may serve stale answers when every authority fails (cached.go).
 package resolve
 
 import (
@@ -76,6 +77,9 @@ type Options struct {
 	// Now) is the one its TTLs expire by, and its stale window turns
 	// serve-stale on. Nil: every resolution starts at the root servers.
 	Cache *cache.Cache
+	// NoMinimise turns QNAME minimisation (RFC 9156, on by default,
+	// relaxed) off: every server is asked the full question.
+	NoMinimise bool
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -87,6 +91,8 @@ type Resolver struct {
 	trace  func(Step)
 	now    func() time.Time
 	cache  *cache.Cache
+	// noMinimise is Options.NoMinimise.
+	noMinimise bool
 
 	// primed is the root servers learnt by priming (RFC 8109), nil
 	// until the first resolution; primeMu is held while priming.
@@ -97,7 +103,8 @@ type Resolver struct {
 
 // New returns a Resolver that asks through ex.
 func New(ex upstream.Exchanger, opt Options) *Resolver {
-	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra, cache: opt.Cache}
+	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra, cache: opt.Cache,
+		noMinimise: opt.NoMinimise}
 	if r.hints == nil {
 		r.hints = RootHints()
 	}
@@ -166,6 +173,11 @@ type Step struct {
 	Passed []string
 	// Timeout is how long the answer was waited for.
 	Timeout time.Duration
+	// Minimisation says how the question relates to the name resolved
+	// (RFC 9156): empty when it is that name's, "QNAME minimised" when
+	// it is an ancestor's with QTYPE A, or why the full name is asked
+	// after a minimised question.
+	Minimisation string
 	// Outcome says what came back: an answer, a referral, a negative
 	// answer, or why the server was passed over.
 	Outcome string
@@ -335,6 +347,23 @@ func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
 // iterate follows referrals from the root to the zone that answers
 // name/qtype and returns that answer (its records all in bailiwick of the
 // zone) and the zone.
+//
+// Unless Options.NoMinimise, the servers are asked minimised questions
+// (RFC 9156): the name's ancestor one label below the zone cut known
+// (several for long names, §2.3), with QTYPE A (§2.1: NS is mishandled by
+// too many servers), until the ancestor is the name itself, asked with
+// its own type. A referral moves the cut down; a NOERROR answer (NODATA
+// at an empty non-terminal, or records of the ancestor) adds labels.
+// Minimisation is relaxed, as Unbound's default (qname-minimisation-strict:
+// no): an NXDOMAIN for an ancestor (which RFC 8020 would make final, but
+// servers answer so for empty non-terminals), an unusable answer (REFUSED,
+// SERVFAIL, lame) is followed by the full question to
+// the same zone's servers, and so is a DNAME above the name (but not a
+// minimised question no server answered at all: the failure stands, where
+// Unbound asks the full question after three timeouts). Such a
+// failure says nothing of whether the server serves the zone (servers and
+// middleboxes mishandle minimised questions): it must not make the server
+// lame for the zone.
 func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
 	if m, zone, ok := ru.cached(name, qtype); ok {
 		return m, zone, nil
@@ -347,8 +376,25 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 		}
 		zone = "."
 	}
-	for referrals := 0; ; referrals++ {
-		m, next, err := ru.ask(ctx, zone, servers, name, qtype, depth)
+	min := minimiser{name: name, off: ru.r.noMinimise}
+	min.reset(zone)
+	var note string // why the full name is asked after minimised ones
+	for referrals := 0; ; {
+		qname, qt := min.next(qtype)
+		why := note
+		if qname != name {
+			why = minimised
+			if m, _, ok := ru.cached(qname, qt); ok && m.Rcode == dns.RcodeSuccess {
+				// RFC 9156 §3: an ancestor known to exist (its records
+				// or a NODATA cached) needs no question.
+				min.sent = qname
+				continue
+			}
+		}
+		m, next, err := ru.ask(ctx, zone, servers, qname, qt, why, depth)
+		if e := (*Error)(nil); errors.As(err, &e) && e.Name == qname {
+			e.Name = name // the name resolved, not the ancestor asked
+		}
 		if err != nil && fromCache && !fatal(err) {
 			// The cached servers failed (renumbered, gone): from the
 			// root once more.
@@ -356,20 +402,100 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 				return nil, "", err
 			}
 			zone, fromCache = ".", false
+			min.sent = ""
+			min.reset(zone)
 			continue
 		}
 		fromCache = false
+		if qname != name && !fatal(err) && (err != nil || next == nil) {
+			// An answer for the ancestor asked, or none.
+			var e *Error
+			switch {
+			case err != nil && (!errors.As(err, &e) || !e.answered):
+				// No server answered at all: the full question would
+				// meet the same silence (and cost as many queries).
+				return nil, "", err
+			case err != nil:
+				note = "full QNAME: the minimised one failed"
+				min.off = true
+				continue
+			case m.Rcode == dns.RcodeNameError:
+				note = "full QNAME: the minimised one was NXDOMAIN"
+				min.off = true
+				continue
+			case redirecting(m.Answer, name) != nil:
+				note = "full QNAME: a DNAME redirects it"
+				min.off = true
+				continue
+			}
+			min.sent = qname
+			continue
+		}
 		if err != nil {
 			return nil, "", err
 		}
 		if next == nil {
 			return m, zone, nil
 		}
-		if referrals >= ru.r.limits.Referrals {
+		if referrals++; referrals > ru.r.limits.Referrals {
 			return nil, "", &Error{Reason: ReferralLimit, Name: name, Detail: fmt.Sprintf("more than %d referrals", ru.r.limits.Referrals)}
 		}
 		zone, servers = next.zone, next.servers
+		min.reset(zone)
 	}
+}
+
+// minimised is the note (Step.Minimisation) of a minimised question.
+const minimised = "QNAME minimised (RFC 9156)"
+
+// RFC 9156 §2.3's bounds on the minimised queries of one name below one
+// zone cut: MaxMinimiseCount queries at most, the first MinimiseOneLab of
+// them adding one label each, the rest spreading the remaining labels.
+const (
+	MaxMinimiseCount = 10
+	MinimiseOneLab   = 4
+)
+
+// minimiser chooses the minimised questions for name (RFC 9156 §3).
+type minimiser struct {
+	name string
+	off  bool // the full question is asked
+	// sent is the ancestor of name last asked (or the zone cut, when
+	// none has been asked of its servers) and count the number of
+	// minimised questions asked below the cut.
+	sent  string
+	count int
+}
+
+// reset starts again below a new zone cut. As Unbound does, an ancestor
+// asked below the cut already (several labels were added at once) is
+// kept.
+func (mn *minimiser) reset(zone string) {
+	if mn.sent == "" || !dns.IsSubDomain(zone, mn.sent) {
+		mn.sent, mn.count = zone, 0
+	}
+}
+
+// next returns the question to ask: the name with qtype once minimisation
+// is off or the next ancestor is the name itself, else the next ancestor
+// with QTYPE A.
+func (mn *minimiser) next(qtype uint16) (string, uint16) {
+	if mn.off {
+		return mn.name, qtype
+	}
+	have, want := dns.CountLabel(mn.sent), dns.CountLabel(mn.name)
+	add := 1
+	if left := MaxMinimiseCount - mn.count; mn.count >= MinimiseOneLab && left > 1 {
+		add = (want - have + left - 1) / left // the rest over the queries left
+	} else if left <= 1 {
+		add = want - have
+	}
+	if have+add >= want {
+		return mn.name, qtype
+	}
+	mn.count++
+	i, _ := dns.PrevLabel(mn.name, have+add)
+	return mn.name[i:], dns.TypeA
 }
 
 // delegation is a referral: the child zone and its name servers, those
@@ -385,7 +511,9 @@ type delegation struct {
 // before IPv6 ones (a host without IPv6 routes loses a timeout on each),
 // and servers with addresses before those whose names must be resolved
 // first, of which at most Limits.NSNames are.
-func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, depth int) (*dns.Msg, *delegation, error) {
+//
+// note is the minimisation note of the steps (Step.Minimisation).
+func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, note string, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
 	tried := map[netip.Addr]bool{}
 	// Why servers were passed over, for the error: in full, and in a
@@ -394,11 +522,13 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 	// unreached is true while every server passed over was reported
 	// unreachable by the network (the failure's EDE is Network Error).
 	unreached := true
+	// answered is set when a server answered, unusably.
+	answered := false
 	var retries []target
 	// try asks one address; done is true when the answer or the error
 	// ends ask.
 	try := func(t target) (m *dns.Msg, next *delegation, err error, done bool) {
-		m, next, err = ru.query(ctx, zone, t, q, depth)
+		m, next, err = ru.query(ctx, zone, t, q, note, depth)
 		switch {
 		case err == nil || fatal(err):
 			return m, next, err, true
@@ -413,6 +543,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			brief = append(brief, err.Error())
 		}
 		unreached = unreached && networkError(err)
+		answered = answered || errors.Is(err, errLame)
 		why = append(why, err.Error())
 		return nil, nil, nil, false
 	}
@@ -492,7 +623,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 		reason = NetworkError
 	}
 	return nil, nil, &Error{Reason: reason, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; "),
-		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(brief), ", ")}
+		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(brief), ", "), answered: answered}
 }
 
 // target is a server address to ask and why it was chosen.
@@ -570,7 +701,7 @@ func briefNS(err error) string {
 // query asks one server and sorts its answer: a final answer (nil
 // delegation), a referral, or an error when the server is lame or does
 // not answer.
-func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question, depth int) (*dns.Msg, *delegation, error) {
+func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question, note string, depth int) (*dns.Msg, *delegation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, ru.timeout(q.Name)
 	}
@@ -579,7 +710,7 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	}
 	ru.queries++
 	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: netip.AddrPortFrom(t.addr, ru.r.port), Why: t.why,
-		Selection: t.sel, Passed: t.passed}
+		Selection: t.sel, Passed: t.passed, Minimisation: note}
 	if t.retry {
 		st.Why += ", asked again"
 	}
@@ -590,7 +721,12 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		se = &serverError{t.name, t.addr, errUnreachable, err}
 	} else if next, err = ru.sort(m, zone, q, &st); err != nil {
 		se = &serverError{t.name, t.addr, errLame, err}
-		ru.r.infra.lame(st.Server, zone, q, err)
+		if note != minimised {
+			// A minimised question refused says nothing of whether the
+			// server serves the zone (servers and middleboxes mishandle
+			// them): iterate asks it the full one.
+			ru.r.infra.lame(st.Server, zone, q, err)
+		}
 	}
 	if se != nil {
 		st.Outcome = fmt.Sprintf("%v: %v", se.kind, se.err)

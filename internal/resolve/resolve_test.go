@@ -131,15 +131,17 @@ func world(t testing.TB) *fake {
 }
 
 // resolver returns a Resolver asking f, with the root as its hint, primed
-// (the queries of the priming forgotten by f and steps). Servers of
-// similar speed are asked in the order of their delegation (no random
-// draw), so that tests can list them.
+// (the queries of the priming forgotten by f and steps), without QNAME
+// minimisation (TestMinimise shows it). Servers of similar speed are asked
+// in the order of their delegation (no random draw), so that tests can
+// list them.
 func resolver(t testing.TB, f *fake, l Limits, steps *[]Step) *Resolver {
 	r := New(f, Options{
-		Hints:  []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
-		Limits: l,
-		Trace:  func(s Step) { *steps = append(*steps, s) },
-		Infra:  NewInfra(InfraOptions{Rand: func(int) int { return 0 }}),
+		Hints:      []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
+		Limits:     l,
+		Trace:      func(s Step) { *steps = append(*steps, s) },
+		Infra:      NewInfra(InfraOptions{Rand: func(int) int { return 0 }}),
+		NoMinimise: true,
 	})
 	if err := r.Prime(context.Background()); err != nil {
 		t.Fatal(err)
