@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/dnssec"
+	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -164,10 +165,10 @@ func hasCover(ns []dns.RR, name, nextCloser string, nsec3 bool) bool {
 			}
 		case *dns.NSEC:
 			owner, next := strings.ToLower(x.Hdr.Name), strings.ToLower(x.NextDomain)
-			after := dnssec.CanonicalLess(owner, name)
-			before := dnssec.CanonicalLess(name, next)
+			after := wire.CanonicalLess(owner, name)
+			before := wire.CanonicalLess(name, next)
 			// The last NSEC of the chain points back at the apex.
-			last := !dnssec.CanonicalLess(owner, next)
+			last := !wire.CanonicalLess(owner, next)
 			if !nsec3 && (after && before || last && after) {
 				return true
 			}

@@ -143,7 +143,7 @@ func Resign(ctx context.Context, prev, rrs []dns.RR, origin string, keys []*Key,
 func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, opts Options, now time.Time) ([]dns.RR, Stats, error) {
 	var st Stats
 	origin = dns.CanonicalName(origin)
-	apexKey, err := canonicalKey(origin)
+	apexKey, err := wire.CanonicalNameKey(origin)
 	if err != nil {
 		return nil, st, fmt.Errorf("sign %s: %w", origin, err)
 	}
@@ -191,7 +191,7 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 		case dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM:
 			continue // regenerated below
 		}
-		k, err := canonicalKey(h.Name)
+		k, err := wire.CanonicalNameKey(h.Name)
 		if err != nil {
 			return nil, st, fmt.Errorf("sign %s: %w", origin, err)
 		}
@@ -564,7 +564,7 @@ func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, op
 			return nil, fmt.Errorf("NSEC3 hash collision between %s and %s", e.name, entries[i-1].name)
 		}
 		owner := lowerASCII(e.hash) + "." + origin
-		k, err := canonicalKey(owner)
+		k, err := wire.CanonicalNameKey(owner)
 		if err != nil {
 			return nil, err
 		}
@@ -616,7 +616,7 @@ type prevKey struct {
 func indexPrev(prev []dns.RR) (map[prevKey]*prevData, error) {
 	idx := make(map[prevKey]*prevData, len(prev)/2)
 	get := func(name string, t uint16) (*prevData, error) {
-		k, err := canonicalKey(name)
+		k, err := wire.CanonicalNameKey(name)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // testZone covers the cases signers get wrong: a signed delegation (DS),
@@ -302,7 +304,7 @@ func checkCanonicalOrder(t *testing.T, rrs []dns.RR) {
 	t.Helper()
 	for i := 1; i < len(rrs); i++ {
 		a, b := rrs[i-1].Header().Name, rrs[i].Header().Name
-		if CanonicalLess(b, a) {
+		if wire.CanonicalLess(b, a) {
 			t.Fatalf("output not in canonical order: %s before %s", a, b)
 		}
 	}
@@ -314,25 +316,25 @@ func TestCanonicalOrder(t *testing.T) {
 	want := []string{"example.", "a.example.", "yljkjljk.a.example.", "Z.a.example.",
 		"zABC.a.EXAMPLE.", "z.example.", "\\001.z.example.", "*.z.example.", "\\200.z.example."}
 	got := append([]string(nil), want...)
-	sort.Slice(got, func(i, j int) bool { return CanonicalLess(got[i], got[j]) })
+	sort.Slice(got, func(i, j int) bool { return wire.CanonicalLess(got[i], got[j]) })
 	// Reverse input too, so a no-op sort cannot pass.
 	rev := make([]string, len(want))
 	for i := range want {
 		rev[i] = want[len(want)-1-i]
 	}
-	sort.Slice(rev, func(i, j int) bool { return CanonicalLess(rev[i], rev[j]) })
+	sort.Slice(rev, func(i, j int) bool { return wire.CanonicalLess(rev[i], rev[j]) })
 	for i := range want {
 		if got[i] != want[i] || rev[i] != want[i] {
 			t.Fatalf("canonical order:\n got %v\n rev %v\nwant %v", got, rev, want)
 		}
 	}
-	if k1, _ := canonicalKey("a\\000.example."); k1 >= mustKey(t, "a\\000b.example.") {
+	if k1, _ := wire.CanonicalNameKey("a\\000.example."); k1 >= mustKey(t, "a\\000b.example.") {
 		t.Error("escaped zero label ordering")
 	}
 }
 
 func mustKey(t *testing.T, s string) string {
-	k, err := canonicalKey(s)
+	k, err := wire.CanonicalNameKey(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,11 @@
 package wire
 
+import (
+	"fmt"
+
+	"github.com/miekg/dns"
+)
+
 // Canonical name order (RFC 4034 §6.1): names sort by their labels from
 // the rightmost, each label compared as an octet string with ASCII upper
 // case folded to lower case, a label that is a prefix of another sorting
@@ -67,4 +73,29 @@ func KeyParent[K ~string | ~[]byte](k K) (K, bool) {
 // boundary.
 func KeyBelow[K ~string | ~[]byte](child, parent K) bool {
 	return len(child) > len(parent) && string(child[:len(parent)]) == string(parent)
+}
+
+// CanonicalNameKey returns the CanonicalKey of a name in presentation
+// form. Packing to wire form first resolves presentation escapes such as
+// \065 or \. correctly.
+func CanonicalNameKey(name string) (string, error) {
+	var w [MaxName + 1]byte
+	n, err := dns.PackDomainName(dns.Fqdn(name), w[:], 0, nil, false)
+	if err != nil {
+		return "", fmt.Errorf("canonical form of %q: %w", name, err)
+	}
+	var k [MaxKey]byte
+	return string(CanonicalKey(k[:0], w[:n])), nil
+}
+
+// CanonicalLess reports whether name a sorts before name b (presentation
+// form) in the canonical order of RFC 4034 §6.1. Unparseable names sort
+// by their text.
+func CanonicalLess(a, b string) bool {
+	ka, erra := CanonicalNameKey(a)
+	kb, errb := CanonicalNameKey(b)
+	if erra != nil || errb != nil {
+		return a < b
+	}
+	return ka < kb
 }
