@@ -95,6 +95,19 @@ const (
 	// EDEOther (§4.1) is an error no other code fits; its EXTRA-TEXT
 	// says what it is.
 	EDEOther = 0
+	// The DNSSEC validation failures (§4.2-4.13): an algorithm or digest
+	// type the validator does not support (the answer is then
+	// insecure), and why data that should validate did not.
+	EDEUnsupportedDNSKEYAlgorithm = 1
+	EDEUnsupportedDSDigestType    = 2
+	EDEDNSSECIndeterminate        = 5
+	EDEDNSSECBogus                = 6
+	EDESignatureExpired           = 7
+	EDESignatureNotYetValid       = 8
+	EDEDNSKEYMissing              = 9
+	EDERRSIGsMissing              = 10
+	EDENoZoneKeyBitSet            = 11
+	EDENSECMissing                = 12
 	// EDENoReachableAuthority (§4.23): the resolver could not reach any
 	// of the authoritative servers, or they refused to answer.
 	EDENoReachableAuthority = 22
@@ -104,6 +117,9 @@ const (
 	// EDEInvalidData (§4.25), which Knot 3.2 sends for a zone that failed
 	// to load.
 	EDEInvalidData = 24
+	// EDEUnsupportedNSEC3Iterations (RFC 9276 §3.2, code 27): NSEC3
+	// records with more iterations than the validator accepts.
+	EDEUnsupportedNSEC3Iterations = 27
 )
 
 // Query is a parsed query. It is reused from packet to packet: Parse
