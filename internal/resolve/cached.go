@@ -1,6 +1,8 @@
 package resolve
 
 import (
+	"context"
+
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/cache"
@@ -10,6 +12,15 @@ import (
 // from it, where it starts a descent, what it stores, and the stale
 // answers of RFC 8767.
 
+// Refresh resolves the question again from its authorities rather than
+// from the cache (the delegations to them may come from it) and stores
+// the answer: the prefetch of an answer close to its expiry, which
+// cache.Responses.Get reports, so that popular names do not expire.
+func (r *Resolver) Refresh(ctx context.Context, name string, qtype uint16) (*Result, error) {
+	name = dns.CanonicalName(name)
+	return r.resolveBy(ctx, &run{r: r, fresh: dns.Question{Name: name, Qtype: qtype}}, name, qtype)
+}
+
 // cached returns, as an authority's answer would be, what the cache holds
 // for name/qtype: the RRset, a negative answer, or the CNAME of name,
 // with the zone to believe it for (name itself). Only data of rank
@@ -17,7 +28,7 @@ import (
 // are for finding servers, not for clients (RFC 2181 §5.4.1).
 func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	c := ru.r.cache
-	if c == nil {
+	if c == nil || (name == ru.fresh.Name && qtype == ru.fresh.Qtype) {
 		return nil, "", false
 	}
 	m := &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}}

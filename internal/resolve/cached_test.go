@@ -31,6 +31,7 @@ type lookup struct {
 	authority []string
 	stale     bool
 	fail      bool // a SERVFAIL with an error
+	refresh   bool // Refresh instead of Resolve
 }
 
 func TestCached(t *testing.T) {
@@ -46,6 +47,13 @@ func TestCached(t *testing.T) {
 		name: "a second resolution sends no query; TTLs decremented",
 		lookups: []lookup{
 			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 100 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 200 IN A 192.0.2.1"}},
+		},
+	}, {
+		name: "Refresh asks the authority again (the delegation cached) and renews the entry",
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 280 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, refresh: true, asked: []string{exCom}, answer: wwwA},
 			{after: 100 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, answer: []string{"www.example.com. 200 IN A 192.0.2.1"}},
 		},
 	}, {
@@ -222,7 +230,11 @@ func TestCached(t *testing.T) {
 					l.setup(t, f)
 				}
 				f.asked = nil
-				res, err := r.Resolve(context.Background(), l.qname, l.qtype)
+				resolve := r.Resolve
+				if l.refresh {
+					resolve = r.Refresh
+				}
+				res, err := resolve(context.Background(), l.qname, l.qtype)
 				if (err != nil) != l.fail {
 					t.Fatalf("lookup %d: error %v, want failure %v", i, err, l.fail)
 				}

@@ -193,9 +193,13 @@ type Step struct {
 // Resolve resolves the question (name, type, class IN). A failure returns
 // a SERVFAIL Result and an *Error saying why.
 func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Result, error) {
+	return r.resolveBy(ctx, &run{r: r}, name, qtype)
+}
+
+// resolveBy is Resolve carried out by the run ru.
+func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype uint16) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	ru := &run{r: r}
 	res, err := ru.resolve(ctx, dns.CanonicalName(name), qtype, 0)
 	if e := (*Error)(nil); errors.As(err, &e) && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
 		e.Summary = strings.Join(ru.limits, ", ") + " hit; " + cmp.Or(e.Summary, e.Detail)
@@ -219,6 +223,9 @@ type run struct {
 	// resolution at once (NS names per delegation, nesting), to tell in
 	// a failure it may follow from.
 	limits []string
+	// fresh is the question a Refresh asks the authorities, not the
+	// cache.
+	fresh dns.Question
 }
 
 // hit notes a limit hit.
