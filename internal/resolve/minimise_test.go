@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/cache"
 )
 
 // TestMinimise shows what each server is asked with QNAME minimisation
@@ -199,5 +201,36 @@ func TestMinimiseLongName(t *testing.T) {
 	// the six queries left.
 	if want := []int{1, 2, 3, 4, 6, 8, 10, 12, 14, 15}; !slices.Equal(counts, want) {
 		t.Errorf("labels asked %v, want %v", counts, want)
+	}
+}
+
+// TestMinimiseCached: an ancestor whose NODATA the cache holds is not
+// asked again; the descent starts at the closest cached cut.
+func TestMinimiseCached(t *testing.T) {
+	const soa = "example.com. 300 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"
+	f := world(t)
+	f.answers[key{exCom, "b.example.com.", dns.TypeA}] = negative(t, dns.RcodeSuccess, soa)
+	f.answers[key{exCom, "a.b.example.com.", dns.TypeA}] = answer(t, "a.b.example.com. 300 IN A 192.0.2.7")
+	f.answers[key{exCom, "c.b.example.com.", dns.TypeA}] = answer(t, "c.b.example.com. 300 IN A 192.0.2.8")
+	var steps []Step
+	r := New(f, Options{
+		Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
+		Trace: func(s Step) { steps = append(steps, s) },
+		Cache: cache.New(cache.Options{}),
+	})
+	for _, tc := range []struct {
+		qname string
+		asked []string
+	}{
+		{"a.b.example.com.", []string{root + " . NS", root + " com. A (min)", gtld + " example.com. A (min)", exCom + " b.example.com. A (min)", exCom + " a.b.example.com. A"}},
+		{"c.b.example.com.", []string{exCom + " c.b.example.com. A"}},
+	} {
+		steps = nil
+		if _, err := r.Resolve(context.Background(), tc.qname, dns.TypeA); err != nil {
+			t.Fatal(err)
+		}
+		if got := asked(steps); !slices.Equal(got, tc.asked) {
+			t.Errorf("%s: asked\n%q\nwant\n%q", tc.qname, got, tc.asked)
+		}
 	}
 }
