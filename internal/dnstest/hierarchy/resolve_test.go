@@ -22,12 +22,19 @@ type ternResolver struct {
 }
 
 func newTernResolver(t *testing.T, h *hierarchy.Standard) *ternResolver {
+	return newTernResolverOpt(t, h, resolve.Options{})
+}
+
+// newTernResolverOpt is newTernResolver with options (a cache, a clock);
+// the hints and port are the hierarchy's.
+func newTernResolverOpt(t *testing.T, h *hierarchy.Standard, opt resolve.Options) *ternResolver {
 	t.Helper()
 	hints, err := resolve.LoadHints(h.HintsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ternResolver{resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: h.Port})}
+	opt.Hints, opt.Port = hints, h.Port
+	return &ternResolver{resolve.New(&upstream.Client{}, opt)}
 }
 
 // resolve returns the response and the number of upstream queries.
