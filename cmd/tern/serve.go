@@ -22,6 +22,7 @@ import (
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/zone"
@@ -165,7 +166,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess}
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess,
+		notify: &notifying{n: notify.New(log, notify.Options{})}}
+	defer rl.notify.n.Close()
+	rl.notify.setTargets(cfg, access.Keys)
 	demo := len(cfg.Zones) == 0
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
@@ -242,6 +246,8 @@ type reloader struct {
 	setAccess func(*auth.Access)
 	// mgr is nil while the demo zone is served.
 	mgr *zonedb.Manager
+	// notify sends the zones' NOTIFYs.
+	notify *notifying
 }
 
 // newManager returns the zone manager for cfg's zones, keeping journals
@@ -249,6 +255,7 @@ type reloader struct {
 func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m := zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
+	m.OnChange(rl.notify.changed)
 	return m
 }
 
@@ -274,6 +281,7 @@ func (rl *reloader) reload(ctx context.Context) {
 		return
 	}
 	rl.setAccess(access)
+	rl.notify.setTargets(cfg, access.Keys)
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {

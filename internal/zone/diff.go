@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/miekg/dns"
+
 	"github.com/tern-dns/tern/internal/wire"
 )
 
@@ -24,6 +26,14 @@ type RR struct {
 
 // Type is the record's type.
 func (r RR) Type() uint16 { return binary.BigEndian.Uint16(r.Tail) }
+
+// Unpack returns the record as miekg/dns's type, for what builds messages
+// with it (NOTIFY, tests).
+func (r RR) Unpack() (dns.RR, error) {
+	msg := make([]byte, 0, len(r.Owner)+len(r.Tail))
+	rr, _, err := dns.UnpackRR(append(append(msg, r.Owner...), r.Tail...), 0)
+	return rr, err
+}
 
 // rdata is the record's RDATA.
 func (r RR) rdata() []byte { return r.Tail[10:] }
@@ -139,7 +149,7 @@ func Compare(old, new *Zone) (*Diff, error) {
 	slices.SortFunc(del, compareKeyed)
 	slices.SortFunc(add, compareKeyed)
 	d := &Diff{From: old.Serial, To: new.Serial,
-		OldSOA: RR{old.Origin, firstTail(old.SOA)}, NewSOA: RR{new.Origin, firstTail(new.SOA)},
+		OldSOA: old.SOARecord(), NewSOA: new.SOARecord(),
 		Deleted: unkey(del), Added: unkey(add)}
 	return d, nil
 }
@@ -166,6 +176,10 @@ func findSet(sets []RRset, t uint16) int {
 	}
 	return -1
 }
+
+// SOARecord is the zone's SOA record; the zone must have one (a loaded
+// zone has, a Placeholder has not).
+func (z *Zone) SOARecord() RR { return RR{z.Origin, firstTail(z.SOA)} }
 
 func firstTail(s *RRset) []byte {
 	return s.Wire[:10+int(binary.BigEndian.Uint16(s.Wire[8:]))]
@@ -326,7 +340,7 @@ func (z *Zone) SortedRecords() []RR {
 	slices.SortFunc(ks, compareKeyed)
 	out := make([]RR, 0, len(ks)+1)
 	if z.SOA != nil {
-		out = append(out, RR{z.Origin, firstTail(z.SOA)})
+		out = append(out, z.SOARecord())
 	}
 	return append(out, unkey(ks)...)
 }

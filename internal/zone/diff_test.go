@@ -6,17 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/miekg/dns"
 )
 
 // rrText is a record in presentation format, tabs as single spaces.
 func rrText(t testing.TB, r RR) string {
 	t.Helper()
-	msg := append(append([]byte{}, r.Owner...), r.Tail...)
-	rr, _, err := dns.UnpackRR(msg, 0)
+	rr, err := r.Unpack()
 	if err != nil {
-		t.Fatalf("unpacking %x: %v", msg, err)
+		t.Fatalf("unpacking %x %x: %v", r.Owner, r.Tail, err)
 	}
 	return strings.Join(strings.Fields(rr.String()), " ")
 }

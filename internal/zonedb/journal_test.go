@@ -3,8 +3,10 @@ package zonedb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +27,8 @@ func wireName(t *testing.T, origin string) []byte {
 
 // TestJournalOnReload: a reload that changes the serial of a zone with
 // an ACL records the difference, which Since returns (also across a
-// restart of the Manager); a zone without an ACL keeps no journal.
+// restart of the Manager); a zone without an ACL keeps no journal. Each
+// new serial is announced (OnChange), an unchanged one is not.
 func TestJournalOnReload(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -37,13 +40,20 @@ func TestJournalOnReload(t *testing.T) {
 	var pub published
 	m := New(zones, pub.publish, nil, nil)
 	m.KeepJournals(data, max)
+	var announced []string
+	m.OnChange(func(origin string, z *zone.Zone) { announced = append(announced, fmt.Sprint(origin, z.Serial)) })
 	if _, err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.8\n")
 	write(t, b, zoneText("b.test.", 2))
-	if _, err := m.Reload(context.Background(), zones); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second time, nothing changed
+		if _, err := m.Reload(context.Background(), zones); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"a.test.1", "b.test.1", "a.test.2", "b.test.2"}; !slices.Equal(announced, want) {
+		t.Errorf("announced %v, want %v", announced, want)
 	}
 	d, err := m.Since(wireName(t, "a.test."), 1)
 	if err != nil {

@@ -45,6 +45,36 @@ type Manager struct {
 	jmax     func(*config.Zone) int64
 	jzones   map[string]config.Zone // zones that keep one: those with an ACL
 	journals map[string]*journal.Journal
+
+	// changed is called with each version of a zone published whose
+	// serial differs from the one served before (see OnChange).
+	changed func(origin string, z *zone.Zone)
+}
+
+// OnChange makes the Manager call fn, after publishing, with each zone
+// loaded for the first time or published with a new serial (a reload, a
+// re-signing): the NOTIFY of RFC 1996 §3 goes out from there. fn is
+// called with the Manager's lock held and must not block. Call it before
+// Load.
+func (m *Manager) OnChange(fn func(origin string, z *zone.Zone)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.changed = fn
+}
+
+// announce calls the OnChange function with each zone of changed.
+func (m *Manager) announce(changed []*zone.Zone) {
+	if m.changed == nil {
+		return
+	}
+	for _, z := range changed {
+		m.changed(zone.NameString(z.Origin), z)
+	}
+}
+
+// newSerial reports whether z, replacing prev, is announced.
+func newSerial(prev, z *zone.Zone) bool {
+	return prev == nil || prev.Unavailable || prev.Serial != z.Serial
 }
 
 // signedZone is the state of one automatically signed zone.
@@ -202,6 +232,7 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 	}
 	serving := 0
 	var errs []error
+	var changed []*zone.Zone
 	for _, zc := range zones {
 		origin := originKey(zc.Origin)
 		start := time.Now()
@@ -215,6 +246,9 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
 			}
 			m.record(origin, prev, z)
+			if newSerial(prev, z) {
+				changed = append(changed, z)
+			}
 			m.current[origin] = z
 			serving++
 			m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
@@ -235,6 +269,7 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 	}
 	m.cfg = zones
 	m.publishLocked()
+	m.announce(changed)
 	m.poke()
 	return serving, errors.Join(errs...)
 }
@@ -415,7 +450,8 @@ func (m *Manager) Maintain(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	changed := false
+	resigned := false
+	var changed []*zone.Zone
 	var errs []error
 	for origin, sz := range m.signed {
 		if sz.next.IsZero() || sz.next.After(now) {
@@ -429,11 +465,15 @@ func (m *Manager) Maintain(ctx context.Context) error {
 		}
 		sz.next = next
 		m.record(origin, m.current[origin], z)
+		if newSerial(m.current[origin], z) {
+			changed = append(changed, z)
+		}
 		m.current[origin] = z
-		changed = true
+		resigned = true
 	}
-	if changed {
+	if resigned {
 		m.publishLocked()
+		m.announce(changed)
 	}
 	return errors.Join(errs...)
 }

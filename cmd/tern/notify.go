@@ -1,0 +1,64 @@
+package main
+
+import (
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/notify"
+	"github.com/tern-dns/tern/internal/tsig"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// notifying sends the NOTIFYs of the zones that have a notify list
+// (RFC 1996), on every serial change the zone manager announces.
+type notifying struct {
+	n *notify.Notifier
+	// targets are each zone's addresses to notify (by canonical origin),
+	// replaced whole on a reload.
+	targets atomic.Pointer[map[string][]notify.Target]
+}
+
+// setTargets takes the notify lists of cfg; keys are its TSIG keys.
+func (nf *notifying) setTargets(cfg *config.Config, keys *tsig.Keyring) {
+	remotes := make(map[string]*config.Remote, len(cfg.Remotes))
+	for i := range cfg.Remotes {
+		remotes[cfg.Remotes[i].Name] = &cfg.Remotes[i]
+	}
+	m := make(map[string][]notify.Target)
+	for _, zc := range cfg.Zones {
+		origin := dns.CanonicalName(zc.Origin)
+		for _, name := range zc.Notify {
+			r := remotes[name]
+			if r == nil {
+				continue // config.Validate reports it
+			}
+			for _, a := range r.Address {
+				ap, err := config.ParseRemoteAddress(a)
+				if err != nil {
+					continue // config.Validate reports it
+				}
+				t := notify.Target{Remote: r.Name, Addr: ap}
+				if r.Key != "" {
+					t.Key = keys.Key(r.Key)
+				}
+				m[origin] = append(m[origin], t)
+			}
+		}
+	}
+	nf.targets.Store(&m)
+}
+
+// changed is the zone manager's OnChange function: it starts the NOTIFYs
+// of the zone's new serial.
+func (nf *notifying) changed(origin string, z *zone.Zone) {
+	targets := (*nf.targets.Load())[dns.CanonicalName(origin)]
+	if len(targets) == 0 || z.SOA == nil {
+		return
+	}
+	rr, err := z.SOARecord().Unpack()
+	if soa, ok := rr.(*dns.SOA); err == nil && ok {
+		nf.n.Notify(origin, soa, targets)
+	}
+}
