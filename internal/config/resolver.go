@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 )
 
@@ -49,6 +51,16 @@ type Resolver struct {
 	QueryLoopback bool `toml:"query-loopback"`
 	// CacheSize bounds the cache in bytes: "256MiB", "1GiB", "500MB".
 	CacheSize string `toml:"cache-size" want:"a size string such as \"256MiB\""`
+	// CacheMinTTL, CacheMaxTTL and CacheMaxNegativeTTL clamp the TTLs
+	// the cache keeps records and negative answers for (cache.Options;
+	// defaults 0s, 24h, 1h, Unbound's).
+	CacheMinTTL         Duration `toml:"cache-min-ttl"`
+	CacheMaxTTL         Duration `toml:"cache-max-ttl"`
+	CacheMaxNegativeTTL Duration `toml:"cache-max-negative-ttl"`
+	// ServeStale is how long past their TTL answers are kept to be
+	// served when no authority answers (RFC 8767 max-stale-ttl; it
+	// suggests 1 to 3 days); 0s, the default, turns serve-stale off.
+	ServeStale Duration `toml:"serve-stale"`
 	// The limits of one resolution (resolve.Limits); defaults
 	// resolve.DefaultLimits.
 	MaxUpstreamQueries int      `toml:"max-upstream-queries"`
@@ -71,17 +83,19 @@ type Resolver struct {
 func DefaultResolver() *Resolver {
 	l := resolve.DefaultLimits
 	return &Resolver{
-		Allow:              append([]string(nil), defaultAllow...),
-		CacheSize:          defaultCacheSize,
-		MaxUpstreamQueries: l.Queries,
-		MaxCNAMEChain:      l.CNAMEs,
-		MaxReferrals:       l.Referrals,
-		MaxNSNames:         l.NSNames,
-		MaxNSDepth:         l.Depth,
-		MaxRRsetRecords:    l.RRset,
-		ResolutionTimeout:  Duration{l.Timeout},
-		MaxResolutions:     defaultMaxResolutions,
-		MaxPerClient:       defaultMaxPerClient,
+		Allow:               append([]string(nil), defaultAllow...),
+		CacheSize:           defaultCacheSize,
+		CacheMaxTTL:         Duration{cache.DefaultMaxTTL * time.Second},
+		CacheMaxNegativeTTL: Duration{cache.DefaultMaxNegativeTTL * time.Second},
+		MaxUpstreamQueries:  l.Queries,
+		MaxCNAMEChain:       l.CNAMEs,
+		MaxReferrals:        l.Referrals,
+		MaxNSNames:          l.NSNames,
+		MaxNSDepth:          l.Depth,
+		MaxRRsetRecords:     l.RRset,
+		ResolutionTimeout:   Duration{l.Timeout},
+		MaxResolutions:      defaultMaxResolutions,
+		MaxPerClient:        defaultMaxPerClient,
 	}
 }
 
@@ -114,6 +128,18 @@ func (r *Resolver) AllowPrefixes() []netip.Prefix {
 func (r *Resolver) CacheBytes() int64 {
 	n, _ := parseSize(r.CacheSize)
 	return n
+}
+
+// CacheOptions returns the options of the resolver's RRset cache the
+// table sets (the clock left to the caller).
+func (r *Resolver) CacheOptions() cache.Options {
+	return cache.Options{
+		Size:           r.CacheBytes(),
+		MinTTL:         uint32(r.CacheMinTTL.Seconds()),
+		MaxTTL:         uint32(r.CacheMaxTTL.Seconds()),
+		MaxNegativeTTL: uint32(r.CacheMaxNegativeTTL.Seconds()),
+		Stale:          r.ServeStale.Duration,
+	}
 }
 
 // parsePrefix reads "192.0.2.0/24" or a single address ("192.0.2.1" is
@@ -203,6 +229,26 @@ func (v *validator) validateResolver(r *Resolver) {
 	}
 	if r.ResolutionTimeout.Duration <= 0 {
 		v.addf("resolver.resolution-timeout", "resolver.resolution-timeout: must be positive, got %s", r.ResolutionTimeout.Duration)
+	}
+	// TTLs are whole seconds of a 32-bit field (RFC 2181 §8: at most
+	// 2^31-1); a bound of 0 would mean "the default" to the cache.
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+		min time.Duration
+	}{
+		{"cache-min-ttl", r.CacheMinTTL.Duration, 0}, {"cache-max-ttl", r.CacheMaxTTL.Duration, time.Second},
+		{"cache-max-negative-ttl", r.CacheMaxNegativeTTL.Duration, time.Second},
+	} {
+		if d.d < d.min || d.d > (1<<31-1)*time.Second || d.d%time.Second != 0 {
+			v.addf("resolver."+d.key, "resolver.%s: want whole seconds from %s to 2147483647s, got %s", d.key, d.min, d.d)
+		}
+	}
+	if r.CacheMinTTL.Duration > r.CacheMaxTTL.Duration {
+		v.addf("resolver.cache-min-ttl", "resolver.cache-min-ttl: %s is more than cache-max-ttl (%s)", r.CacheMinTTL.Duration, r.CacheMaxTTL.Duration)
+	}
+	if r.ServeStale.Duration < 0 {
+		v.addf("resolver.serve-stale", "resolver.serve-stale: must not be negative, got %s", r.ServeStale.Duration)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 )
 
@@ -31,6 +32,16 @@ func TestResolverTable(t *testing.T) {
 	}
 	if got := r.AllowPrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}) {
 		t.Errorf("allow %v", got)
+	}
+	if got, want := r.CacheOptions(), (cache.Options{Size: 64 << 20, MaxTTL: 86400, MaxNegativeTTL: 3600}); got.Size != want.Size || got.MinTTL != 0 || got.MaxTTL != want.MaxTTL || got.MaxNegativeTTL != want.MaxNegativeTTL || got.Stale != 0 {
+		t.Errorf("cache options %+v, want %+v", got, want)
+	}
+	c2, err := Parse("t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-min-ttl = \"30s\"\ncache-max-ttl = \"6h\"\ncache-max-negative-ttl = \"5m\"\nserve-stale = \"24h\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c2.Resolver.CacheOptions(); got.MinTTL != 30 || got.MaxTTL != 6*3600 || got.MaxNegativeTTL != 300 || got.Stale != 24*time.Hour {
+		t.Errorf("cache options %+v", got)
 	}
 	// No table, no resolver.
 	if c, err := Parse("t.toml", nil); err != nil || c.Resolver != nil {
@@ -73,6 +84,10 @@ func TestResolverErrors(t *testing.T) {
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nmax-ns-names = 0\nmax-per-client = -1\n",
 			[]string{"t.toml:3: resolver.max-ns-names: must be >= 1, got 0", "t.toml:4: resolver.max-per-client: must be >= 1, got -1"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nresolution-timeout = \"0s\"\n", []string{"t.toml:3: resolver.resolution-timeout: must be positive"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-max-ttl = \"0s\"\ncache-min-ttl = \"1.5s\"\n",
+			[]string{"t.toml:3: resolver.cache-max-ttl: want whole seconds from 1s to 2147483647s, got 0s", "t.toml:4: resolver.cache-min-ttl: want whole seconds from 0s", "cache-min-ttl: 1.5s is more than cache-max-ttl (0s)"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-min-ttl = \"2h\"\ncache-max-ttl = \"1h\"\nserve-stale = \"-1s\"\n",
+			[]string{"t.toml:3: resolver.cache-min-ttl: 2h0m0s is more than cache-max-ttl (1h0m0s)", "t.toml:5: resolver.serve-stale: must not be negative"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-lopback = true\n", []string{"t.toml:3: unknown key resolver.query-lopback (did you mean resolver.query-loopback?)"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-loopback = \"yes\"\n", []string{"t.toml:3: resolver.query-loopback: want true or false, got a string"}},
 	} {
