@@ -77,6 +77,9 @@ type Error struct {
 	// answered is set when a server answered, unusably (lame), as
 	// opposed to none answering at all.
 	answered bool
+	// Cached: the failure is one remembered from an earlier resolution
+	// of the same question (RFC 9520), answered without asking again.
+	Cached bool
 }
 
 func (e *Error) Error() string {
@@ -97,6 +100,10 @@ func (e *Error) EDE() (code uint16, text string) {
 	if e.Summary != "" {
 		text = fmt.Sprintf("%s: %s: %s", e.Name, e.Reason, e.Summary)
 	}
+	code = e.Reason.EDE()
+	if e.Cached {
+		code, text = wire.EDECachedError, "cached: "+text
+	}
 	if len(text) > MaxExtraText {
 		text = text[:MaxExtraText-3]
 		for !utf8.ValidString(text) {
@@ -104,14 +111,14 @@ func (e *Error) EDE() (code uint16, text string) {
 		}
 		text += "..."
 	}
-	return e.Reason.EDE(), text
+	return code, text
 }
 
-// fatal reports whether err ends the whole resolution (a budget spent)
-// rather than one server or one NS name.
+// fatal reports whether err ends the whole resolution (a budget spent,
+// or a failure remembered) rather than one server or one NS name.
 func fatal(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && (e.Reason == Timeout || e.Reason == QueryLimit)
+	return errors.As(err, &e) && (e.Reason == Timeout || e.Reason == QueryLimit || e.Cached)
 }
 
 // networkError reports whether err is a server's address or port

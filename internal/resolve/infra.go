@@ -156,29 +156,11 @@ func (in *Infra) make(s *infraShard, a netip.AddrPort, now time.Time) *host {
 		return h
 	}
 	if len(s.hosts) >= in.perHost {
-		s.evict(now)
+		evict(s.hosts, func(h *host) bool { return now.After(h.expires) })
 	}
 	h := &host{rttvar: unknownRTT / 4, rto: unknownRTT, expires: now.Add(in.ttl)}
 	s.hosts[a] = h
 	return h
-}
-
-// evict makes room in a full shard: expired entries go, and if none had,
-// one at random (Go's map order).
-func (s *infraShard) evict(now time.Time) {
-	n := len(s.hosts)
-	for a, h := range s.hosts {
-		if now.After(h.expires) {
-			delete(s.hosts, a)
-		}
-	}
-	if len(s.hosts) < n {
-		return
-	}
-	for a := range s.hosts {
-		delete(s.hosts, a)
-		return
-	}
 }
 
 // estimate is the selection RTT of h: srtt + 4*rttvar, or the timeout
@@ -376,17 +358,7 @@ func (in *Infra) setLame(server netip.AddrPort, zone string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.lame) >= in.perHost {
-		for k, until := range s.lame {
-			if now.After(until) {
-				delete(s.lame, k)
-			}
-		}
-		for k := range s.lame {
-			if len(s.lame) < in.perHost {
-				break
-			}
-			delete(s.lame, k)
-		}
+		evict(s.lame, func(until time.Time) bool { return now.After(until) })
 	}
 	s.lame[lameKey{server, zone}] = now.Add(in.ttl)
 }

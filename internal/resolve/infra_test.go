@@ -210,8 +210,9 @@ func TestServerSelection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	in := NewInfra(InfraOptions{Now: c.now, Rand: rng.IntN})
 	var steps []Step
+	// Failures are not cached: every resolution goes to the servers.
 	r := New(x, Options{Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}}}, Infra: in,
-		Trace: func(s Step) { steps = append(steps, s) }})
+		Trace: func(s Step) { steps = append(steps, s) }, FailureTTL: -1})
 	resolve := func(n int) {
 		t.Helper()
 		for range n {

@@ -80,6 +80,11 @@ type Options struct {
 	// NoMinimise turns QNAME minimisation (RFC 9156, on by default,
 	// relaxed) off: every server is asked the full question.
 	NoMinimise bool
+	// FailureTTL is how long a failed resolution is first remembered and
+	// answered SERVFAIL from memory (RFC 9520 §3.2): default 5 seconds,
+	// at least 1 second; each failure in a row doubles it, up to 5
+	// minutes. Negative turns failure caching off.
+	FailureTTL time.Duration
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -99,6 +104,7 @@ type Resolver struct {
 	primed  atomic.Pointer[primed]
 	primeMu sync.Mutex
 	infra   *Infra
+	fails   *failures
 }
 
 // New returns a Resolver that asks through ex.
@@ -114,6 +120,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 	if r.infra == nil {
 		r.infra = NewInfra(InfraOptions{Now: r.now})
 	}
+	r.fails = newFailures(opt.FailureTTL)
 	d := DefaultLimits
 	for _, l := range []struct {
 		v   *int
@@ -198,11 +205,23 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Res
 
 // resolveBy is Resolve carried out by the run ru.
 func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype uint16) (*Result, error) {
+	name = dns.CanonicalName(name)
+	ru.name, ru.qtype = name, qtype
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	res, err := ru.resolve(ctx, dns.CanonicalName(name), qtype, 0)
-	if e := (*Error)(nil); errors.As(err, &e) && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
+	res, err := ru.resolve(ctx, name, qtype, 0)
+	e := (*Error)(nil)
+	if errors.As(err, &e) && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
 		e.Summary = strings.Join(ru.limits, ", ") + " hit; " + cmp.Or(e.Summary, e.Detail)
+	}
+	switch {
+	case err == nil && ru.queries > 0:
+		r.fails.forget(name, qtype)
+	case err != nil && parent.Err() == nil && (e == nil || !e.Cached):
+		// Not when the caller gave up: that says nothing of the
+		// question.
+		r.fails.put(name, qtype, err, r.now())
 	}
 	if err != nil {
 		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok {
@@ -219,6 +238,11 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 type run struct {
 	r       *Resolver
 	queries int
+	// name and qtype are the question resolved (the failure cache's
+	// key); failChecked is set once the failure cache was looked up.
+	name        string
+	qtype       uint16
+	failChecked bool
 	// limits are the limits hit on the way that did not end the
 	// resolution at once (NS names per delegation, nesting), to tell in
 	// a failure it may follow from.
@@ -711,6 +735,15 @@ func briefNS(err error) string {
 func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question, note string, depth int) (*dns.Msg, *delegation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, ru.timeout(q.Name)
+	}
+	if !ru.failChecked {
+		// RFC 9520 §3.2: a failure remembered fails again without a
+		// query. Looked up before the first upstream query only, so
+		// that answers from the cache never take its lock.
+		ru.failChecked = true
+		if e := ru.r.fails.get(ru.name, ru.qtype, ru.r.now()); e != nil {
+			return nil, nil, e
+		}
 	}
 	if ru.queries >= ru.r.limits.Queries {
 		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}

@@ -108,6 +108,9 @@ const (
 	EDERRSIGsMissing              = 10
 	EDENoZoneKeyBitSet            = 11
 	EDENSECMissing                = 12
+	// EDECachedError (§4.14): the resolver answers a SERVFAIL it
+	// remembers (RFC 9520) without asking again.
+	EDECachedError = 13
 	// EDENoReachableAuthority (§4.23): the resolver could not reach any
 	// of the authoritative servers, or they refused to answer.
 	EDENoReachableAuthority = 22
