@@ -383,6 +383,10 @@ func TestBytesPerRRset(t *testing.T) {
 	if per > 250 {
 		t.Errorf("%.0f bytes per A RRset, more than Unbound's 250", per)
 	}
+	// What Size bounds is what the heap holds, within a fifth.
+	if counted < per*0.8 || counted > per*1.25 {
+		t.Errorf("the cache counts %.0f bytes per RRset, the heap holds %.0f", counted, per)
+	}
 	if c.Len() != n {
 		t.Errorf("%d entries, want %d", c.Len(), n)
 	}

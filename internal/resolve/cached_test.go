@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,4 +256,46 @@ func TestCached(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedFake is a fake shared by goroutines.
+type lockedFake struct {
+	mu sync.Mutex
+	f  *fake
+}
+
+func (l *lockedFake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Exchange(ctx, server, q)
+}
+
+// TestCachedConcurrent: resolutions sharing a Resolver and its cache from
+// several goroutines (for the race detector) all get their answers.
+func TestCachedConcurrent(t *testing.T) {
+	r := New(&lockedFake{f: world(t)}, Options{
+		Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
+		Cache: cache.New(cache.Options{Stale: time.Hour}),
+	})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				for _, q := range []struct {
+					name  string
+					qtype uint16
+					rcode int
+				}{{"www.example.com.", dns.TypeA, 0}, {"www.example.net.", dns.TypeA, 0}, {"nx.example.com.", dns.TypeA, dns.RcodeNameError}, {"www.example.com.", dns.TypeTXT, 0}} {
+					res, err := r.Resolve(context.Background(), q.name, q.qtype)
+					if err != nil || res.Rcode != q.rcode {
+						t.Errorf("%s %s: %v %v", q.name, dns.Type(q.qtype), res, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
