@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -390,7 +391,8 @@ func TestOptions(t *testing.T) {
 		name string
 		srv  misbehaving
 		opt  Options
-		want Report // RTT not compared
+		q    dns.Question // question when not zero
+		want Report       // RTT not compared
 		// noEDNS: every query the server saw was without EDNS.
 		noEDNS bool
 	}{{
@@ -432,10 +434,33 @@ func TestOptions(t *testing.T) {
 		},
 		opt:  Options{UDPTimeout: 500 * time.Millisecond},
 		want: Report{TCP: true},
+	}, {
+		name: "recursive: RD set",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			return []packet{{msg: answer(q, "192.0.2.1")}}
+		}},
+		opt: Options{Recursive: true},
+	}, {
+		// The first answer spells the name in another case: a forgery
+		// that guessed ID and port but not the case is dropped.
+		name: "exact case: an answer in another case dropped",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			lower := q.Copy()
+			lower.Question[0].Name = strings.ToLower(q.Question[0].Name)
+			forged := answer(lower, "192.0.2.66")
+			forged.Id = q.Id
+			return []packet{{msg: forged}, {msg: answer(q, "192.0.2.1")}}
+		}},
+		q:   dns.Question{Name: "wWw.ExaMple.tEST.", Qtype: dns.TypeA, Qclass: dns.ClassINET},
+		opt: Options{ExactCase: true},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := tc.srv
-			r, rep, err := c.ExchangeOptions(context.Background(), srv.start(t), question, tc.opt)
+			q := tc.q
+			if q.Name == "" {
+				q = question
+			}
+			r, rep, err := c.ExchangeOptions(context.Background(), srv.start(t), q, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -448,8 +473,13 @@ func TestOptions(t *testing.T) {
 				t.Errorf("report %+v, want %+v", rep, tc.want)
 			}
 			for len(srv.queries) > 0 {
-				if q := <-srv.queries; tc.noEDNS && q.IsEdns0() != nil {
+				q := <-srv.queries
+				if tc.noEDNS && q.IsEdns0() != nil {
 					t.Errorf("query with EDNS: %v", q)
+				}
+				// RFC 1035 §4.1.1: RD only when asked for.
+				if q.RecursionDesired != tc.opt.Recursive {
+					t.Errorf("query with RD %v, want %v", q.RecursionDesired, tc.opt.Recursive)
 				}
 			}
 		})

@@ -70,7 +70,7 @@ func FuzzTCP(f *testing.F) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		r, err := exchangeConn(ctx, &dns.Conn{Conn: client}, question, DefaultUDPSize)
+		r, err := exchangeConn(ctx, &dns.Conn{Conn: client}, question, header{size: DefaultUDPSize})
 		if err != nil {
 			return
 		}

@@ -57,6 +57,14 @@ type Options struct {
 	UDPTimeout time.Duration
 	// NoEDNS asks without EDNS: the server is known to reject it.
 	NoEDNS bool
+	// Recursive sets RD: the server is a forwarder, a recursive resolver
+	// that resolves the question for the caller.
+	Recursive bool
+	// ExactCase accepts only an answer whose question repeats the
+	// query's name octet for octet, case included: the caller randomised
+	// the case of the name (0x20, draft-vixie-dnsext-dns0x20) to make a
+	// forged answer harder to guess. Others are dropped as mismatches.
+	ExactCase bool
 }
 
 // Report says how an exchange went, for the caller's memory of servers.
@@ -106,14 +114,16 @@ func (c *Client) ExchangeOptions(ctx context.Context, server netip.AddrPort, q d
 	if opt.NoEDNS {
 		size = 0
 	}
+	h := header{size: size, rd: opt.Recursive, exactCase: opt.ExactCase}
 	var rep Report
-	m, err := c.exchange(ctx, server, q, size, opt.UDPTimeout, &rep)
+	m, err := c.exchange(ctx, server, q, h, opt.UDPTimeout, &rep)
 	if err != nil {
 		return nil, rep, err
 	}
 	if size > 0 && rejectsEDNS(m) {
 		rep.EDNSRejected = true
-		m, err = c.exchange(ctx, server, q, 0, opt.UDPTimeout, &rep)
+		h.size = 0
+		m, err = c.exchange(ctx, server, q, h, opt.UDPTimeout, &rep)
 		return m, rep, err
 	}
 	rep.EDNSAnswered = size > 0 && m.IsEdns0() != nil
@@ -129,10 +139,17 @@ func rejectsEDNS(m *dns.Msg) bool {
 	return (m.Rcode == dns.RcodeFormatError || m.Rcode == dns.RcodeNotImplemented) && m.IsEdns0() == nil
 }
 
-// exchange asks once over UDP (with EDNS when size > 0), waiting at most
+// header is how a query is asked besides its question.
+type header struct {
+	size      uint16 // the EDNS payload size; 0: without EDNS
+	rd        bool   // Options.Recursive
+	exactCase bool   // Options.ExactCase
+}
+
+// exchange asks once over UDP (with EDNS when h.size > 0), waiting at most
 // udpTimeout when it is not 0, and again over TCP if the answer is
 // truncated.
-func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16, udpTimeout time.Duration, rep *Report) (*dns.Msg, error) {
+func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, h header, udpTimeout time.Duration, rep *Report) (*dns.Msg, error) {
 	udpCtx := ctx
 	if udpTimeout > 0 {
 		var cancel context.CancelFunc
@@ -140,7 +157,7 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 		defer cancel()
 	}
 	start := time.Now()
-	m, err := exchangeUDP(udpCtx, server, q, size)
+	m, err := exchangeUDP(udpCtx, server, q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -148,20 +165,22 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 	if m.Truncated {
 		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
 		rep.TCP = true
-		return exchangeTCP(ctx, server, q, size)
+		return exchangeTCP(ctx, server, q, h)
 	}
 	return m, nil
 }
 
-// query builds a non-recursive query for q with a fresh random ID.
-func query(q dns.Question, size uint16) (*dns.Msg, []byte, error) {
+// query builds a query for q with a fresh random ID, non-recursive unless
+// h.rd.
+func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
 	m := &dns.Msg{Question: []dns.Question{q}}
 	// RFC 5452 §9.2: an unpredictable ID for every query (dns.Id reads
 	// crypto/rand).
 	m.Id = dns.Id()
 	m.Opcode = dns.OpcodeQuery
-	if size > 0 {
-		m.SetEdns0(size, false)
+	m.RecursionDesired = h.rd
+	if h.size > 0 {
+		m.SetEdns0(h.size, false)
 	}
 	pkt, err := m.Pack()
 	if err != nil {
@@ -173,8 +192,8 @@ func query(q dns.Question, size uint16) (*dns.Msg, []byte, error) {
 // exchangeUDP sends the query from a new socket, so from a new source port
 // chosen at random by the kernel (RFC 5452 §9.2; Linux picks ephemeral
 // ports at random), and waits for the matching answer.
-func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
-	m, pkt, err := query(q, size)
+func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
+	m, pkt, err := query(q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +221,7 @@ func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, siz
 		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
 			continue
 		}
-		if r, err := Validate(buf[:n], m.Id, q); err == nil {
+		if r, err := h.validate(buf[:n], m.Id, q); err == nil {
 			return r, nil
 		}
 		// RFC 5452 §9.1: a packet that does not match is dropped and the
@@ -212,14 +231,14 @@ func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, siz
 
 // exchangeTCP asks over a new TCP connection (RFC 7766), framed by
 // miekg/dns's Conn; the answer must pass the same checks as over UDP.
-func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, size uint16) (*dns.Msg, error) {
+func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
 	dc := dns.Client{Net: "tcp"}
 	co, err := dc.DialContext(ctx, server.String())
 	if err != nil {
 		return nil, fmt.Errorf("tcp to %s: %w", server, ioError(ctx, err))
 	}
 	defer co.Close()
-	r, err := exchangeConn(ctx, co, q, size)
+	r, err := exchangeConn(ctx, co, q, h)
 	if err != nil {
 		return nil, fmt.Errorf("tcp to %s: %w", server, err)
 	}
@@ -230,8 +249,8 @@ func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, siz
 // answer. Unlike over UDP, an answer that does not match fails the
 // exchange: nobody else can write into the connection, so it is the
 // server's own wrong answer, and waiting longer would not bring another.
-func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, size uint16) (*dns.Msg, error) {
-	m, pkt, err := query(q, size)
+func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, h header) (*dns.Msg, error) {
+	m, pkt, err := query(q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +267,7 @@ func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, size uint16
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", ioError(ctx, err))
 	}
-	return Validate(buf[:n], m.Id, q)
+	return h.validate(buf[:n], m.Id, q)
 }
 
 // ioError is the error of a read that failed: the context's when the
@@ -262,6 +281,16 @@ func ioError(ctx context.Context, err error) error {
 		return context.DeadlineExceeded
 	}
 	return err
+}
+
+// validate is Validate, and with h.exactCase the answer's question must
+// spell the name as the query did, case included.
+func (h header) validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
+	r, err := Validate(pkt, id, q)
+	if err == nil && h.exactCase && len(r.Question) == 1 && r.Question[0].Name != q.Name {
+		return nil, fmt.Errorf("%w: question %s, want %s (case randomised)", ErrMismatch, r.Question[0].Name, q.Name)
+	}
+	return r, err
 }
 
 // Validate parses pkt and checks that it is the answer to the query with
