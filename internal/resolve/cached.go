@@ -22,8 +22,8 @@ func (r *Resolver) Refresh(ctx context.Context, name string, qtype uint16) (*Res
 }
 
 // cached returns, as an authority's answer would be, what the cache holds
-// for name/qtype: the RRset, a negative answer, or the CNAME of name,
-// with the zone to believe it for (name itself). Only data of rank
+// for name/qtype: the RRset, a negative answer, the CNAME of name or the
+// DNAME of an ancestor, with the zone to believe it for (its owner). Only data of rank
 // RankAnswer or better answers a question: glue and referral NS records
 // are for finding servers, not for clients (RFC 2181 §5.4.1).
 func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
@@ -47,6 +47,15 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			m.Answer = e.Records
 			return m, name, true
+		}
+	}
+	// RFC 6672 §2.3: a DNAME of an ancestor redirects name; resolve
+	// makes the CNAME from it, as from an authority's answer.
+	for z := name; z != "."; {
+		z = parent(z)
+		if e, ok := c.Get(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+			m.Answer = e.Records
+			return m, z, true
 		}
 	}
 	return nil, "", false

@@ -147,6 +147,20 @@ func TestCached(t *testing.T) {
 				answer: []string{"alias.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"}},
 		},
 	}, {
+		name: "a cached DNAME redirects the other names below its owner (RFC 6672)",
+		setup: func(t *testing.T, f *fake) {
+			f.answers[key{exCom, "alias.example.com.", 0}] = answer(t, "alias.example.com. 300 IN DNAME example.net.",
+				"www.alias.example.com. 300 IN CNAME www.example.net.")
+		},
+		lookups: []lookup{
+			{qname: "www.alias.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom, exCom, root, gtld, exNet},
+				answer: []string{"alias.example.com. 300 IN DNAME example.net.", "www.alias.example.com. 300 IN CNAME www.example.net.", "www.example.net. 300 IN A 192.0.2.2"}},
+			// example.com.'s server is not asked again; ns.example.net.
+			// was glue only, so example.net.'s is.
+			{after: 100 * time.Second, qname: "ns.alias.example.com.", qtype: dns.TypeA, asked: []string{exNet},
+				answer: []string{"alias.example.com. 200 IN DNAME example.net.", "ns.alias.example.com. 200 IN CNAME ns.example.net.", "ns.example.net. 300 IN A " + exNet}},
+		},
+	}, {
 		name: "glue is not an answer (RFC 2181 §5.4.1): asked of the zone",
 		setup: func(t *testing.T, f *fake) {
 			f.answers[key{exCom, "ns1.example.com.", dns.TypeA}] = answer(t, "ns1.example.com. 3600 IN A "+exCom)
