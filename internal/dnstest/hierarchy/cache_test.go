@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
 	"github.com/tern-dns/tern/internal/resolve"
 )
 
@@ -58,6 +59,14 @@ func TestCache(t *testing.T) {
 			// The CNAME has expired, its target not: one query.
 			{60 * time.Second, 1, resolverCase{name: "www.example.tld.", qtype: dns.TypeA, ede: noEDE,
 				answer: []string{"www.example.tld. 200 CNAME www.cdn.net.", "www.cdn.net. 40 A 192.0.2.80"}}},
+		}},
+		// What evil.tld.'s server slips in about example.net. (an
+		// address, NS records and glue) is neither answered nor cached.
+		{"poisoning attempt", []step{
+			{0, -1, resolverCase{name: hierarchy.EvilPoison, qtype: dns.TypeA, ede: noEDE,
+				answer: []string{hierarchy.EvilPoison + " 300 A 192.0.2.201"}}},
+			{0, -1, resolverCase{name: "www.example.net.", qtype: dns.TypeA, ede: noEDE,
+				answer: []string{"www.example.net. 150 A 192.0.2.91"}}},
 		}},
 		// example.tld.'s negative TTL: min(SOA TTL 3600, MINIMUM 600).
 		{"NXDOMAIN", []step{

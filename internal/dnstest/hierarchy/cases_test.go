@@ -96,6 +96,14 @@ var cases = []struct {
 	{"every server unresponsive", resolverCase{name: "www.dead.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 8}},
 	{"nothing listening (port unreachable)", resolverCase{name: "www.closed.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 23, maxQueries: 8}},
 	{"CNAME loop across zones", resolverCase{name: "loopa.example.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 0, maxQueries: 12}},
+	{"answers with a wrong ID and from a wrong port ignored (RFC 5452 §9.1)", resolverCase{name: hierarchy.EvilSpoof, qtype: dns.TypeA,
+		answer: []string{hierarchy.EvilSpoof + " 300 A 192.0.2.200"}, ede: noEDE}},
+	{"records out of bailiwick dropped (RFC 2181 §5.4.1)", resolverCase{name: hierarchy.EvilPoison, qtype: dns.TypeA,
+		answer: []string{hierarchy.EvilPoison + " 300 A 192.0.2.201"}, ede: noEDE}},
+	{"empty truncated answer, asked again over TCP (RFC 7766 §5)", resolverCase{name: hierarchy.EvilTruncated, qtype: dns.TypeA,
+		answer: []string{hierarchy.EvilTruncated + " 300 A 192.0.2.202"}, ede: noEDE}},
+	{"upward referral: lame", resolverCase{name: hierarchy.EvilUpward, qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 8}},
+	{"NXDOMAIN from a hand-written server", resolverCase{name: "nx.evil.tld.", qtype: dns.TypeA, rcode: dns.RcodeNameError, soa: "evil.tld.", ede: noEDE}},
 	{"delegation loop (tsuNAME)", resolverCase{name: "www.loop1.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 50}},
 }
 

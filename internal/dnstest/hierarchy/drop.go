@@ -23,9 +23,7 @@ func (h *Standard) startDrop(t testing.TB, ap netip.AddrPort) {
 		t.Fatalf("hierarchy: unresponsive server: %v", err)
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		buf := make([]byte, 65535)
@@ -35,24 +33,57 @@ func (h *Standard) startDrop(t testing.TB, ap netip.AddrPort) {
 			}
 		}
 	}()
+	tc := acceptTCP(l, nil)
+	t.Cleanup(func() {
+		u.Close()
+		tc.close()
+		wg.Wait()
+	})
+}
+
+// tcpServer accepts a listener's connections.
+type tcpServer struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// acceptTCP accepts l's connections until close, each served by serve on
+// a goroutine of its own, or, with a nil serve, held open unanswered.
+func acceptTCP(l net.Listener, serve func(net.Conn)) *tcpServer {
+	ts := &tcpServer{l: l}
+	ts.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer ts.wg.Done()
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
+			ts.mu.Lock()
+			ts.conns = append(ts.conns, c)
+			ts.mu.Unlock()
+			if serve != nil {
+				ts.wg.Add(1)
+				go func() {
+					defer ts.wg.Done()
+					serve(c)
+				}()
+			}
 		}
 	}()
-	t.Cleanup(func() {
-		u.Close()
-		l.Close()
-		wg.Wait()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	return ts
+}
+
+// close closes the listener and every connection, and waits for the
+// goroutines to end.
+func (ts *tcpServer) close() {
+	ts.l.Close()
+	ts.mu.Lock()
+	for _, c := range ts.conns {
+		c.Close()
+	}
+	ts.mu.Unlock()
+	ts.wg.Wait()
 }

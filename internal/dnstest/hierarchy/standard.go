@@ -5,7 +5,9 @@ package hierarchy
 // delegation's bailiwick, CNAME and DNAME across zones, NXDOMAIN, NODATA
 // and wildcards, and the broken delegations resolvers must survive: lame
 // (REFUSED), unresponsive (queries dropped), unreachable (nothing
-// listening) and a delegation loop (tsuNAME). Its zones are served by
+// listening) and a delegation loop (tsuNAME), and a misbehaving server
+// (evil.go: spoofed answers, records out of bailiwick, truncation, an
+// upward referral). Its zones are served by
 // Tern's authoritative engine in-process and by real Knot DNS and NSD
 // processes, so that a resolver meets the answers of several
 // implementations; a peer missing from the machine is replaced by Tern.
@@ -100,6 +102,7 @@ func StartStandard(t testing.TB, first byte) *Standard {
 		}
 	}
 	h.startDrop(t, h.AddrPort(AddrDrop))
+	h.startEvil(t, h.AddrPort(AddrEvil))
 	return h
 }
 

@@ -32,8 +32,11 @@ const (
 	// AddrClosed has nothing listening: the kernel answers ICMP port
 	// unreachable (a connection refused), the server of closed.tld.
 	AddrClosed = 7
+	// AddrEvil: a misbehaving server of evil.tld. and upward.tld.
+	// (evil.go).
+	AddrEvil = 8
 	// StandardAddrs is the number of addresses the hierarchy takes.
-	StandardAddrs = 8
+	StandardAddrs = 9
 )
 
 // Implementation names a server of the hierarchy.
@@ -109,6 +112,10 @@ ns2.partdead.tld. A {3}
 closed.tld. NS ns.closed.tld.
 ns.closed.tld. A {7}
 loop1.tld. NS ns.loop2.net.
+evil.tld. NS ns.evil.tld.
+ns.evil.tld. A {8}
+upward.tld. NS ns.upward.tld.
+ns.upward.tld. A {8}
 `,
 	// net.: cdn.net. is served by a name out of net.'s bailiwick (no
 	// glue can be given), example.net. has glue, loop2.net. is the other
