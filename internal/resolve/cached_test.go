@@ -205,6 +205,11 @@ func TestCached(t *testing.T) {
 			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
 			{after: 4000 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, setup: down, asked: []string{gtld, gtld, root, root},
 				answer: []string{"www.example.com. 30 IN A 192.0.2.1"}, stale: true},
+			// The failure is remembered (RFC 9520, failcache.go): the
+			// next query is answered stale at once, as RFC 8767's
+			// failure recheck timer asks.
+			{after: time.Second, qname: "www.example.com.", qtype: dns.TypeA,
+				answer: []string{"www.example.com. 30 IN A 192.0.2.1"}, stale: true},
 		},
 	}, {
 		name: "serve-stale on: a stale NXDOMAIN, through the cached delegation first",
