@@ -1,11 +1,15 @@
 package resolve
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // The bounds of how long a failure is remembered: RFC 9520 §3.2, at
@@ -135,4 +139,27 @@ func evict[K comparable, V any](m map[K]V, expired func(V) bool) {
 		}
 		delete(m, k)
 	}
+}
+
+// nsResolve resolves the name server name ns (type qtype) for the run,
+// through the failure cache: a name that did not resolve is not resolved
+// again while its failure is remembered. This is the defence against the
+// non-responsive delegation attacks (NRDelegationAttack, CVE-2022-2795
+// and kin): a delegation to names that never resolve would otherwise cost
+// their resolutions on every client query under it. A failure of the run
+// itself (its time or query budget spent) is not the name's and is not
+// remembered.
+func (ru *run) nsResolve(ctx context.Context, ns string, qtype uint16, depth int) (*Result, error) {
+	if e := ru.r.fails.get(ns, qtype, ru.r.now()); e != nil {
+		return nil, fmt.Errorf("%s %s: its failure is remembered (RFC 9520): %s", ns, dns.Type(qtype), e.Reason)
+	}
+	before := ru.queries
+	res, err := ru.resolve(ctx, ns, qtype, depth)
+	switch {
+	case err == nil && ru.queries > before:
+		ru.r.fails.forget(ns, qtype)
+	case err != nil && !fatal(err):
+		ru.r.fails.put(ns, qtype, err, ru.r.now())
+	}
+	return res, err
 }

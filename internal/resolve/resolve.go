@@ -671,7 +671,7 @@ type target struct {
 
 // addresses resolves the IPv4 addresses of a name server.
 func (ru *run) addresses(ctx context.Context, ns string, depth int) ([]netip.Addr, error) {
-	res, err := ru.resolve(ctx, ns, dns.TypeA, depth)
+	res, err := ru.nsResolve(ctx, ns, dns.TypeA, depth)
 	if err != nil {
 		return nil, err
 	}
