@@ -127,7 +127,7 @@ func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	// Unloaded, serve prints its address within milliseconds; on a
 	// loaded machine loading (and signing) the zones can take seconds.
 	// The wait ends at once if serve returns.
-	re := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
+	re := regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {

@@ -143,6 +143,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Chaos:      cfg.ChaosEnabled(),
 		ID:         cfg.Identity.ID,
 		Version:    cfg.Identity.Version,
+		Log:        log,
 	})
 	access, err := newAccess(cfg)
 	if err != nil {

@@ -9,9 +9,11 @@ package auth
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
@@ -37,6 +39,9 @@ type Options struct {
 	// ID answers id.server. and hostname.bind.; Version answers
 	// version.server. and version.bind. An empty value is REFUSED.
 	ID, Version string
+	// Log receives what happens off the query path (zone transfers);
+	// nil: nothing is logged.
+	Log *slog.Logger
 }
 
 // Responder answers queries from the zones published to it.
@@ -45,6 +50,8 @@ type Responder struct {
 	// access holds the TSIG keys and the zones' ACLs (SetAccess); nil:
 	// no keys, no transfers.
 	access atomic.Pointer[Access]
+	// transfers counts the transfers out being sent (maxTransfers).
+	transfers atomic.Int32
 	// gen counts publications, after each Store: a Cache tagged with an
 	// older count holds answers from replaced zones.
 	gen atomic.Uint64
@@ -52,6 +59,7 @@ type Responder struct {
 	// before it prepared; queries never take it.
 	publishing sync.Mutex
 	payload    int
+	log        *slog.Logger
 	nsid       []byte
 	chaos      bool
 	id         []byte // TXT RDATA, pre-encoded
@@ -60,7 +68,7 @@ type Responder struct {
 
 // New returns a Responder serving zones.
 func New(zones *zone.Set, opt Options) *Responder {
-	r := &Responder{payload: opt.UDPPayload, nsid: opt.NSID, chaos: opt.Chaos}
+	r := &Responder{payload: opt.UDPPayload, nsid: opt.NSID, chaos: opt.Chaos, log: opt.Log}
 	if r.payload == 0 {
 		r.payload = DefaultUDPPayload
 	}
@@ -133,6 +141,9 @@ type Scratch struct {
 	// while answerSigned answers one (nil otherwise), for the ACL of a
 	// transfer.
 	tsig *tsig.Request
+	// req is the request being answered, when a Worker answers one (nil
+	// for callers of Answer): transfers need its client and its Reply.
+	req *server.Request
 }
 
 // BufferSize is the size of the response buffer Answer needs.
@@ -158,6 +169,11 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	if q.TSIG != 0 {
 		// RFC 8945: verified, answered, signed; off the plain path.
 		return r.answerSigned(s, res, rcode, pkt, out, tcp, a)
+	}
+	if isTransfer(q.QType) && res == wire.Answer {
+		// Before the cache: whether a transfer is allowed depends on
+		// the client.
+		return r.answerTransfer(s, pkt, out, tcp)
 	}
 	limit := 65535
 	if !tcp {
@@ -267,11 +283,7 @@ func (r *Responder) errorResponse(s *Scratch, pkt []byte, flags uint16, rcode in
 // answerIN answers a class IN query and returns the header flags.
 func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 	q := &s.q
-	switch q.QType {
-	case wire.TypeAXFR, wire.TypeIXFR:
-		// Zone transfers are refused until a transfer ACL allows them.
-		return flags | wire.RcodeRefused
-	case wire.TypeOPT:
+	if q.QType == wire.TypeOPT {
 		return flags | wire.RcodeFormErr
 	}
 	zones := r.zones.Load()

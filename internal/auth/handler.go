@@ -33,6 +33,7 @@ func (r *Responder) NewWorker(tcp bool, cacheSize int) *Worker {
 // Answer answers req's query into out (capacity BufferSize), as
 // Responder.Answer does.
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
+	w.scr.req = req
 	return w.r.Answer(&w.scr, req.Packet, out, w.tcp)
 }
 
@@ -47,6 +48,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	r, s := w.r, &w.scr
 	if len(reqs) < 2 || w.tcp || !s.AheadPays() {
 		for i := range reqs {
+			s.req = &reqs[i]
 			outs[i] = r.Answer(s, reqs[i].Packet, outs[i], w.tcp)
 		}
 		return
@@ -65,6 +67,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		}
 	}
 	for i := range ahead {
+		s.req = &reqs[i]
 		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
 	}
 }

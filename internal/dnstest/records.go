@@ -1,0 +1,40 @@
+package dnstest
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// ZoneRecords reads a zone file with miekg/dns and returns its records in
+// presentation form, lowercased, sorted: what a transfer of the zone must
+// hold, to compare with Records of what came over the wire.
+func ZoneRecords(file, origin string) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rrs []dns.RR
+	zp := dns.NewZoneParser(f, origin, file)
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		rrs = append(rrs, rr)
+	}
+	if err := zp.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return Records(rrs), nil
+}
+
+// Records renders rrs in presentation form, lowercased, sorted.
+func Records(rrs []dns.RR) []string {
+	out := make([]string, len(rrs))
+	for i, rr := range rrs {
+		out[i] = strings.ToLower(rr.String())
+	}
+	sort.Strings(out)
+	return out
+}
