@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -48,6 +49,26 @@ func (nf *notifying) setTargets(cfg *config.Config, keys *tsig.Keyring) {
 		}
 	}
 	nf.targets.Store(&m)
+}
+
+// notifySource returns, for notify.Options.Source, the first address of
+// listen (server.listen) that is of dst's family and not a wildcard: the
+// address secondaries know this server by. With none, the system picks.
+func notifySource(listen []string) func(dst netip.AddrPort) netip.Addr {
+	var addrs []netip.Addr
+	for _, l := range listen {
+		if ap, err := netip.ParseAddrPort(l); err == nil && !ap.Addr().IsUnspecified() {
+			addrs = append(addrs, ap.Addr())
+		}
+	}
+	return func(dst netip.AddrPort) netip.Addr {
+		for _, a := range addrs {
+			if a.Is4() == dst.Addr().Unmap().Is4() {
+				return a
+			}
+		}
+		return netip.Addr{}
+	}
 }
 
 // changed is the zone manager's OnChange function: it starts the NOTIFYs

@@ -168,7 +168,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer signal.Stop(hup)
 
 	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess,
-		notify: &notifying{n: notify.New(log, notify.Options{})}}
+		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
 	demo := len(cfg.Zones) == 0

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -40,6 +41,12 @@ type Options struct {
 	// Attempts bounds the tries to one address (default 8: about four
 	// minutes with the default timeouts).
 	Attempts int
+	// Source, when set, gives the address NOTIFYs to dst are sent from
+	// (an invalid Addr: the system's choice). Secondaries accept a
+	// NOTIFY from the addresses they know their primary by (NSD's
+	// allow-notify, Knot's ACL), which are the ones it serves on, not
+	// the one the system would pick (127.0.0.1 for any loopback address).
+	Source func(dst netip.AddrPort) netip.Addr
 }
 
 func (o *Options) defaults() {
@@ -127,7 +134,8 @@ func (n *Notifier) send(ctx context.Context, origin string, soa *dns.SOA, t Targ
 	var err error
 	for attempt := 1; attempt <= n.opts.Attempts; attempt++ {
 		var rcode int
-		rcode, err = exchange(ctx, origin, soa, t, timeout)
+		began := time.Now()
+		rcode, err = n.exchange(ctx, origin, soa, t, timeout)
 		switch {
 		case err == nil && rcode == dns.RcodeSuccess:
 			log.Info("notify: answered", "attempt", attempt)
@@ -143,8 +151,20 @@ func (n *Notifier) send(ctx context.Context, origin string, soa *dns.SOA, t Targ
 			return
 		}
 		log.Debug("notify: no answer, trying again", "attempt", attempt, "err", err)
-		// RFC 1996 §3.6: retry "at some reasonable interval": the
-		// timeout just spent is the wait; the next one doubles.
+		// RFC 1996 §3.6: retry "at some reasonable interval": the try's
+		// timeout is the wait, waited out also when the try failed at
+		// once (a port unreachable: the secondary is starting), and the
+		// next one doubles.
+		if rest := timeout - time.Since(began); rest > 0 && attempt < n.opts.Attempts {
+			wait := time.NewTimer(rest)
+			select {
+			case <-ctx.Done():
+				wait.Stop()
+				log.Debug("notify: superseded by a newer serial or stopped")
+				return
+			case <-wait.C:
+			}
+		}
 		timeout = min(2*timeout, n.opts.MaxTimeout)
 	}
 	log.Warn("notify: gave up", "attempts", n.opts.Attempts, "err", err)
@@ -152,9 +172,14 @@ func (n *Notifier) send(ctx context.Context, origin string, soa *dns.SOA, t Targ
 
 // exchange sends one NOTIFY and waits for its answer; it returns the
 // answer's rcode, or an error when none came (or it did not verify).
-func exchange(ctx context.Context, origin string, soa *dns.SOA, t Target, timeout time.Duration) (int, error) {
+func (n *Notifier) exchange(ctx context.Context, origin string, soa *dns.SOA, t Target, timeout time.Duration) (int, error) {
 	m := Message(origin, soa)
 	c := &dns.Client{Net: "udp", Timeout: timeout}
+	if n.opts.Source != nil {
+		if src := n.opts.Source(t.Addr); src.IsValid() {
+			c.Dialer = &net.Dialer{Timeout: timeout, LocalAddr: net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))}
+		}
+	}
 	if t.Key != nil {
 		c.TsigSecret = map[string]string{t.Key.Name: t.Key.Secret}
 		m.SetTsig(t.Key.Name, t.Key.Algorithm, tsig.Fudge, time.Now().Unix())

@@ -25,6 +25,8 @@ type receiver struct {
 	// answerIf, when set, answers (NOERROR) the NOTIFYs it accepts and
 	// drops the others, instead of answer.
 	answerIf func(*dns.Msg) bool
+	// from gets the source address of each NOTIFY.
+	from chan netip.AddrPort
 }
 
 // answer returns the rcode to answer the n-th NOTIFY (from 1) with, or
@@ -36,10 +38,15 @@ func listen(t *testing.T, ip string, secrets map[string]string, answer func(n in
 		t.Fatal(err)
 	}
 	r := &receiver{addr: pc.LocalAddr().(*net.UDPAddr).AddrPort()}
+	r.from = make(chan netip.AddrPort, 100)
 	srv := &dns.Server{PacketConn: pc, TsigSecret: secrets, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, m *dns.Msg) {
 		r.mu.Lock()
 		r.got = append(r.got, m)
 		r.tsig = append(r.tsig, w.TsigStatus())
+		select {
+		case r.from <- w.RemoteAddr().(*net.UDPAddr).AddrPort():
+		default:
+		}
 		n, answerIf := len(r.got), r.answerIf
 		r.mu.Unlock()
 		rc := answer(n)
@@ -194,5 +201,71 @@ func TestNewSerialSupersedes(t *testing.T) {
 	// would take a minute).
 	if l := log.String(); !strings.Contains(l, "serial=1") || !strings.Contains(l, "superseded") {
 		t.Errorf("serial 1's round was not superseded:\n%s", l)
+	}
+}
+
+// TestRetryWaitsAfterRefusal: a try refused at once (port unreachable:
+// the secondary is not listening yet) is retried after the try's
+// interval, not at once, so that a secondary starting after the primary
+// still hears of the change. The eight tries used to be spent in
+// milliseconds.
+func TestRetryWaitsAfterRefusal(t *testing.T) {
+	// A free port on this package's address, closed again.
+	pc, err := net.ListenPacket("udp", "127.0.0.123:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc.Close()
+	var log logBuf
+	n := New(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Options{Timeout: time.Second, MaxTimeout: 2 * time.Second, Attempts: 8})
+	defer n.Close()
+	n.Notify("example.test", soa(9), []Target{{Addr: addr}})
+	// Once the first try has been refused, the secondary starts.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log.String(), "attempt=1"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no first try:\n%s", log.String())
+		}
+	}
+	pc, err = net.ListenPacket("udp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			k, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var m dns.Msg
+			if m.Unpack(buf[:k]) == nil {
+				resp := new(dns.Msg)
+				resp.SetReply(&m)
+				out, _ := resp.Pack()
+				pc.WriteTo(out, from)
+			}
+		}
+	}()
+	n.Wait()
+	if !strings.Contains(log.String(), "notify: answered") {
+		t.Errorf("never answered:\n%s", log.String())
+	}
+}
+
+// TestSource: NOTIFYs leave from the address Options.Source gives (the
+// server's own, which the secondary knows its primary by), not the one
+// the system would pick.
+func TestSource(t *testing.T) {
+	r := listen(t, "127.0.0.124", nil, func(int) int { return dns.RcodeSuccess })
+	src := netip.MustParseAddr("127.0.0.125")
+	n := New(nil, Options{Timeout: time.Second, Source: func(netip.AddrPort) netip.Addr { return src }})
+	n.Notify("example.test", soa(3), []Target{{Addr: r.addr}})
+	n.Wait()
+	n.Close()
+	if got := (<-r.from).Addr(); got != src {
+		t.Errorf("NOTIFY from %s, want %s", got, src)
 	}
 }
