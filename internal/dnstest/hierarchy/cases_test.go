@@ -133,12 +133,7 @@ func (c resolverCase) check(m *dns.Msg) []string {
 			}
 		}
 	}
-	var soas []string
-	for _, rr := range m.Ns {
-		if rr.Header().Rrtype == dns.TypeSOA {
-			soas = append(soas, strings.ToLower(rr.Header().Name))
-		}
-	}
+	soas := soaOwners(m)
 	if c.soa != "" && !slices.Equal(soas, []string{c.soa}) || c.soa == "" && len(soas) > 0 {
 		errs = append(errs, fmt.Sprintf("authority SOA of %q, want %q", soas, c.soa))
 	}
@@ -200,4 +195,16 @@ func bigTXT() []string {
 		out = append(out, fmt.Sprintf(`big.example.tld. 300 TXT "record %02d of a TXT RRset too large for a UDP answer of 1232 bytes"`, i))
 	}
 	return out
+}
+
+// soaOwners returns the owners of the SOA records in m's authority
+// section, lowercased.
+func soaOwners(m *dns.Msg) []string {
+	var soas []string
+	for _, rr := range m.Ns {
+		if rr.Header().Rrtype == dns.TypeSOA {
+			soas = append(soas, strings.ToLower(rr.Header().Name))
+		}
+	}
+	return soas
 }

@@ -178,8 +178,9 @@ func TestUnbound(t *testing.T) {
 	}
 }
 
-// compare returns how two responses differ in rcode and answer RRsets
-// (TTLs left out, RRsets as sets), or "".
+// compare returns how two responses differ in rcode, answer RRsets (TTLs
+// left out, RRsets as sets) and the owner of the SOA in the authority
+// section (negative answers), or "".
 func compare(unbound, tern *dns.Msg) string {
 	var d []string
 	if unbound.Rcode != tern.Rcode {
@@ -187,6 +188,9 @@ func compare(unbound, tern *dns.Msg) string {
 	}
 	if u, m := rrsets(unbound.Answer), rrsets(tern.Answer); !slices.Equal(u, m) {
 		d = append(d, fmt.Sprintf("answer %q / %q", u, m))
+	}
+	if u, m := soaOwners(unbound), soaOwners(tern); !slices.Equal(u, m) {
+		d = append(d, fmt.Sprintf("authority SOA of %q / %q", u, m))
 	}
 	return strings.Join(d, "; ")
 }
