@@ -111,6 +111,12 @@ const (
 	// EDECachedError (§4.14): the resolver answers a SERVFAIL it
 	// remembers (RFC 9520) without asking again.
 	EDECachedError = 13
+	// EDEProhibited (§4.19): the client may not ask (not in a
+	// resolver's allow list).
+	EDEProhibited = 18
+	// EDENotAuthoritative (§4.21): a query without RD to a resolver for
+	// data it is not authoritative for, which Unbound refuses with it.
+	EDENotAuthoritative = 20
 	// EDENoReachableAuthority (§4.23): the resolver could not reach any
 	// of the authoritative servers, or they refused to answer.
 	EDENoReachableAuthority = 22

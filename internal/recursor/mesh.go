@@ -1,0 +1,240 @@
+package recursor
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/resolve"
+)
+
+// replier sends a deferred answer: *server.Reply.
+type replier interface {
+	Send(msg []byte) error
+	Close()
+}
+
+// question is what a resolution answers: the name (lowercased, in
+// presentation form) and type. Questions that differ only in their
+// clients' flags, EDNS or case share a resolution; each client's
+// response is built from the shared result.
+type question struct {
+	name  string
+	qtype uint16
+}
+
+// waiter is a client query deferred until its question is resolved, or
+// (reply nil) the query whose cached response a prefetch refreshes.
+type waiter struct {
+	reply replier
+	query []byte // a copy of the client's query
+	// limit is the largest response the client takes (see
+	// Worker.limit).
+	limit  int
+	client netip.Addr
+	// box, when not nil, is the mailbox of the worker whose response
+	// cache the response goes to.
+	box *mailbox
+}
+
+// flight is a resolution running, and the queries waiting on it.
+type flight struct {
+	waiters []waiter
+}
+
+// mesh runs resolutions, as Unbound's mesh does: each question in flight
+// once, however many clients ask it meanwhile; at most maxResolutions at
+// once; at most maxPerClient queries of one client waiting. Its lock is
+// taken only on the way into and out of a resolution, never on a query
+// answered without one.
+type mesh struct {
+	r              *Recursor
+	resolver       Resolver
+	maxResolutions int
+	maxPerClient   int
+
+	mu        sync.Mutex
+	flights   map[question]*flight
+	perClient map[netip.Addr]int
+	waiting   int
+}
+
+func newMesh(r *Recursor, res Resolver, maxResolutions, maxPerClient int) *mesh {
+	return &mesh{
+		r: r, resolver: res, maxResolutions: maxResolutions, maxPerClient: maxPerClient,
+		flights: make(map[question]*flight), perClient: make(map[netip.Addr]int),
+	}
+}
+
+// joined is what became of a query given to join.
+type joined int
+
+const (
+	// deferred: the query waits on a resolution; its answer will come
+	// through its reply.
+	deferred joined = iota
+	// overClient: the client has maxPerClient queries waiting already;
+	// the query gets no answer.
+	overClient
+	// overResolutions: the question is not in flight and
+	// maxResolutions are: SERVFAIL now.
+	overResolutions
+	// noDefer: the request cannot be deferred (SERVFAIL now).
+	noDefer
+)
+
+// join makes the query (a copy of which it keeps) wait on the
+// resolution of q, starting it if it is not in flight; its response is
+// built for limit and also handed to box (when not nil). defer is
+// called, under the mesh's lock, only once the query is admitted, and
+// returns the query's reply (nil when it cannot be deferred).
+func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box *mailbox, deferReply func() replier) joined {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.perClient[client] >= m.maxPerClient {
+		return overClient
+	}
+	f := m.flights[q]
+	if f == nil && len(m.flights) >= m.maxResolutions {
+		return overResolutions
+	}
+	reply := deferReply()
+	if reply == nil {
+		return noDefer
+	}
+	if f == nil {
+		f = &flight{}
+		m.flights[q] = f
+		m.start(q)
+	}
+	f.waiters = append(f.waiters, waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, box: box})
+	m.perClient[client]++
+	m.waiting++
+	return deferred
+}
+
+// prefetch starts the resolution of q, unless it is in flight already
+// or maxResolutions are: the refresh of a cached response close to
+// expiry (Unbound's prefetch), whose response to query (built for
+// limit) goes to box, no client waiting on it.
+func (m *mesh) prefetch(q question, query []byte, limit int, box *mailbox) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.flights[q] != nil || len(m.flights) >= m.maxResolutions {
+		return false
+	}
+	m.flights[q] = &flight{waiters: []waiter{{query: append([]byte(nil), query...), limit: limit, box: box}}}
+	m.start(q)
+	return true
+}
+
+// start runs the resolution of q on a goroutine of its own; the caller
+// holds m.mu and has put q's flight in m.flights.
+func (m *mesh) start(q question) {
+	m.r.wg.Add(1)
+	go func() {
+		defer m.r.wg.Done()
+		res, err := m.resolver.Resolve(m.r.ctx, q.name, q.qtype)
+		if err != nil {
+			m.r.log.Debug("resolution failed", "name", q.name, "type", q.qtype, "err", err)
+			if res == nil {
+				res = &resolve.Result{Rcode: rcodeServFail}
+			}
+		}
+		for _, w := range m.finish(q) {
+			msg := m.r.response(w.query, w.limit, res, err)
+			if w.reply != nil {
+				if msg != nil {
+					w.reply.Send(msg) // a client gone is no concern of ours
+				}
+				w.reply.Close()
+			}
+			if msg != nil && w.box != nil {
+				w.box.post(w.query, w.limit, msg)
+			}
+		}
+	}()
+}
+
+// finish takes q's flight out of the mesh and returns its waiters.
+func (m *mesh) finish(q question) []waiter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.flights[q]
+	delete(m.flights, q)
+	for _, w := range f.waiters {
+		if w.reply == nil {
+			continue // a prefetch's
+		}
+		if n := m.perClient[w.client]; n <= 1 {
+			delete(m.perClient, w.client)
+		} else {
+			m.perClient[w.client] = n - 1
+		}
+	}
+	for _, w := range f.waiters {
+		if w.reply != nil {
+			m.waiting--
+		}
+	}
+	return f.waiters
+}
+
+func (m *mesh) counts() (resolutions, waiting int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.flights), m.waiting
+}
+
+// questionOf returns the question of a lowercased wire-form name (as
+// wire.Query holds it: well formed, so it unpacks).
+func questionOf(name []byte, qtype uint16) question {
+	s, _, _ := dns.UnpackDomainName(name, 0)
+	return question{name: s, qtype: qtype}
+}
+
+// maxMail bounds a mailbox: responses beyond it, arriving faster than
+// the worker answers queries, are not cached.
+const maxMail = 256
+
+// mailbox hands responses built on resolutions' goroutines to the worker
+// that owns a response cache, which alone may write it (it takes no
+// lock). A resolution posts; the worker, before it looks in its cache,
+// sees pending (one atomic load, written only when mail arrives) and
+// takes the mail under the lock.
+type mailbox struct {
+	pending atomic.Bool
+	mu      sync.Mutex
+	mail    []mail
+}
+
+// mail is a response for a worker's response cache: the query it
+// answers, the limit it was built for, and the response.
+type mail struct {
+	query []byte
+	limit int
+	resp  []byte
+}
+
+// post leaves a response for the worker; resp is kept.
+func (b *mailbox) post(query []byte, limit int, resp []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.mail) < maxMail {
+		b.mail = append(b.mail, mail{query, limit, resp})
+		b.pending.Store(true)
+	}
+}
+
+// take returns the mail and empties the box, reusing spare (emptied by
+// the caller) as its next buffer.
+func (b *mailbox) take(spare []mail) []mail {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got := b.mail
+	b.mail = spare[:0]
+	b.pending.Store(false)
+	return got
+}

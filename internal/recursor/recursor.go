@@ -1,0 +1,171 @@
+// Package recursor is the serving side of the recursive resolver, as
+// Unbound's daemon/worker is to its iterator: a server.Handler for the
+// resolver's own listeners that decides, per query, who may recurse and
+// how the query is answered, and hands the questions that need the
+// network to resolve on goroutines of their own.
+//
+// Per query, on the worker's goroutine:
+//   - parse (internal/wire); a malformed query gets FORMERR, an unknown
+//     opcode NOTIMP, as the authoritative engine answers them;
+//   - a client outside the allow list gets REFUSED (EDE 18, Prohibited);
+//   - another class than IN gets REFUSED (CHAOS identity queries aside),
+//     AXFR and IXFR too, a meta-type as QTYPE FORMERR;
+//   - with RD set, a UDP worker looks in its response cache
+//     (cache.Responses: zero allocations per hit; it never holds local
+//     data, and is emptied when the local zones change); a hit close to
+//     expiry starts one background refresh (prefetch, de-duplicated by
+//     the mesh);
+//   - a question inside a zone this server serves from its own data is
+//     answered by the authoritative engine (auth), whatever RD says, RA
+//     set when RD is (Unbound answers its local and auth zones so);
+//   - RD=0 gets REFUSED (EDE 20, Not Authoritative): Unbound's default
+//     access control "allow" refuses non-recursive queries rather than
+//     answer them from the cache, which would let anyone see what its
+//     clients asked (cache snooping; "allow_snoop" is the opt-in);
+//   - otherwise the query is deferred (server.Request.Defer) and joins the
+//     resolution of its question (see mesh).
+//
+// Results and the per-worker response cache: a resolution runs on a
+// goroutine of its own, which must never write a worker's response cache
+// (owned by its worker's goroutine, it takes no lock). So the response a
+// resolution builds for a waiting query is sent to the client from the
+// resolution's goroutine, and also posted to the mailbox of the worker
+// that deferred the query; that worker, on its own goroutine, takes its
+// mail before it next looks in its cache (one atomic load per query when
+// there is none) and stores it there. A prefetch's response goes back
+// the same way to the worker whose hit asked for it.
+package recursor
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/server"
+)
+
+// Resolver resolves one question iteratively; *resolve.Resolver is the
+// one tern serve uses, tests use others.
+type Resolver interface {
+	Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error)
+}
+
+// Defaults of Options' bounds.
+const (
+	DefaultMaxResolutions = 1024
+	DefaultMaxPerClient   = 32
+)
+
+// Options configure a Recursor.
+type Options struct {
+	// Resolver resolves the questions that need the network.
+	Resolver Resolver
+	// Auth answers the questions inside the zones this server serves;
+	// nil for none.
+	Auth *auth.Responder
+	// Allow lists the clients allowed to recurse; others get REFUSED.
+	Allow []netip.Prefix
+	// UDPPayload is the EDNS payload size advertised and the largest UDP
+	// response (as auth.Options.UDPPayload); 0 means 1232.
+	UDPPayload int
+	// MaxResolutions bounds the resolutions running at once; a query
+	// that needs one more gets SERVFAIL. 0 means DefaultMaxResolutions.
+	MaxResolutions int
+	// MaxPerClient bounds the queries of one client address waiting on
+	// resolutions; more are dropped. 0 means DefaultMaxPerClient.
+	MaxPerClient int
+	// ResponseCache is how many responses each UDP worker's response
+	// cache holds (cache.NewResponses); 0 means none.
+	ResponseCache int
+	// Logger gets a debug line per failed resolution; nil for none.
+	Logger *slog.Logger
+	// Now is the response cache's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Recursor answers recursive queries. It is a server.Handler; its
+// Workers share its resolutions in flight.
+type Recursor struct {
+	auth      *auth.Responder
+	respCache int
+	allow     []netip.Prefix
+	payload   int
+	mesh      *mesh
+	log       *slog.Logger
+	now       func() time.Time
+	// ctx ends the resolutions in flight when the Recursor is closed.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Recursor.
+func New(opt Options) *Recursor {
+	r := &Recursor{auth: opt.Auth, respCache: opt.ResponseCache, allow: opt.Allow, payload: opt.UDPPayload, log: opt.Logger}
+	if r.payload == 0 {
+		r.payload = auth.DefaultUDPPayload
+	}
+	r.payload = max(512, min(r.payload, 65535))
+	if r.now = opt.Now; r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	maxRes, maxClient := opt.MaxResolutions, opt.MaxPerClient
+	if maxRes <= 0 {
+		maxRes = DefaultMaxResolutions
+	}
+	if maxClient <= 0 {
+		maxClient = DefaultMaxPerClient
+	}
+	r.mesh = newMesh(r, opt.Resolver, maxRes, maxClient)
+	return r
+}
+
+// NewWorker returns a Worker for a UDP socket or for TCP connections.
+func (r *Recursor) NewWorker(tcp bool) server.Worker {
+	w := &Worker{r: r, tcp: tcp}
+	if r.auth != nil {
+		// No response cache: local data on a resolver's listener is
+		// rarely what its clients repeat, and the worker's response
+		// cache (the resolver's) will hold what they do.
+		w.auth = r.auth.NewWorker(tcp, 0)
+	}
+	if !tcp && r.respCache > 0 {
+		w.cache = cache.NewResponses(r.respCache)
+		w.box = &mailbox{}
+	}
+	return w
+}
+
+// Close cancels the resolutions in flight (their clients get SERVFAIL)
+// and waits for them to end.
+func (r *Recursor) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// allowed reports whether client may recurse: a linear scan, the list
+// being a handful of prefixes.
+func (r *Recursor) allowed(client netip.Addr) bool {
+	client = client.Unmap()
+	for _, p := range r.allow {
+		if p.Contains(client) {
+			return true
+		}
+	}
+	return false
+}
+
+// InFlight returns the number of resolutions running and of queries
+// waiting on them, for tests and monitoring.
+func (r *Recursor) InFlight() (resolutions, waiting int) {
+	return r.mesh.counts()
+}

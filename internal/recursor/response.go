@@ -1,0 +1,80 @@
+package recursor
+
+import (
+	"errors"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/wire"
+)
+
+const rcodeServFail = dns.RcodeServerFailure
+
+// response builds the response to query (a client's query, which parsed)
+// from a resolution's result: the question as the client wrote it, RA
+// set, the answer and authority of the result, the client's OPT echoed
+// with our payload size and its DO bit, on a failure an EDE saying why
+// (RFC 8914), and TC when it does not fit limit, the client's (RFC 2181
+// §9: the client then asks over TCP). nil when the query does not
+// unpack (it parsed once: never).
+func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err error) []byte {
+	var q dns.Msg
+	if q.Unpack(query) != nil || len(q.Question) != 1 {
+		return nil
+	}
+	m := new(dns.Msg)
+	m.SetReply(&q)
+	m.RecursionAvailable = true
+	m.Rcode = res.Rcode
+	m.Answer = res.Answer
+	m.Ns = res.Authority
+	m.Compress = true
+	if opt := q.IsEdns0(); opt != nil {
+		m.SetEdns0(uint16(r.payload), opt.Do())
+		if res.Rcode == rcodeServFail {
+			m.IsEdns0().Option = append(m.IsEdns0().Option, ede(err))
+		}
+	}
+	m.Truncate(limit)
+	msg, perr := m.Pack()
+	if perr != nil {
+		return nil
+	}
+	return msg
+}
+
+// ede is the Extended DNS Error of a failed resolution (RFC 8914): its
+// reason's code and what failed as EXTRA-TEXT (resolve.Error.EDE).
+func ede(err error) *dns.EDNS0_EDE {
+	var e *resolve.Error
+	if errors.As(err, &e) {
+		code, text := e.EDE()
+		return &dns.EDNS0_EDE{InfoCode: code, ExtraText: text}
+	}
+	// Not a resolution's failure: the Recursor closing, say.
+	return &dns.EDNS0_EDE{InfoCode: wire.EDEOther}
+}
+
+// errorResponse writes the response to the query w.q holds (parsed, or
+// failed to with rcode) that carries no data: the header with ID and
+// ReplyFlags, RA when ra, the question when it parsed, and the OPT
+// (with the extended rcode's upper bits, and an EDE of infoCode when it
+// is not 0) when the query had one.
+func (w *Worker) errorResponse(pkt, out []byte, rcode int, ra bool, infoCode uint16) []byte {
+	q, b := &w.q, &w.b
+	b.Reset(out, 65535)
+	flags := wire.ReplyFlags(q.Flags)
+	if ra {
+		flags |= wire.FlagRA
+	}
+	b.Header(q.ID, flags)
+	ext := b.ErrorReply(pkt, q, flags, rcode)
+	if q.EDNS || ext != 0 {
+		b.OPT(uint16(w.r.payload), ext, q.DO, nil)
+		if infoCode != 0 {
+			b.EDE(infoCode)
+		}
+	}
+	return b.Finish()
+}

@@ -1,0 +1,239 @@
+package recursor
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/wire"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// Worker answers the queries of one goroutine of the resolver's
+// listeners: it owns the parsed query, the builder of its refusals, the
+// authoritative engine's Worker for local data and, over UDP, the
+// response cache and the mailbox through which resolutions hand it
+// responses to store. It is not safe for concurrent use. Its Answer
+// makes it a server.Worker.
+type Worker struct {
+	r    *Recursor
+	tcp  bool
+	q    wire.Query
+	b    wire.Builder
+	auth *auth.Worker
+	// cache is the response cache (nil over TCP or when configured
+	// off); box brings it the responses resolutions built, which are
+	// stored by the worker's own goroutine (store), with mq to parse
+	// their queries and spare to take the next mail into.
+	cache *cache.Responses
+	box   *mailbox
+	mq    wire.Query
+	spare []mail
+	// zones is the set of local zones the cache's responses were made
+	// beside: when a reload publishes another, the cache is emptied (a
+	// name resolved before may now be answered from local data).
+	zones *zone.Set
+	// now is the time of the batch being answered (AnswerBatch reads
+	// the clock once per batch); zero outside one.
+	now time.Time
+}
+
+// Answer answers req into out (capacity server.BufferSize), or defers it
+// until its question is resolved (see the package comment for the
+// order of the decisions).
+func (w *Worker) Answer(req *server.Request, out []byte) []byte {
+	return w.answer(req, out)
+}
+
+// AnswerBatch answers reqs[i] into outs[i] as Answer does, reading the
+// clock once for the batch (a third of a cache hit's time when read per
+// query, BenchmarkCacheHit). It makes a UDP Worker a server.Batcher.
+func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
+	w.now = w.r.now()
+	for i := range reqs {
+		outs[i] = w.answer(&reqs[i], outs[i])
+	}
+	w.now = time.Time{}
+}
+
+// clock is the time for the response cache: the batch's, else now.
+func (w *Worker) clock() time.Time {
+	if !w.now.IsZero() {
+		return w.now
+	}
+	return w.r.now()
+}
+
+func (w *Worker) answer(req *server.Request, out []byte) []byte {
+	pkt := req.Packet
+	res, rcode := w.q.Parse(pkt)
+	if res == wire.Drop {
+		return nil
+	}
+	q := &w.q
+	// Unbound checks its access control first: a client that may not
+	// recurse learns nothing else, not even that its query is malformed.
+	if !w.r.allowed(req.Remote().Addr()) {
+		return w.errorResponse(pkt, out, wire.RcodeRefused, false, wire.EDEProhibited)
+	}
+	if res == wire.Error {
+		return w.errorResponse(pkt, out, rcode, true, 0)
+	}
+	switch {
+	case q.QClass == wire.ClassCHAOS && w.auth != nil:
+		// The server's identity (id.server., version.bind.), as the
+		// authoritative listeners answer it.
+		return w.local(req, out)
+	case q.QClass != wire.ClassINET:
+		return w.errorResponse(pkt, out, wire.RcodeRefused, true, 0)
+	case q.QType == wire.TypeAXFR || q.QType == wire.TypeIXFR:
+		// A resolver has no zone to transfer (Unbound refuses them).
+		return w.errorResponse(pkt, out, wire.RcodeRefused, true, 0)
+	case metaType(q.QType):
+		// RFC 6895 §3.1: meta-types are not asked about (Unbound:
+		// FORMERR).
+		return w.errorResponse(pkt, out, wire.RcodeFormErr, true, 0)
+	}
+	rd := q.Flags&wire.FlagRD != 0
+	limit := w.limit()
+	if w.cache != nil && rd {
+		// Before the local zones: the cache holds no answer from them
+		// (only resolutions' responses are mailed to it), and a hit
+		// then costs no zone lookup.
+		if resp := w.cached(pkt, limit, out); resp != nil {
+			return resp
+		}
+	}
+	if w.auth != nil && w.inLocalZone() {
+		if resp := w.local(req, out); resp != nil {
+			return resp
+		}
+	}
+	if !rd {
+		return w.errorResponse(pkt, out, wire.RcodeRefused, true, wire.EDENotAuthoritative)
+	}
+	return w.resolve(req, out, limit)
+}
+
+// cached answers the query w.q holds from the response cache, after
+// storing the mail; nil on a miss. A hit close to expiry is resolved
+// again in the background, once (the mesh drops a prefetch of a
+// question in flight), the fresh response coming back by mail.
+func (w *Worker) cached(pkt []byte, limit int, out []byte) []byte {
+	if w.auth != nil {
+		if set := w.r.auth.Zones(); set != w.zones {
+			w.zones = set
+			w.cache.Clear()
+		}
+	}
+	if w.box.pending.Load() {
+		w.store()
+	}
+	q := &w.q
+	resp, refresh := w.cache.Get(q, pkt, limit, w.clock(), out)
+	if refresh {
+		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, w.box)
+	}
+	return resp
+}
+
+// limit is the largest response to the query w.q holds that its client
+// takes: over UDP 512 without EDNS, with it the client's size within
+// 512 and ours (RFC 6891 §6.2.5); over TCP 65535.
+func (w *Worker) limit() int {
+	switch {
+	case w.tcp:
+		return 65535
+	case !w.q.EDNS:
+		return 512
+	}
+	return max(512, min(int(w.q.UDPSize), w.r.payload))
+}
+
+// store puts the responses resolutions mailed into the response cache.
+// (Responses.Put stores a response the second time its question comes:
+// one-off questions do not push out what repeats.)
+func (w *Worker) store() {
+	got := w.box.take(w.spare)
+	now := w.clock()
+	for i := range got {
+		m := &got[i]
+		if res, _ := w.mq.Parse(m.query); res == wire.Answer {
+			w.cache.Put(&w.mq, m.query, m.limit, m.resp, now)
+		}
+		got[i] = mail{}
+	}
+	w.spare = got
+}
+
+// metaType reports whether t is a meta-type or QTYPE that is never asked
+// of a resolver (RFC 6895 §3.1: OPT, TKEY, TSIG, and 128-248 but for
+// the query types a resolver answers; MAILA and MAILB are obsolete).
+func metaType(t uint16) bool {
+	switch t {
+	case wire.TypeOPT, 249, 250, 253, 254:
+		return true
+	}
+	return t >= 128 && t <= 248
+}
+
+// inLocalZone reports whether the question falls inside a zone this
+// server serves: one map probe per label of the name, as auth finds its
+// zones.
+func (w *Worker) inLocalZone() bool {
+	set := w.r.auth.Zones()
+	if set.Len() == 0 {
+		return false
+	}
+	q := &w.q
+	for i := range q.Labels() {
+		if set.Get(q.Suffix(i)) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// local answers from this server's own data (zones, CHAOS identity),
+// with RA set when RD is (as Unbound answers its local and auth zones),
+// or returns nil when the data holds no answer but a referral (AA
+// clear, NOERROR, nothing in the answer section): a delegation below a
+// local zone is resolved as any other name.
+func (w *Worker) local(req *server.Request, out []byte) []byte {
+	resp := w.auth.Answer(req, out)
+	if len(resp) < wire.HeaderLen {
+		return resp
+	}
+	flags := binary.BigEndian.Uint16(resp[2:])
+	if flags&wire.FlagAA == 0 && flags&0xF == wire.RcodeSuccess && binary.BigEndian.Uint16(resp[6:]) == 0 && w.q.QClass == wire.ClassINET {
+		return nil
+	}
+	if w.q.Flags&wire.FlagRD != 0 {
+		flags |= wire.FlagRA
+		binary.BigEndian.PutUint16(resp[2:], flags)
+	}
+	return resp
+}
+
+// resolve defers the query until its question is resolved (see mesh),
+// or answers it SERVFAIL now when no resolution can start, or drops it
+// when its client has too many waiting already.
+func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
+	q := &w.q
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr().Unmap(), w.box, func() replier {
+		if r := req.Defer(); r != nil {
+			return r
+		}
+		return nil
+	})
+	switch got {
+	case deferred:
+		return nil
+	case overClient:
+		// DNSBomb: no answer. Over TCP nil closes the connection.
+		return nil
+	}
+	return w.errorResponse(req.Packet, out, wire.RcodeServFail, true, 0)
+}
