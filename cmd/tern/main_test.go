@@ -115,6 +115,13 @@ func serve(t *testing.T, args ...string) string {
 // serveLog is serve that also returns what the server logs.
 func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
+	return serveUntil(t, regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`), args...)
+}
+
+// serveUntil starts tern serve with args and waits until what it prints
+// matches re; it returns re's first group and what the server logs.
+func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan struct{})
@@ -127,7 +134,6 @@ func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	// Unloaded, serve prints its address within milliseconds; on a
 	// loaded machine loading (and signing) the zones can take seconds.
 	// The wait ends at once if serve returns.
-	re := regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {

@@ -117,7 +117,8 @@ func TestServeReloadConfig(t *testing.T) {
 }
 
 // TestRestartChanges: every [server] and [identity] key but log-level is
-// reported when it changed, with its toml name; nothing when equal.
+// reported when it changed, with its toml name, and a changed [resolver]
+// table; nothing when equal.
 func TestRestartChanges(t *testing.T) {
 	no := false
 	for _, tc := range []struct {
@@ -132,6 +133,9 @@ func TestRestartChanges(t *testing.T) {
 		{"idle timeout", func(c *config.Config) { c.Server.TCPIdleTimeout.Duration = time.Minute }, "server.tcp-idle-timeout"},
 		{"chaos", func(c *config.Config) { c.Identity.Enabled = &no }, "identity.chaos"},
 		{"two", func(c *config.Config) { c.Identity.NSID = "x"; c.Server.ResponseCache = 1 }, "server.response-cache identity.nsid"},
+		// The resolver, and its caches, are kept across reloads.
+		{"resolver added", func(c *config.Config) { c.Resolver = config.DefaultResolver() }, "resolver"},
+		{"resolver limit", func(c *config.Config) { c.Resolver = config.DefaultResolver(); c.Resolver.MaxNSNames = 2 }, "resolver"},
 	} {
 		next := config.Default()
 		tc.change(next)

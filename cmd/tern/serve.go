@@ -21,10 +21,14 @@ import (
 
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/notify"
+	"github.com/tern-dns/tern/internal/recursor"
+	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
+	"github.com/tern-dns/tern/internal/upstream"
 	"github.com/tern-dns/tern/internal/zone"
 	"github.com/tern-dns/tern/internal/zonedb"
 )
@@ -44,11 +48,14 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // override the config file's are applied at start and again to the config
 // re-read on every SIGHUP.
 type serveFlags struct {
-	cfgPath  string
-	listens  multiFlag
-	zones    multiFlag
-	workers  int
-	logLevel string
+	cfgPath string
+	listens multiFlag
+	zones   multiFlag
+	// resolvers are --resolver's addresses: a [resolver] table with
+	// them as its listen, defaults for the rest.
+	resolvers multiFlag
+	workers   int
+	logLevel  string
 }
 
 // config reads the config file (the defaults when there is none), applies
@@ -67,6 +74,12 @@ func (f *serveFlags) config() (*config.Config, error) {
 	for _, z := range f.zones {
 		origin, file, _ := strings.Cut(z, "=") // checked by runServe
 		cfg.Zones = append(cfg.Zones, config.Zone{Origin: origin, File: file})
+	}
+	if len(f.resolvers) > 0 {
+		if cfg.Resolver == nil {
+			cfg.Resolver = config.DefaultResolver()
+		}
+		cfg.Resolver.Listen = f.resolvers
 	}
 	if f.workers >= 0 {
 		cfg.Server.Workers = f.workers
@@ -87,6 +100,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.cfgPath, "c", "", "config file (TOML); SIGHUP re-reads it")
 	fs.Var(&f.listens, "listen", "address to listen on, host:port (repeatable)")
 	fs.Var(&f.zones, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
+	fs.Var(&f.resolvers, "resolver", "run the recursive resolver on this address, host:port (repeatable)")
 	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
@@ -151,16 +165,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	resp.SetAccess(access)
-	srv := server.New(server.Config{
-		Listen:            cfg.Server.Listen,
-		Workers:           cfg.Server.Workers,
-		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
-		TCPMaxConnections: cfg.Server.TCPMaxConnections,
-		TCPIOTimeout:      cfg.Server.TCPIOTimeout.Duration,
-		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
-		DontFragment: cfg.Server.UDPPayload <= 1400,
-		Logger:       log,
-	}, handler(resp, cfg.Server.ResponseCache))
+	// A [resolver] without zones runs only the resolver: no demo zone,
+	// no authoritative listeners.
+	resolverOnly := cfg.Resolver != nil && len(cfg.Zones) == 0
+	var srv *server.Server
+	if !resolverOnly {
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), handler(resp, cfg.Server.ResponseCache))
+	}
+	var rec *recursor.Recursor
+	var rsrv *server.Server
+	if cfg.Resolver != nil {
+		if rec, err = newRecursor(cfg, resp, log); err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		defer rec.Close()
+		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), rec)
+	}
 	// SIGHUP is caught from here on: one that arrives while the zones
 	// load must not kill the server (its default action).
 	hup := make(chan os.Signal, 1)
@@ -171,7 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
-	demo := len(cfg.Zones) == 0
+	demo := len(cfg.Zones) == 0 && !resolverOnly
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
 		if err != nil {
@@ -179,7 +200,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		resp.Publish(zone.NewSet(z))
-	} else {
+	} else if len(cfg.Zones) > 0 {
 		rl.mgr = rl.newManager(cfg)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
@@ -199,30 +220,99 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// zones (parsed records); hand it back before serving.
 	debug.FreeOSMemory()
 	set := resp.Zones()
-	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "tern serve: %v\n", err)
-		return 1
-	}
-	names := make([]string, 0, set.Len())
-	for _, z := range set.Zones() {
-		if !z.Unavailable {
-			names = append(names, zone.NameString(z.Origin))
+	if srv != nil {
+		if err := srv.Start(ctx); err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
 		}
+		defer srv.Close()
+		names := make([]string, 0, set.Len())
+		for _, z := range set.Zones() {
+			if !z.Unavailable {
+				names = append(names, zone.NameString(z.Origin))
+			}
+		}
+		addrs := srv.Addrs()
+		log.Info("serving", "zones", len(names), "listen", strings.Join(addrs, ","), "took", time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "tern: serving %s on %s (UDP and TCP); try: %s\n",
+			strings.Join(names, ", "), strings.Join(addrs, ", "), digHint(addrs[0], demo, names[0], "A"))
 	}
-	addrs := srv.Addrs()
-	log.Info("serving", "zones", len(names), "listen", strings.Join(addrs, ","), "took", time.Since(started).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "tern: serving %s on %s (UDP and TCP); try: %s\n",
-		strings.Join(names, ", "), strings.Join(addrs, ", "), digHint(addrs[0], demo, names[0]))
+	if rsrv != nil {
+		if err := rsrv.Start(ctx); err != nil {
+			fmt.Fprintf(stderr, "tern serve: resolver: %v\n", err)
+			return 1
+		}
+		defer rsrv.Close()
+		addrs := rsrv.Addrs()
+		r := cfg.Resolver
+		hints := r.RootHints
+		if hints == "" {
+			hints = "embedded IANA hints"
+		}
+		log.Info("resolving", "listen", strings.Join(addrs, ","), "allow", strings.Join(r.Allow, ","), "root-hints", hints, "query-loopback", r.QueryLoopback)
+		fmt.Fprintf(stdout, "tern: resolving on %s (UDP and TCP) for %s; try: %s\n",
+			strings.Join(addrs, ", "), strings.Join(r.Allow, ", "), digHint(addrs[0], false, ".", "NS"))
+	}
 
 	for {
 		select {
 		case <-ctx.Done():
-			srv.Close()
 			return 0
 		case <-hup:
 			rl.reload(ctx)
 		}
 	}
+}
+
+// serverConfig is the server.Config of listeners on addrs: the
+// authoritative ones, or the resolver's, which share every other setting
+// of [server].
+func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.Config {
+	return server.Config{
+		Listen:            addrs,
+		Workers:           cfg.Server.Workers,
+		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
+		TCPMaxConnections: cfg.Server.TCPMaxConnections,
+		TCPIOTimeout:      cfg.Server.TCPIOTimeout.Duration,
+		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
+		DontFragment: cfg.Server.UDPPayload <= 1400,
+		Logger:       log,
+	}
+}
+
+// newRecursor builds the resolver of cfg's [resolver] table, answering
+// the questions inside resp's zones from their data. It is built once:
+// a reload keeps it, and its caches, whatever changed.
+func newRecursor(cfg *config.Config, resp *auth.Responder, log *slog.Logger) (*recursor.Recursor, error) {
+	rc := cfg.Resolver
+	var hints []resolve.Server
+	if rc.RootHints != "" {
+		var err error
+		if hints, err = resolve.LoadHints(rc.RootHints); err != nil {
+			return nil, fmt.Errorf("resolver.root-hints: %w", err)
+		}
+	}
+	var ex upstream.Exchanger = &upstream.Client{}
+	if !rc.QueryLoopback {
+		ex = recursor.NoLoopback(ex)
+	}
+	return recursor.New(recursor.Options{
+		Resolver: resolve.New(ex, resolve.Options{
+			Hints:  hints,
+			Limits: rc.Limits(),
+			// The RRset and negative cache, shared by every worker;
+			// built here once, it lives as long as the resolver,
+			// across reloads.
+			Cache: cache.New(rc.CacheOptions()),
+		}),
+		Auth:           resp,
+		Allow:          rc.AllowPrefixes(),
+		UDPPayload:     cfg.Server.UDPPayload,
+		MaxResolutions: rc.MaxResolutions,
+		MaxPerClient:   rc.MaxPerClient,
+		ResponseCache:  cfg.Server.ResponseCache,
+		Logger:         log,
+	}), nil
 }
 
 // logLevel parses server.log-level (validated by config).
@@ -286,8 +376,15 @@ func (rl *reloader) reload(ctx context.Context) {
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
-			rl.log.Info("reloaded: no zones configured, still serving the demo zone", "took", time.Since(start))
+			if rl.running.Resolver != nil && len(rl.running.Zones) == 0 {
+				rl.log.Info("reloaded: no zones configured", "took", time.Since(start))
+			} else {
+				rl.log.Info("reloaded: no zones configured, still serving the demo zone", "took", time.Since(start))
+			}
 			return
+		}
+		if rl.running.Resolver != nil && len(rl.running.Zones) == 0 {
+			rl.log.Warn("reload: zones configured beside a resolver that runs alone: the resolver answers them from their data; server.listen opens at the next restart")
 		}
 		rl.mgr = rl.newManager(cfg)
 		go rl.mgr.Run(ctx)
@@ -326,7 +423,8 @@ type restartChange struct {
 
 // restartChanges lists the [server] and [identity] keys whose values
 // differ between the running config and a re-read one, except
-// log-level, which a reload applies. The keys are found from the
+// log-level, which a reload applies, and the [resolver] table when it
+// differs. The keys are found from the
 // structs' toml tags, so a key added to config is covered.
 func restartChanges(running, next *config.Config) []restartChange {
 	var out []restartChange
@@ -348,6 +446,10 @@ func restartChanges(running, next *config.Config) []restartChange {
 				out = append(out, restartChange{table.name + "." + key, show(a), show(b)})
 			}
 		}
+	}
+	if !reflect.DeepEqual(running.Resolver, next.Resolver) {
+		// The resolver is kept, caches and all, across reloads.
+		out = append(out, restartChange{"resolver", show(running.Resolver), show(next.Resolver)})
 	}
 	return out
 }
@@ -372,7 +474,7 @@ func countErrs(err error) int {
 }
 
 // digHint is the command printed at start-up for trying the server.
-func digHint(addr string, demo bool, origin string) string {
+func digHint(addr string, demo bool, origin, qtype string) string {
 	host, port, _ := strings.Cut(addr, "]:")
 	if strings.HasPrefix(addr, "[") {
 		host = host[1:]
@@ -383,7 +485,7 @@ func digHint(addr string, demo bool, origin string) string {
 	if demo {
 		name = "www." + demoOrigin
 	}
-	return fmt.Sprintf("dig @%s -p %s %s A", host, port, name)
+	return fmt.Sprintf("dig @%s -p %s %s %s", host, port, name, qtype)
 }
 
 // runCheck implements 'tern check zone FILE --origin NAME' and
@@ -429,6 +531,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "%s: server.listen: %v\n", pos[0], err)
 			return 1
 		}
+		resolver := ""
+		if r := cfg.Resolver; r != nil {
+			if err := server.CheckListen(r.Listen); err != nil {
+				fmt.Fprintf(stderr, "%s: resolver.listen: %v\n", pos[0], err)
+				return 1
+			}
+			if r.RootHints != "" {
+				if _, err := resolve.LoadHints(r.RootHints); err != nil {
+					fmt.Fprintf(stderr, "%s: resolver.root-hints: %v\n", pos[0], err)
+					return 1
+				}
+			}
+			resolver = fmt.Sprintf(", a resolver on %d addresses", len(r.Listen))
+		}
 		if err := zonedb.Check(cfg.Zones, func(origin string, ws []zone.Warning) {
 			for _, w := range ws {
 				fmt.Fprintf(stderr, "zone %s: %s\n", origin, warningText(w))
@@ -437,7 +553,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s: OK: %d zones, %d listen addresses\n", pos[0], len(cfg.Zones), len(cfg.Server.Listen))
+		fmt.Fprintf(stdout, "%s: OK: %d zones, %d listen addresses%s\n", pos[0], len(cfg.Zones), len(cfg.Server.Listen), resolver)
 		return 0
 	default:
 		fmt.Fprintf(stderr, "tern check: unknown target %q (want zone or config)\n", args[0])

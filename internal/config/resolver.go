@@ -49,7 +49,8 @@ type Resolver struct {
 	// addresses that are not public (Unbound's do-not-query-localhost
 	// turned off); test hierarchies need it. Default false.
 	QueryLoopback bool `toml:"query-loopback"`
-	// CacheSize bounds the cache in bytes: "256MiB", "1GiB", "500MB".
+	// CacheSize bounds the RRset and negative cache in bytes: "256MiB",
+	// "1GiB", "500MB".
 	CacheSize string `toml:"cache-size" want:"a size string such as \"256MiB\""`
 	// CacheMinTTL, CacheMaxTTL and CacheMaxNegativeTTL clamp the TTLs
 	// the cache keeps records and negative answers for (cache.Options;

@@ -43,6 +43,8 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (
 	switch {
 	case strings.HasPrefix(name, "fail."):
 		return &resolve.Result{Rcode: dns.RcodeServerFailure}, &resolve.Error{Reason: resolve.NoReachableAuthority, Name: name, Detail: "no server of tld. answered usefully"}
+	case strings.HasPrefix(name, "stale."):
+		return &resolve.Result{Answer: []dns.RR{rr(name + " 30 IN A 192.0.2.3")}, Stale: true}, nil
 	case strings.HasPrefix(name, "nx."):
 		return &resolve.Result{Rcode: dns.RcodeNameError, Authority: []dns.RR{rr("tld. 300 IN SOA ns.tld. h.tld. 1 2 3 4 300")}}, nil
 	case strings.HasPrefix(name, "big."):
@@ -177,6 +179,7 @@ func TestAnswer(t *testing.T) {
 		{"resolved", query("WWW.Example.TLD.", dns.TypeA, true, true), client, dns.RcodeSuccess, true, false, true, 1, -1},
 		{"NXDOMAIN", query("nx.example.tld.", dns.TypeA, true, false), client, dns.RcodeNameError, true, false, true, 0, -1},
 		{"SERVFAIL with EDE 22", query("fail.example.tld.", dns.TypeA, true, true), client, dns.RcodeServerFailure, true, false, true, 0, 22},
+		{"stale answer with EDE 3", query("stale.example.tld.", dns.TypeA, true, true), client, dns.RcodeSuccess, true, false, true, 1, 3},
 		{"SERVFAIL without EDNS, no EDE", query("fail.example.tld.", dns.TypeA, true, false), client, dns.RcodeServerFailure, true, false, true, 0, -1},
 		{"client outside allow", query("www.example.tld.", dns.TypeA, true, true), outside, dns.RcodeRefused, false, false, false, 0, 18},
 		{"client outside allow, local data too", query("www.local.test.", dns.TypeA, true, true), outside, dns.RcodeRefused, false, false, false, 0, 18},

@@ -15,7 +15,7 @@ const rcodeServFail = dns.RcodeServerFailure
 // from a resolution's result: the question as the client wrote it, RA
 // set, the answer and authority of the result, the client's OPT echoed
 // with our payload size and its DO bit, on a failure an EDE saying why
-// (RFC 8914), and TC when it does not fit limit, the client's (RFC 2181
+// (RFC 8914) and on a stale answer EDE 3, and TC when it does not fit limit, the client's (RFC 2181
 // §9: the client then asks over TCP). nil when the query does not
 // unpack (it parsed once: never).
 func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err error) []byte {
@@ -32,8 +32,13 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 	m.Compress = true
 	if opt := q.IsEdns0(); opt != nil {
 		m.SetEdns0(uint16(r.payload), opt.Do())
-		if res.Rcode == rcodeServFail {
+		switch {
+		case res.Rcode == rcodeServFail:
 			m.IsEdns0().Option = append(m.IsEdns0().Option, ede(err))
+		case res.Stale:
+			// RFC 8767 §4, RFC 8914 §4.4: an answer past its TTL,
+			// given because no authority answered.
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeStaleAnswer})
 		}
 	}
 	m.Truncate(limit)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
+)
+
+// testHierarchy: the root on the first address delegates tld. to the
+// second, which delegates example.tld. with glue to the third;
+// www.example.tld. is a CNAME to a name of the same zone.
+var testHierarchy = []hierarchy.Zone{
+	{Server: 0, Origin: ".", Text: `
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+a.root. A {0}
+tld. NS ns.nic.tld.
+ns.nic.tld. A {1}
+`}, {Server: 1, Origin: "tld.", Text: `
+tld. SOA ns.nic.tld. h.nic.tld. 1 7200 3600 1209600 300
+tld. NS ns.nic.tld.
+ns.nic.tld. A {1}
+example.tld. NS ns1.example.tld.
+ns1.example.tld. A {2}
+`}, {Server: 2, Origin: "example.tld.", Text: `
+example.tld. SOA ns1.example.tld. h.example.tld. 1 7200 3600 1209600 300
+example.tld. NS ns1.example.tld.
+ns1.example.tld. A {2}
+www.example.tld. CNAME host.example.tld.
+host.example.tld. A 192.0.2.80
+`},
+}
+
+// resolverClient asks addr from the address from (127.0.0.1, or another
+// to be outside allow) over netw.
+func resolverClient(netw, from string) *dns.Client {
+	c := &dns.Client{Net: netw, Timeout: 15 * time.Second}
+	ip := net.ParseIP(from)
+	if netw == "tcp" {
+		c.Dialer = &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: c.Timeout}
+	} else {
+		c.Dialer = &net.Dialer{LocalAddr: &net.UDPAddr{IP: ip}, Timeout: c.Timeout}
+	}
+	return c
+}
+
+// TestServeResolver runs tern serve with a [resolver] pointed at a local
+// hierarchy (port 53 of 127.0.0.81-99, its own root hints) and a local
+// zone, and asks it as a stub resolver would: each answer on the wire.
+func TestServeResolver(t *testing.T) {
+	h := hierarchy.Start(t, 81, 99, 3, testHierarchy)
+	if h.Port != 53 {
+		t.Skipf("the hierarchy is on port %d, not 53 (not root): a resolver asks authorities on 53", h.Port)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hints", h.Hints())
+	write("local.zone", "$ORIGIN local.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.54\n")
+	write("tern.toml", `
+[server]
+listen = ["127.0.0.1:0"]
+workers = 1
+[resolver]
+listen = ["127.0.0.80:0"]
+allow = ["127.0.0.1/32"]
+root-hints = "hints"
+query-loopback = true
+[[zone]]
+origin = "local.test"
+file = "local.zone"
+`)
+	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"))
+
+	ask := func(netw, from, name string, qtype uint16, rd bool) *dns.Msg {
+		t.Helper()
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		m.RecursionDesired = rd
+		m.SetEdns0(1232, false)
+		var r *dns.Msg
+		var err error
+		for range 3 { // a datagram lost on a loaded machine
+			if r, _, err = resolverClient(netw, from).Exchange(m, addr); err == nil {
+				return r
+			}
+		}
+		t.Fatalf("%s %s from %s: %v", name, dns.Type(qtype), from, err)
+		return nil
+	}
+	// records are the records of a section with TTLs of at most max
+	// shown as max: a response from the cache has them aged.
+	records := func(rrs []dns.RR, max uint32) []string {
+		var out []string
+		for _, rr := range rrs {
+			if h := rr.Header(); h.Ttl <= max && h.Ttl > max-60 {
+				h.Ttl = max
+			}
+			out = append(out, strings.Join(strings.Fields(rr.String()), " "))
+		}
+		return out
+	}
+	ede := func(m *dns.Msg) int {
+		if opt := m.IsEdns0(); opt != nil {
+			for _, o := range opt.Option {
+				if e, ok := o.(*dns.EDNS0_EDE); ok {
+					return int(e.InfoCode)
+				}
+			}
+		}
+		return -1
+	}
+
+	for _, netw := range []string{"udp", "tcp"} {
+		r := ask(netw, "127.0.0.1", "WWW.example.tld.", dns.TypeA, true)
+		want := []string{"www.example.tld. 3600 IN CNAME host.example.tld.", "host.example.tld. 3600 IN A 192.0.2.80"}
+		if r.Rcode != dns.RcodeSuccess || !r.RecursionAvailable || r.Authoritative || !slices.Equal(records(r.Answer, 3600), want) || r.Question[0].Name != "WWW.example.tld." {
+			t.Errorf("%s: answer: %v\nwant %q", netw, r, want)
+		}
+	}
+	r := ask("udp", "127.0.0.1", "nx.example.tld.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeNameError || !r.RecursionAvailable || len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA {
+		t.Errorf("NXDOMAIN: %v", r)
+	}
+	r = ask("udp", "127.0.0.2", "www.example.tld.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeRefused || r.RecursionAvailable || len(r.Answer) != 0 || ede(r) != 18 {
+		t.Errorf("client outside allow: %v", r)
+	}
+	r = ask("udp", "127.0.0.1", "www.example.tld.", dns.TypeA, false)
+	if r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 || ede(r) != 20 {
+		t.Errorf("RD=0: %v", r)
+	}
+	r = ask("udp", "127.0.0.1", "www.local.test.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeSuccess || !r.Authoritative || !r.RecursionAvailable || !slices.Equal(records(r.Answer, 60), []string{"www.local.test. 60 IN A 192.0.2.54"}) {
+		t.Errorf("local zone: %v", r)
+	}
+
+	// The hierarchy gone, its ports answer ICMP port unreachable: EDE 23,
+	// Network Error.
+	h.Stop()
+	r = ask("udp", "127.0.0.1", "other.example.tld.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeServerFailure || !r.RecursionAvailable || ede(r) != 23 {
+		t.Errorf("hierarchy down: %v", r)
+	}
+	if s := logs.String(); !strings.Contains(s, "msg=resolving listen=127.0.0.80:") || !strings.Contains(s, "query-loopback=true") {
+		t.Errorf("log:\n%s", s)
+	}
+}
+
+// TestServeResolverFlag: --resolver alone runs only the resolver (no
+// authoritative listener, no demo zone), with the defaults: recursion
+// for this host only, never to loopback authorities. Nothing here is
+// resolved: every question is answered without asking the internet.
+func TestServeResolverFlag(t *testing.T) {
+	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "--resolver", "127.0.0.80:0", "--workers", "1")
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	m.RecursionDesired = false
+	r, _, err := resolverClient("udp", "127.0.0.1").Exchange(m, addr)
+	if err != nil || r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 {
+		t.Errorf("RD=0 for the demo zone's name: %v %v (the demo zone is not served)", r, err)
+	}
+	m.SetQuestion("id.server.", dns.TypeTXT)
+	m.Question[0].Qclass = dns.ClassCHAOS
+	if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Errorf("CHAOS id.server.: %v %v", r, err)
+	}
+	if s := logs.String(); strings.Contains(s, "msg=serving") || !strings.Contains(s, "root-hints=\"embedded IANA hints\" query-loopback=false") {
+		t.Errorf("log:\n%s", s)
+	}
+}
