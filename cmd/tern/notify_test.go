@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,8 +74,9 @@ func (r *notifyReceiver) wait(t *testing.T, serial uint32) {
 }
 
 // TestServeNotifiesAndJournals: tern serve NOTIFYs a zone's notify list
-// at start and after a reload that changes the serial, and records the
-// change in the zone's journal under server.data-dir.
+// at start and after a reload that changes the serial, records the change
+// in the zone's journal under server.data-dir, and answers an IXFR from
+// the old serial with the difference (RFC 1995 §4).
 func TestServeNotifiesAndJournals(t *testing.T) {
 	dir := t.TempDir()
 	ns2 := newNotifyReceiver(t, "127.0.0.122")
@@ -110,11 +112,45 @@ acl = ["to-ns2"]
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, logs := serveLog(t, "-c", cfg)
+	addr, logs := serveLog(t, "-c", cfg)
 	ns2.wait(t, 1)
 	writeZone(2)
 	hup(t, logs, "msg=reloaded", 1)
 	ns2.wait(t, 2)
+	// The server is secondary-to-be ns2's primary: its IXFR from 1.
+	ixfr := new(dns.Msg)
+	ixfr.SetIxfr("a.test.", 1, "ns1.a.test.", "h.a.test.")
+	// From ns2's address: the ACL names the remote.
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.122")}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &dns.Transfer{Conn: &dns.Conn{Conn: conn}}
+	ch, err := tr.In(ixfr, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for env := range ch {
+		if env.Error != nil {
+			t.Fatal(env.Error)
+		}
+		for _, rr := range env.RR {
+			got = append(got, strings.Join(strings.Fields(rr.String()), " "))
+		}
+	}
+	want := []string{
+		"a.test. 300 IN SOA ns1.a.test. h.a.test. 2 7200 3600 1209600 300",
+		"a.test. 300 IN SOA ns1.a.test. h.a.test. 1 7200 3600 1209600 300",
+		"www.a.test. 300 IN A 192.0.2.1",
+		"a.test. 300 IN SOA ns1.a.test. h.a.test. 2 7200 3600 1209600 300",
+		"www.a.test. 300 IN A 192.0.2.2",
+		"a.test. 300 IN SOA ns1.a.test. h.a.test. 2 7200 3600 1209600 300",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("IXFR from 1:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 	j, _, err := journal.Open(journal.Path(filepath.Join(dir, "data"), "a.test."), 1<<20)
 	if err != nil {
 		t.Fatal(err)

@@ -188,7 +188,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess,
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals,
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
@@ -333,8 +333,10 @@ type reloader struct {
 	level   *slog.LevelVar
 	log     *slog.Logger
 	publish func(*zone.Set)
-	// setAccess publishes the TSIG keys and zone ACLs.
-	setAccess func(*auth.Access)
+	// setAccess publishes the TSIG keys and zone ACLs, setJournals
+	// where IXFR finds the zones' differences.
+	setAccess   func(*auth.Access)
+	setJournals func(auth.Journals)
 	// mgr is nil while the demo zone is served.
 	mgr *zonedb.Manager
 	// notify sends the zones' NOTIFYs.
@@ -347,6 +349,7 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m := zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
 	m.OnChange(rl.notify.changed)
+	rl.setJournals(m)
 	return m
 }
 

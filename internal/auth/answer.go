@@ -52,6 +52,8 @@ type Responder struct {
 	access atomic.Pointer[Access]
 	// transfers counts the transfers out being sent (maxTransfers).
 	transfers atomic.Int32
+	// journals are the differences IXFR sends (SetJournals); nil: none.
+	journals atomic.Pointer[journalsBox]
 	// gen counts publications, after each Store: a Cache tagged with an
 	// older count holds answers from replaced zones.
 	gen atomic.Uint64

@@ -65,8 +65,10 @@ func (r *Responder) answerTransfer(s *Scratch, pkt, out []byte, tcp bool) []byte
 		return r.headerOnly(s, pkt, out, tcp, 0, wire.RcodeRefused)
 	}
 	ixfr := q.QType == wire.TypeIXFR
+	var serial uint32
 	if ixfr {
-		serial, ok := ixfrSerial(pkt)
+		var ok bool
+		serial, ok = ixfrSerial(pkt)
 		if !ok {
 			// RFC 1995 §3: the query's authority section holds the
 			// client's SOA; without it the query is malformed.
@@ -77,8 +79,10 @@ func (r *Responder) answerTransfer(s *Scratch, pkt, out []byte, tcp bool) []byte
 		if !tcp || int32(z.Serial-serial) <= 0 {
 			return r.soaOnly(s, pkt, out, tcp, z)
 		}
-		// RFC 1995 §4: without the differences (no journal yet), the
-		// whole zone, as AXFR sends it, in answer to the IXFR.
+		// The differences since serial, from the journal, or when it
+		// has none the whole zone, as AXFR sends it (RFC 1995 §4): the
+		// stream finds out which (xfrStream.difference), off the
+		// query path.
 	}
 	if s.req == nil || r.transfers.Add(1) > maxTransfers {
 		// Too many at once, or an in-process caller without a
@@ -105,6 +109,8 @@ func (r *Responder) answerTransfer(s *Scratch, pkt, out []byte, tcp bool) []byte
 		reply:    reply,
 		log:      r.log,
 		ixfr:     ixfr,
+		from:     serial,
+		journals: r.journals.Load(),
 	}
 	if s.tsig != nil {
 		st.signer = s.tsig.Signer()
@@ -203,8 +209,13 @@ type xfrStream struct {
 	// client and key say who asked, for the log.
 	client netip.AddrPort
 	key    string
-	// ixfr: an IXFR answered with the whole zone (RFC 1995 §4).
-	ixfr bool
+	// ixfr: an IXFR; from is the client's serial, journals where the
+	// differences since are found (nil: none), and incremental is set
+	// when they were found and sent.
+	ixfr        bool
+	from        uint32
+	journals    *journalsBox
+	incremental bool
 
 	b        wire.Builder
 	buf      []byte
@@ -215,13 +226,45 @@ type xfrStream struct {
 	err      error
 }
 
-// run sends the zone: the SOA first, every RRset of every node (with its
-// RRSIGs), the NSEC3 chain, and the SOA again (RFC 5936 §2.2).
+// run sends the transfer: for an IXFR the differences since the client's
+// serial when the journal has them, else the whole zone; then logs it.
 func (st *xfrStream) run() {
 	began := time.Now()
 	defer st.reply.Close()
 	st.buf = make([]byte, 0, xfrMessage+1024)
 	st.start()
+	z := st.z
+	if d := st.difference(); d != nil {
+		st.incremental = true
+		st.sendDifference(d)
+	} else {
+		st.sendZone()
+	}
+	st.flush()
+	if st.log == nil {
+		return
+	}
+	args := []any{"zone", zone.NameString(z.Origin), "serial", z.Serial, "client", st.client.String(), "key", st.key,
+		"messages", st.messages, "records", st.total, "bytes", st.bytes, "took", time.Since(began).Round(time.Millisecond)}
+	what := "AXFR out"
+	switch {
+	case st.incremental:
+		what = "IXFR out"
+		args = append(args, "from", st.from)
+	case st.ixfr:
+		what = "IXFR out, the whole zone"
+		args = append(args, "from", st.from)
+	}
+	if st.err != nil {
+		st.log.Warn(what+" broken off", append(args, "err", st.err)...)
+		return
+	}
+	st.log.Info(what, args...)
+}
+
+// sendZone sends the whole zone: the SOA first, every RRset of every node
+// (with its RRSIGs), the NSEC3 chain, and the SOA again (RFC 5936 §2.2).
+func (st *xfrStream) sendZone() {
 	z := st.z
 	soa := firstRecord(z.SOA.Wire)
 	st.add(z.Origin, soa)
@@ -251,21 +294,6 @@ func (st *xfrStream) run() {
 		}
 	}
 	st.add(z.Origin, soa)
-	st.flush()
-	if st.log == nil {
-		return
-	}
-	args := []any{"zone", zone.NameString(z.Origin), "serial", z.Serial, "client", st.client.String(), "key", st.key,
-		"messages", st.messages, "records", st.total, "bytes", st.bytes, "took", time.Since(began).Round(time.Millisecond)}
-	what := "AXFR out"
-	if st.ixfr {
-		what = "IXFR out, the whole zone"
-	}
-	if st.err != nil {
-		st.log.Warn(what+" broken off", append(args, "err", st.err)...)
-		return
-	}
-	st.log.Info(what, args...)
 }
 
 // addSet adds every record of rs, owned by owner.
