@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise]")
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
 		fs.PrintDefaults()
 	}
 	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
@@ -31,6 +32,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
 	noMinimise := fs.Bool("no-minimise", false, "ask every server the full name (no QNAME minimisation, RFC 9156)")
+	var forward, stub zonesFlag
+	fs.Var(&forward, "forward", "a forward zone, `ZONE=ADDR[:PORT],...`: its names asked of these resolvers with RD=1 (repeatable)")
+	fs.Var(&stub, "stub", "a stub zone, `ZONE=ADDR[:PORT],...`: its names iterated from these authorities (repeatable)")
 	// Flags may come after the name and type, as with dig.
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -62,7 +66,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 	}
-	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}, NoMinimise: *noMinimise}
+	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}, NoMinimise: *noMinimise,
+		Forward: forward, Stub: stub}
 	if *trace {
 		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
 	}
@@ -101,6 +106,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func printStep(w io.Writer, s resolve.Step) {
 	ind := strings.Repeat("  ", s.Depth)
 	why := s.Why
+	if s.Recursive {
+		why += "; RD=1"
+	}
 	if s.Minimisation != "" {
 		why += "; " + s.Minimisation
 	}
@@ -121,4 +129,38 @@ func printStep(w io.Writer, s resolve.Step) {
 	if s.Dropped > 0 {
 		fmt.Fprintf(w, ";; %s   %d records dropped (out of bailiwick)\n", ind, s.Dropped)
 	}
+}
+
+// zonesFlag is a repeatable flag of forward or stub zones, each
+// ZONE=ADDR[:PORT],... (port 53 when not given; IPv6 addresses with a
+// port in brackets).
+type zonesFlag []resolve.Zone
+
+func (z *zonesFlag) String() string {
+	var s []string
+	for _, zone := range *z {
+		s = append(s, fmt.Sprint(zone))
+	}
+	return strings.Join(s, " ")
+}
+
+func (z *zonesFlag) Set(v string) error {
+	name, list, ok := strings.Cut(v, "=")
+	if _, isName := dns.IsDomainName(name); !ok || !isName || list == "" {
+		return fmt.Errorf("%q: want ZONE=ADDR[:PORT],...", v)
+	}
+	zone := resolve.Zone{Name: dns.Fqdn(name)}
+	for _, a := range strings.Split(list, ",") {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil {
+			addr, err2 := netip.ParseAddr(a)
+			if err2 != nil {
+				return fmt.Errorf("%q: %q is not an address or address:port", v, a)
+			}
+			ap = netip.AddrPortFrom(addr, 53)
+		}
+		zone.Servers = append(zone.Servers, ap)
+	}
+	*z = append(*z, zone)
+	return nil
 }

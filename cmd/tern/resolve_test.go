@@ -58,6 +58,13 @@ w2.test. A 192.0.2.1
 		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
 	}
 
+	// A forward zone: the root server asked as a forwarder, with RD=1,
+	// and never primed.
+	code, out, _ = runT("resolve", "www.test", "--trace", "--forward", "test=127.0.0.1:"+port, "--root-hints", hints, "--port", port)
+	if want := ";; www.test. A -> forwarder 127.0.0.1:" + port + " (127.0.0.1:" + port + ") for zone test. [forwarder for test.; RD=1]: answer, 2 records in "; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, " 1 upstream queries\n") {
+		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
+	}
+
 	code, out, _ = runT("resolve", "nx.test.", "MX", "--root-hints", hints, "--port", port)
 	if code != 0 || !strings.Contains(out, "status: NXDOMAIN") || !strings.Contains(out, ";; AUTHORITY SECTION:\n.\t300\tIN\tSOA\ta.root.") {
 		t.Fatalf("code %d, out\n%s", code, out)
@@ -75,7 +82,8 @@ w2.test. A 192.0.2.1
 		t.Fatalf("code %d, out\n%s", code, out)
 	}
 
-	for _, args := range [][]string{{}, {"a", "b", "c"}, {"www.test", "NOTATYPE"}, {"www.test", "--port", "0"}} {
+	for _, args := range [][]string{{}, {"a", "b", "c"}, {"www.test", "NOTATYPE"}, {"www.test", "--port", "0"},
+		{"www.test", "--forward", "test"}, {"www.test", "--stub", "test=nowhere"}, {"www.test", "--forward", "=127.0.0.1"}} {
 		if code, _, _ := runT(append([]string{"resolve"}, args...)...); code != 2 {
 			t.Errorf("resolve %q: exit code %d, want 2", args, code)
 		}

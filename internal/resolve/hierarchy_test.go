@@ -168,6 +168,29 @@ func TestHierarchyDNAME(t *testing.T) {
 	}
 }
 
+// TestHierarchyZones: with example.tld. a stub zone and cdn.net. a
+// forward zone, both served from the third address, the resolution never
+// goes to the root (not even to prime).
+func TestHierarchyZones(t *testing.T) {
+	addrs, port := startHierarchy(t)
+	at := []netip.AddrPort{netip.AddrPortFrom(addrs[2], port)}
+	steps := resolveTraced(t, addrs, port, resolve.Options{
+		Stub:    []resolve.Zone{{Name: "example.tld.", Servers: at}},
+		Forward: []resolve.Zone{{Name: "cdn.net.", Servers: at}},
+	}, "www.example.tld.", dns.TypeA, "www.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
+	var path []string
+	for _, s := range steps {
+		path = append(path, fmt.Sprintf("%s %s %s %s %v", s.Server, s.Zone, s.Question.Name, s.Why, s.Recursive))
+	}
+	want := []string{
+		fmt.Sprintf("%s example.tld. www.example.tld. stub zone example.tld. false", at[0]),
+		fmt.Sprintf("%s cdn.net. www.cdn.net. forwarder for cdn.net. true", at[0]),
+	}
+	if !slices.Equal(path, want) {
+		t.Errorf("path\n%q\nwant\n%q", path, want)
+	}
+}
+
 // TestHierarchyNegative: NXDOMAIN and NODATA from the hierarchy, with the
 // zone's SOA.
 func TestHierarchyNegative(t *testing.T) {

@@ -26,6 +26,11 @@ type Server struct {
 	// Why says where the addresses came from (root hint, glue from a
 	// zone), for the trace.
 	Why string
+	// Port is the port the server is asked on; 0 means Options.Port.
+	Port uint16
+	// Recursive marks a forwarder: asked with RD=1, its answers trusted
+	// without AA, no referral expected from it.
+	Recursive bool
 }
 
 // RootHints returns the embedded IANA root hints.

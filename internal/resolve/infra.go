@@ -221,7 +221,7 @@ func (in *Infra) order(zone string, port uint16, ts []target) (ordered []target,
 	}
 	var cs []cand
 	for _, t := range ts {
-		c := in.look(netip.AddrPortFrom(t.addr, port), zone, now)
+		c := in.look(t.server(port), zone, now)
 		if c.passed != "" {
 			passed = append(passed, fmt.Sprintf("%s (%s) %s", t.name, t.addr, c.passed))
 			continue
@@ -415,7 +415,11 @@ func (ru *run) exchange(ctx context.Context, server netip.AddrPort, q dns.Questi
 	var rep upstream.Report
 	var err error
 	if ox, ok := ru.r.ex.(upstream.OptionsExchanger); ok {
-		m, rep, err = ox.ExchangeOptions(ctx, server, q, upstream.Options{UDPTimeout: wait, NoEDNS: noEDNS})
+		m, rep, err = ox.ExchangeOptions(ctx, server, q, upstream.Options{UDPTimeout: wait, NoEDNS: noEDNS, Recursive: st.Recursive})
+	} else if st.Recursive {
+		// A plain Exchanger cannot set RD: a forwarder would answer
+		// as if asked by an authority's peer.
+		err = errors.New("the Exchanger cannot ask with RD=1 (not an upstream.OptionsExchanger)")
 	} else {
 		actx, cancel := context.WithTimeout(ctx, wait)
 		m, err = ru.r.ex.Exchange(actx, server, q)

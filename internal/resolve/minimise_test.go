@@ -2,7 +2,6 @@ package resolve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -30,8 +29,8 @@ func TestMinimise(t *testing.T) {
 		qname      string
 		qtype      uint16
 		noMinimise bool
-		answers    map[key]func(t testing.TB) *dns.Msg // besides the world's
-		asked      []string                            // server, question, and the step's note past "minimised"
+		answers    canned   // besides the world's
+		asked      []string // server, question, and the step's note past "minimised"
 		answer     []string
 		reason     Reason // the failure expected
 	}
@@ -39,7 +38,7 @@ func TestMinimise(t *testing.T) {
 	for _, rc := range []int{dns.RcodeRefused, dns.RcodeServerFailure} {
 		failing = append(failing, testCase{
 			name: "an ancestor " + dns.RcodeToString[rc] + ": the full question", qname: "a.b.example.com.", qtype: dns.TypeA,
-			answers: map[key]func(t testing.TB) *dns.Msg{
+			answers: canned{
 				{exCom, "b.example.com.", dns.TypeA}:   rcode(rc),
 				{exCom, "a.b.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg { return answer(t, ab) },
 			},
@@ -50,7 +49,7 @@ func TestMinimise(t *testing.T) {
 	}
 	for _, tc := range append(failing, []testCase{{
 		name: "one label below each zone with QTYPE A, the full question last", qname: "www.example.com.", qtype: dns.TypeAAAA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "www.example.com.", dns.TypeAAAA}: func(t testing.TB) *dns.Msg { return answer(t, "www.example.com. 300 IN AAAA 2001:db8::1") },
 		},
 		asked:  []string{root + " com. A (min)", gtld + " example.com. A (min)", exCom + " www.example.com. AAAA"},
@@ -61,7 +60,7 @@ func TestMinimise(t *testing.T) {
 		answer: []string{"www.example.com. 300 IN A 192.0.2.1"},
 	}, {
 		name: "an empty non-terminal: NODATA, one more label", qname: "a.b.example.com.", qtype: dns.TypeA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "b.example.com.", dns.TypeA}:   nodata,
 			{exCom, "a.b.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg { return answer(t, ab) },
 		},
@@ -69,7 +68,7 @@ func TestMinimise(t *testing.T) {
 		answer: []string{ab},
 	}, {
 		name: "a CNAME at an ancestor: one more label", qname: "a.b.example.com.", qtype: dns.TypeA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "b.example.com.", dns.TypeA}:   func(t testing.TB) *dns.Msg { return answer(t, "b.example.com. 300 IN CNAME www.example.net.") },
 			{exCom, "a.b.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg { return answer(t, ab) },
 		},
@@ -77,7 +76,7 @@ func TestMinimise(t *testing.T) {
 		answer: []string{ab},
 	}, {
 		name: "an ancestor NXDOMAIN (relaxed): the full question", qname: "a.b.example.com.", qtype: dns.TypeMX,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "b.example.com.", dns.TypeA}:    func(t testing.TB) *dns.Msg { return negative(t, dns.RcodeNameError, soa) },
 			{exCom, "a.b.example.com.", dns.TypeMX}: func(t testing.TB) *dns.Msg { return answer(t, "a.b.example.com. 300 IN MX 10 mx.example.com.") },
 		},
@@ -86,14 +85,14 @@ func TestMinimise(t *testing.T) {
 		answer: []string{"a.b.example.com. 300 IN MX 10 mx.example.com."},
 	}, {
 		name: "an ancestor not answered (twice): the failure stands", qname: "a.b.example.com.", qtype: dns.TypeA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "a.b.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg { return answer(t, ab) },
 		},
 		asked:  []string{root + " com. A (min)", gtld + " example.com. A (min)", exCom + " b.example.com. A (min)", exCom + " b.example.com. A (min)"},
 		reason: NoReachableAuthority,
 	}, {
 		name: "a referral below the zone: one label below the new cut", qname: "a.sub.example.com.", qtype: dns.TypeA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "sub.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg {
 				return referral(t, []string{"sub.example.com. 3600 IN NS ns.sub.example.com."}, "ns.sub.example.com. 3600 IN A "+exCom2)
 			},
@@ -103,7 +102,7 @@ func TestMinimise(t *testing.T) {
 		answer: []string{"a.sub.example.com. 300 IN A 192.0.2.8"},
 	}, {
 		name: "a DNAME above the name: the full question", qname: "x.y.a.example.com.", qtype: dns.TypeA,
-		answers: map[key]func(t testing.TB) *dns.Msg{
+		answers: canned{
 			{exCom, "a.example.com.", dns.TypeA}: nodata,
 			{exCom, "y.a.example.com.", dns.TypeA}: func(t testing.TB) *dns.Msg {
 				return answer(t, "a.example.com. 300 IN DNAME b.example.com.", "y.a.example.com. 300 IN CNAME y.b.example.com.")
@@ -117,32 +116,14 @@ func TestMinimise(t *testing.T) {
 		answer: []string{"a.example.com. 300 IN DNAME b.example.com.", "x.y.a.example.com. 300 IN CNAME x.y.b.example.com.", "x.y.b.example.com. 300 IN A 192.0.2.9"},
 	}}...) {
 		t.Run(tc.name, func(t *testing.T) {
-			f := world(t)
-			for k, m := range tc.answers {
-				f.answers[k] = m(t)
-			}
-			var steps []Step
-			r := New(f, Options{
-				Hints:      []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
-				Trace:      func(s Step) { steps = append(steps, s) },
-				NoMinimise: tc.noMinimise,
-			})
+			_, r, steps := tracedWorld(t, tc.answers, Options{NoMinimise: tc.noMinimise})
 			if err := r.Prime(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			steps = nil
+			*steps = nil
 			res, err := r.Resolve(context.Background(), tc.qname, tc.qtype)
-			var e *Error
-			if tc.reason != 0 {
-				if !errors.As(err, &e) || e.Reason != tc.reason {
-					t.Errorf("error %v, want reason %v", err, tc.reason)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			} else if got := records(res.Answer); res.Rcode != dns.RcodeSuccess || !slices.Equal(got, tc.answer) {
-				t.Errorf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, tc.answer)
-			}
-			if got := asked(steps); !slices.Equal(got, tc.asked) {
+			checkResult(t, res, err, tc.reason, tc.answer)
+			if got := asked(*steps); !slices.Equal(got, tc.asked) {
 				t.Errorf("asked\n%q\nwant\n%q", got, tc.asked)
 			}
 		})
@@ -212,24 +193,30 @@ func TestMinimiseCached(t *testing.T) {
 	f.answers[key{exCom, "b.example.com.", dns.TypeA}] = negative(t, dns.RcodeSuccess, soa)
 	f.answers[key{exCom, "a.b.example.com.", dns.TypeA}] = answer(t, "a.b.example.com. 300 IN A 192.0.2.7")
 	f.answers[key{exCom, "c.b.example.com.", dns.TypeA}] = answer(t, "c.b.example.com. 300 IN A 192.0.2.8")
-	var steps []Step
-	r := New(f, Options{
-		Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}},
-		Trace: func(s Step) { steps = append(steps, s) },
-		Cache: cache.New(cache.Options{}),
-	})
-	for _, tc := range []struct {
-		qname string
-		asked []string
-	}{
+	r, steps := tracing(f, Options{Cache: cache.New(cache.Options{})})
+	resolutions(t, r, steps, []resolution{
 		{"a.b.example.com.", []string{root + " . NS", root + " com. A (min)", gtld + " example.com. A (min)", exCom + " b.example.com. A (min)", exCom + " a.b.example.com. A"}},
 		{"c.b.example.com.", []string{exCom + " c.b.example.com. A"}},
-	} {
-		steps = nil
+	})
+}
+
+// resolution is a name resolved (type A) and the questions asked for it
+// (as asked describes them).
+type resolution struct {
+	qname string
+	asked []string
+}
+
+// resolutions resolves each name in turn with r, whose steps go to steps,
+// and checks the questions asked.
+func resolutions(t *testing.T, r *Resolver, steps *[]Step, rs []resolution) {
+	t.Helper()
+	for _, tc := range rs {
+		*steps = nil
 		if _, err := r.Resolve(context.Background(), tc.qname, dns.TypeA); err != nil {
 			t.Fatal(err)
 		}
-		if got := asked(steps); !slices.Equal(got, tc.asked) {
+		if got := asked(*steps); !slices.Equal(got, tc.asked) {
 			t.Errorf("%s: asked\n%q\nwant\n%q", tc.qname, got, tc.asked)
 		}
 	}

@@ -1,9 +1,10 @@
 // Package resolve is the iterative resolver: starting from the root
-// servers, learnt from the root hints by priming (RFC 8109), it follows
-// referrals down to the servers of the zone that holds the answer, asking
-// each only for the part of the name it needs (QNAME minimisation, RFC
-// 9156), resolving name server names that come without usable glue and
-// following CNAME chains and DNAME redirections (RFC 6672) across zones. It
+// servers, learnt from the root hints by priming (RFC 8109), or from the
+// configured servers of a stub zone, it follows referrals down to the
+// servers of the zone that holds the answer, asking each only for the part
+// of the name it needs (QNAME minimisation, RFC 9156), resolving name server names that come without usable glue and
+// following CNAME chains and DNAME redirections (RFC 6672) across zones;
+// the names of a forward zone it asks of recursive resolvers instead. It
 // holds no sockets: it asks through an upstream.Exchanger, so that tests
 // drive it with canned answers. With a cache (Options.Cache) it answers
 // from what it learned, starts a descent at the closest cached delegation,
@@ -85,6 +86,31 @@ type Options struct {
 	// at least 1 second; each failure in a row doubles it, up to 5
 	// minutes. Negative turns failure caching off.
 	FailureTTL time.Duration
+	// Forward are the forward zones: a question at or below a zone's
+	// name goes, with RD=1 and in full, to the zone's servers (recursive
+	// resolvers), and their answers are trusted for the zone without AA;
+	// nothing is iterated there.
+	Forward []Zone
+	// Stub are the stub zones: the resolution of a name at or below a
+	// zone's name starts at the zone's servers, asked as its authorities
+	// (RD=0), rather than at the root; their referrals are followed.
+	// The deepest forward or stub zone of a name applies (a forward zone
+	// where both have the same name).
+	Stub []Zone
+}
+
+// Zone is a domain whose servers are configured, not found from the root:
+// a forward or a stub zone.
+type Zone struct {
+	Name    string
+	Servers []netip.AddrPort
+}
+
+// configured is a forward or stub zone as the resolution starts there.
+type configured struct {
+	zone    string
+	servers []Server
+	forward bool
 }
 
 // Resolver resolves names iteratively. It is safe for concurrent use.
@@ -98,6 +124,8 @@ type Resolver struct {
 	cache  *cache.Cache
 	// noMinimise is Options.NoMinimise.
 	noMinimise bool
+	// configured are the forward and stub zones by name.
+	configured map[string]*configured
 
 	// primed is the root servers learnt by priming (RFC 8109), nil
 	// until the first resolution; primeMu is held while priming.
@@ -113,6 +141,24 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		noMinimise: opt.NoMinimise}
 	if r.hints == nil {
 		r.hints = RootHints()
+	}
+	r.configured = map[string]*configured{}
+	for _, zs := range []struct {
+		zones   []Zone
+		forward bool
+	}{{opt.Stub, false}, {opt.Forward, true}} {
+		for _, z := range zs.zones {
+			name := dns.CanonicalName(z.Name)
+			c := &configured{zone: name, forward: zs.forward}
+			kind, why := "stub", "stub zone "+name
+			if zs.forward {
+				kind, why = "forwarder", "forwarder for "+name
+			}
+			for _, a := range z.Servers {
+				c.servers = append(c.servers, Server{Name: kind + " " + a.String(), Addrs: []netip.Addr{a.Addr()}, Why: why, Port: a.Port(), Recursive: zs.forward})
+			}
+			r.configured[name] = c
+		}
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -180,6 +226,8 @@ type Step struct {
 	Passed []string
 	// Timeout is how long the answer was waited for.
 	Timeout time.Duration
+	// Recursive is set when the question went with RD=1 to a forwarder.
+	Recursive bool
 	// Minimisation says how the question relates to the name resolved
 	// (RFC 9156): empty when it is that name's, "QNAME minimised" when
 	// it is an ancestor's with QTYPE A, or why the full name is asked
@@ -400,14 +448,20 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 		return m, zone, nil
 	}
 	zone, servers, fromCache := ru.closest(name, qtype)
-	if !fromCache {
+	forward := false
+	if c := ru.r.zoneOf(name, qtype); c != nil && (c.forward || !fromCache || !dns.IsSubDomain(c.zone, zone)) {
+		// A forward zone, or a stub zone deeper than the closest
+		// cached cut: the configured servers, never the root's way.
+		zone, servers, fromCache, forward = c.zone, c.servers, false, c.forward
+	} else if !fromCache {
 		var err error
 		if servers, err = ru.roots(ctx); err != nil {
 			return nil, "", err
 		}
 		zone = "."
 	}
-	min := minimiser{name: name, off: ru.r.noMinimise}
+	// A forwarder resolves the full question itself.
+	min := minimiser{name: name, off: ru.r.noMinimise || forward}
 	min.reset(zone)
 	var note string // why the full name is asked after minimised ones
 	for referrals := 0; ; {
@@ -529,6 +583,27 @@ func (mn *minimiser) next(qtype uint16) (string, uint16) {
 	return mn.name[i:], dns.TypeA
 }
 
+// zoneOf returns the deepest forward or stub zone at or above name, or
+// nil. The DS records of a zone's apex are its parent's (RFC 4035
+// §3.1.4.1): for them the search starts at the parent.
+func (r *Resolver) zoneOf(name string, qtype uint16) *configured {
+	if len(r.configured) == 0 {
+		return nil
+	}
+	if qtype == dns.TypeDS && name != "." {
+		name = parent(name)
+	}
+	for {
+		if c := r.configured[name]; c != nil {
+			return c
+		}
+		if name == "." {
+			return nil
+		}
+		name = parent(name)
+	}
+}
+
 // delegation is a referral: the child zone and its name servers, those
 // with usable glue first.
 type delegation struct {
@@ -546,7 +621,7 @@ type delegation struct {
 // note is the minimisation note of the steps (Step.Minimisation).
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, note string, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
-	tried := map[netip.Addr]bool{}
+	tried := map[netip.AddrPort]bool{}
 	// Why servers were passed over, for the error: in full, and in a
 	// few words for its EDE's EXTRA-TEXT.
 	var why, brief []string
@@ -588,9 +663,9 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 	var known []target
 	for _, s := range servers {
 		for _, a := range s.Addrs {
-			if !tried[a] {
-				tried[a] = true
-				known = append(known, target{name: s.Name, why: s.Why, addr: a})
+			if ap := netip.AddrPortFrom(a, s.Port); !tried[ap] {
+				tried[ap] = true
+				known = append(known, target{name: s.Name, why: s.Why, addr: a, port: s.Port, recursive: s.Recursive})
 			}
 		}
 	}
@@ -630,8 +705,8 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 		}
 		var ts []target
 		for _, a := range addrs {
-			if !tried[a] {
-				tried[a] = true
+			if ap := netip.AddrPortFrom(a, 0); !tried[ap] {
+				tried[ap] = true
 				ts = append(ts, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
 			}
 		}
@@ -661,12 +736,19 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 type target struct {
 	name, why string
 	addr      netip.Addr
+	port      uint16 // 0: the resolver's port
+	recursive bool   // Server.Recursive
 	// retry is set on the second try of an address that did not answer.
 	retry bool
 	// sel and passed are the infrastructure cache's word on the choice
 	// (Step.Selection, Step.Passed).
 	sel    string
 	passed []string
+}
+
+// server is the address and port t is asked on, def the resolver's port.
+func (t target) server(def uint16) netip.AddrPort {
+	return netip.AddrPortFrom(t.addr, cmp.Or(t.port, def))
 }
 
 // addresses resolves the IPv4 addresses of a name server.
@@ -749,8 +831,8 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
 	}
 	ru.queries++
-	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: netip.AddrPortFrom(t.addr, ru.r.port), Why: t.why,
-		Selection: t.sel, Passed: t.passed, Minimisation: note}
+	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: t.server(ru.r.port), Why: t.why,
+		Selection: t.sel, Passed: t.passed, Minimisation: note, Recursive: t.recursive}
 	if t.retry {
 		st.Why += ", asked again"
 	}
@@ -821,8 +903,20 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		return nil, notServing{fmt.Errorf("all %d answer records out of bailiwick", answers)}
 	}
 	if len(m.Answer) > 0 || m.Rcode == dns.RcodeNameError {
-		if !m.Authoritative {
+		// A forwarder's answers are trusted for its zone without AA:
+		// they come from its cache or its own resolution.
+		if !m.Authoritative && !st.Recursive {
 			return nil, notServing{errors.New("answer without AA")}
+		}
+		st.Outcome = outcome(m)
+		return nil, nil
+	}
+	if st.Recursive {
+		// RFC 1034 §4.3.1: asked with RD=1, a recursive server answers;
+		// NS records without an SOA are a referral, which only a
+		// server that did not recurse sends.
+		if !hasSOA(m.Ns) && slices.ContainsFunc(m.Ns, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeNS }) {
+			return nil, errors.New("a referral from a forwarder (RD=1 not honoured)")
 		}
 		st.Outcome = outcome(m)
 		return nil, nil

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // key is what a fake server's canned answer is found by. Qtype 0 matches
@@ -35,6 +37,20 @@ type fake struct {
 	asked       []key
 	// mu, when set, guards asked for concurrent tests.
 	mu *sync.Mutex
+	// recursive are the questions asked with RD=1, by index in asked.
+	recursive map[int]bool
+}
+
+// ExchangeOptions is Exchange, noting the questions asked with RD=1.
+func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	if opt.Recursive {
+		if f.recursive == nil {
+			f.recursive = map[int]bool{}
+		}
+		f.recursive[len(f.asked)] = true
+	}
+	m, err := f.Exchange(ctx, server, q)
+	return m, upstream.Report{}, err
 }
 
 func (f *fake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
@@ -587,6 +603,51 @@ func TestEDEText(t *testing.T) {
 		code, text := (&Error{Reason: Timeout, Name: tc.name, Detail: tc.detail}).EDE()
 		if code != 22 || text != tc.want || len(text) > MaxExtraText || !utf8.ValidString(text) {
 			t.Errorf("%d %q (%d octets), want 22 %q", code, text, len(text), tc.want)
+		}
+	}
+}
+
+// canned are answers a test adds to the world's, made once the test runs.
+type canned map[key]func(t testing.TB) *dns.Msg
+
+// tracedWorld returns the world with the answers added, and a Resolver
+// asking it with opt (the root as its hint unless opt has hints), whose
+// steps go to the slice returned.
+func tracedWorld(t testing.TB, answers canned, opt Options) (*fake, *Resolver, *[]Step) {
+	f := world(t)
+	for k, m := range answers {
+		f.answers[k] = m(t)
+	}
+	r, steps := tracing(f, opt)
+	return f, r, steps
+}
+
+// tracing returns a Resolver asking f with opt (the root as its hint
+// unless opt has hints), whose steps go to the slice returned.
+func tracing(f *fake, opt Options) (*Resolver, *[]Step) {
+	steps := new([]Step)
+	if opt.Hints == nil {
+		opt.Hints = []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}, Why: "root hint"}}
+	}
+	opt.Trace = func(s Step) { *steps = append(*steps, s) }
+	return New(f, opt), steps
+}
+
+// checkResult checks a resolution's outcome: the failure reason, or a
+// NOERROR with the answer records (zone-file form).
+func checkResult(t *testing.T, res *Result, err error, reason Reason, answer []string) {
+	t.Helper()
+	var e *Error
+	switch {
+	case reason != 0:
+		if !errors.As(err, &e) || e.Reason != reason {
+			t.Errorf("error %v, want reason %v", err, reason)
+		}
+	case err != nil:
+		t.Fatal(err)
+	default:
+		if got := records(res.Answer); res.Rcode != dns.RcodeSuccess || !slices.Equal(got, answer) {
+			t.Errorf("%s %q, want NOERROR %q", dns.RcodeToString[res.Rcode], got, answer)
 		}
 	}
 }
