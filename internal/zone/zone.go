@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"unsafe"
 
+	"github.com/tern-dns/tern/internal/prefetch"
 	"github.com/tern-dns/tern/internal/wire"
 )
 
@@ -234,11 +235,33 @@ func NewSet(zones ...*Zone) *Set {
 	return s
 }
 
-// Nodes calls fn for every node of the zone, in no particular order.
+// Nodes calls fn for every node of the zone, in no particular order: the
+// index's, which is the hash order, so that each node, its RRsets and
+// its name and wire form would be cache misses one after another in a
+// zone larger than the caches. The walk prefetches ahead instead, the
+// node nodeAhead slots on and the name and RRsets of the one setsAhead
+// on (loaded by then), overlapping the misses of a walk of the whole
+// zone (an AXFR, a comparison of versions).
 func (z *Zone) Nodes(fn func(*Node)) {
-	for _, s := range z.index.slots {
-		if s.node != nil {
-			fn(s.node)
+	const nodeAhead, setsAhead = 32, 16
+	slots := z.index.slots
+	for i := range slots {
+		if j := i + nodeAhead; j < len(slots) && slots[j].node != nil {
+			prefetch.Range(uintptr(unsafe.Pointer(slots[j].node)), nodeHot)
+		}
+		if j := i + setsAhead; j < len(slots) && slots[j].node != nil {
+			n := slots[j].node
+			if len(n.Name) > 0 {
+				// The name's line holds a small RRset's wire form too
+				// (see intern).
+				prefetch.Range(uintptr(unsafe.Pointer(&n.Name[0])), uintptr(len(n.Name)))
+			}
+			if len(n.RRsets) > 0 {
+				prefetch.Range(uintptr(unsafe.Pointer(&n.RRsets[0])), unsafe.Sizeof(RRset{}))
+			}
+		}
+		if n := slots[i].node; n != nil {
+			fn(n)
 		}
 	}
 }
