@@ -193,3 +193,23 @@ func TestIXFR(t *testing.T) {
 		})
 	}
 }
+
+// TestTransferUnchainedNSEC3: an AXFR sends every record the zone holds,
+// NSEC3 records outside a chain included (an unsigned zone's, as the
+// journal's differences count them); they were left out.
+func TestTransferUnchainedNSEC3(t *testing.T) {
+	z, err := zone.Read(strings.NewReader("$ORIGIN ixfr.test.\n$TTL 300\n@ SOA ns1 host 1 2 3 4 60\n@ NS ns1\nns1 A 192.0.2.1\n"+
+		"0madr2c2o78cqsoquiejtbeh6gfgb0ff NSEC3 1 1 0 - 2EJ4QFTQOAU0QH4P6SIV4D0OFA1M5GQM A\n"), "ixfr.zone", "ixfr.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(zone.NewSet(z), Options{})
+	r.SetAccess(&Access{ACLs: map[string]acl.List{"ixfr.test.": {{Name: "any", Actions: acl.Transfer}}}})
+	m := query("ixfr.test.", dns.TypeAXFR)
+	pkt, _ := m.Pack()
+	res := transfer(t, r, pkt, "127.0.0.1:5353", true)
+	got := streamRecords(t, res.stream, m.Id, "ixfr.test.", dns.TypeAXFR)
+	if len(got) != 4 || !strings.Contains(strings.Join(got, "\n"), "nsec3") {
+		t.Errorf("transferred:\n%s", strings.Join(got, "\n"))
+	}
+}

@@ -263,7 +263,7 @@ func (st *xfrStream) run() {
 }
 
 // sendZone sends the whole zone: the SOA first, every RRset of every node
-// (with its RRSIGs), the NSEC3 chain, and the SOA again (RFC 5936 §2.2).
+// (with its RRSIGs), the NSEC3 owners', and the SOA again (RFC 5936 §2.2).
 func (st *xfrStream) sendZone() {
 	z := st.z
 	soa := firstRecord(z.SOA.Wire)
@@ -283,13 +283,13 @@ func (st *xfrStream) sendZone() {
 			}
 		}
 	})
-	if c := z.NSEC3; c != nil {
-		for _, n := range c.Nodes {
-			for i := range n.RRsets {
-				st.addSet(n.Name, &n.RRsets[i])
-				if sigs, ok := n.RRsets[i].Sigs(); ok {
-					st.addSet(n.Name, &sigs)
-				}
+	// Every NSEC3 owner, chain or not (zone.Zone.NSEC3Owners): the
+	// records a zone file holds, as the journal's differences count them.
+	for _, n := range z.NSEC3Owners() {
+		for i := range n.RRsets {
+			st.addSet(n.Name, &n.RRsets[i])
+			if sigs, ok := n.RRsets[i].Sigs(); ok {
+				st.addSet(n.Name, &sigs)
 			}
 		}
 	}

@@ -129,7 +129,7 @@ func Compare(old, new *Zone) (*Diff, error) {
 	})
 	// NSEC3 owners live outside the name tree (RFC 5155 §7.2.8): the two
 	// lists of them, each sorted by name, are walked side by side.
-	on, nn := nsec3Nodes(old), nsec3Nodes(new)
+	on, nn := old.NSEC3Owners(), new.NSEC3Owners()
 	i, j := 0, 0
 	for i < len(on) || j < len(nn) {
 		switch c := compareNSEC3(on, nn, i, j); {
@@ -154,7 +154,11 @@ func Compare(old, new *Zone) (*Diff, error) {
 	return d, nil
 }
 
-func nsec3Nodes(z *Zone) []*Node { return z.nsec3Owners }
+// NSEC3Owners returns the nodes of the zone's NSEC3 owners, sorted by
+// name: every owner of NSEC3 records or of their RRSIGs, whether or not
+// they form a chain (NSEC3.Nodes holds those that do). With Nodes, they
+// are every record of the zone, what a transfer sends.
+func (z *Zone) NSEC3Owners() []*Node { return z.nsec3Owners }
 
 // compareNSEC3 orders on[i] against nn[j] by name, an exhausted side last.
 func compareNSEC3(on, nn []*Node, i, j int) int {
@@ -334,7 +338,7 @@ func (z *Zone) SortedRecords() []RR {
 		}
 	}
 	z.Nodes(each)
-	for _, n := range nsec3Nodes(z) {
+	for _, n := range z.NSEC3Owners() {
 		each(n)
 	}
 	slices.SortFunc(ks, compareKeyed)
