@@ -185,6 +185,14 @@ func (j *Journal) Serials() (first, last uint32, ok bool) {
 	return j.entries[0].from, j.entries[len(j.entries)-1].to, true
 }
 
+// SetMax changes the bound (a reloaded configuration); a journal over the
+// new bound is compacted at the next append.
+func (j *Journal) SetMax(max int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.max = max
+}
+
 // Size is the journal file's size in octets.
 func (j *Journal) Size() int64 {
 	j.mu.Lock()

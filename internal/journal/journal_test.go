@@ -398,3 +398,25 @@ func BenchmarkAppend(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestSetMax: a lower bound takes effect at the next append.
+func TestSetMax(t *testing.T) {
+	j := open(t, Path(t.TempDir(), "example.test"), 1<<20)
+	prev := address(t, 1, 1)
+	for s := uint32(2); s < 40; s++ {
+		next := version(t, s, fmt.Sprintf("$GENERATE 2-%d n$ A 192.0.2.1\n", s))
+		if err := j.Append(diff(t, prev, next)); err != nil {
+			t.Fatal(err)
+		}
+		prev = next
+	}
+	big := j.Size()
+	j.SetMax(big / 4)
+	next := version(t, 40, "$GENERATE 2-40 n$ A 192.0.2.1\n")
+	if err := j.Append(diff(t, prev, next)); err != nil {
+		t.Fatal(err)
+	}
+	if j.Size() > big/4 {
+		t.Errorf("%d octets after lowering the bound to %d", j.Size(), big/4)
+	}
+}

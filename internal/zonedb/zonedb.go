@@ -109,8 +109,8 @@ func (m *Manager) KeepJournals(dir string, max func(*config.Zone) int64) {
 	m.jdir, m.jmax = dir, max
 }
 
-// setJournalZones notes which zones keep a journal, closing those of
-// zones that no longer do.
+// setJournalZones notes which zones keep a journal and their bounds,
+// closing the journals of zones that no longer keep one.
 func (m *Manager) setJournalZones(zones []config.Zone) {
 	m.jmu.Lock()
 	defer m.jmu.Unlock()
@@ -124,7 +124,9 @@ func (m *Manager) setJournalZones(zones []config.Zone) {
 		}
 	}
 	for origin, j := range m.journals {
-		if _, ok := m.jzones[origin]; !ok {
+		if zc, ok := m.jzones[origin]; ok {
+			j.SetMax(m.jmax(&zc)) // journal-max-size may have changed
+		} else {
 			j.Close()
 			delete(m.journals, origin)
 		}
