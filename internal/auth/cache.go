@@ -3,9 +3,9 @@ package auth
 import (
 	"bytes"
 	"hash/maphash"
-	"slices"
 	"unsafe"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/prefetch"
 
 	"github.com/tern-dns/tern/internal/wire"
@@ -26,15 +26,12 @@ import (
 // does not keep replaced zones alive.) Only plain QUERY-opcode questions
 // over UDP that parsed cleanly are cached.
 //
-// The cache is four-way set-associative: a question hashes to a set of
-// four slots, and a store replaces the one used least recently. Clients
-// and benchmarks repeat their names in cycles, and a cycle of more names
-// than a set has ways misses every time under LRU: with 2000 repeating
-// names in 4096 slots, two ways per set lost a quarter of them that way,
-// one way a third. A response is stored the second time its key misses
-// in its set (each set remembers its last four misses), so that a stream
-// of one-off names (a random-subdomain flood, NXDOMAIN benchmarks) costs
-// a hash and four compares rather than a copy per query, and cannot push
+// The cache is four-way set-associative (cache.Set, the bookkeeping the
+// resolver's response cache shares): a question hashes to a set of four
+// slots, and a store replaces the one used least recently. A response is
+// stored the second time its key misses in its set, so that a stream of
+// one-off names (a random-subdomain flood, NXDOMAIN benchmarks) costs a
+// hash and four compares rather than a copy per query, and cannot push
 // out what repeats.
 type Cache struct {
 	gen uint64 // the Responder's publication count the entries are from
@@ -53,7 +50,7 @@ type Cache struct {
 // response: every answer within the default 1232-byte UDP limit fits (a
 // root NXDOMAIN with DO is about 1030 bytes). Larger ones are not cached.
 const (
-	ways     = 4
+	ways     = cache.Ways
 	slotData = 1536
 )
 
@@ -65,29 +62,15 @@ const DefaultCacheSize = 8192
 // setOf is the set of hash h.
 func (c *Cache) setOf(h uint64) uint64 { return h >> c.shift }
 
-// cacheSet is four slots, when each was last used (a tick of the set's
-// clock), and the last four keys that missed in it: as many as it has
-// ways, so that a cycle of names that fits in the set is admitted.
+// cacheSet is a set's bookkeeping and what its four slots hold.
 type cacheSet struct {
-	slot     [ways]cacheSlot
-	seen     [ways]uint64
-	used     [ways]uint32
-	clock    uint32
-	seenNext uint8 // the seen entry the next miss overwrites
-}
-
-// way returns the slot of set holding hash h, or -1.
-func (set *cacheSet) way(h uint64) int {
-	for w := range set.slot {
-		if set.slot[w].hash == h {
-			return w
-		}
-	}
-	return -1
+	// The slots first: with the hashes that follow they fill the
+	// set's first cache line, which a hit reads.
+	slot [ways]cacheSlot
+	cache.Set
 }
 
 type cacheSlot struct {
-	hash    uint64 // of the stored key; 0: empty
 	variant uint32
 	keyLen  uint16
 	respLen uint16
@@ -201,7 +184,7 @@ func (c *Cache) prefetchData(gen uint64, h uint64) bool {
 	}
 	i := c.setOf(h)
 	set := &c.sets[i]
-	w := set.way(h)
+	w := set.Way(h)
 	if w < 0 {
 		return false
 	}
@@ -220,7 +203,7 @@ func (c *Cache) getHashed(gen uint64, q *wire.Query, question []byte, v uint32, 
 	}
 	i := c.setOf(h)
 	set := &c.sets[i]
-	w := set.way(h)
+	w := set.Way(h)
 	if w < 0 {
 		return nil
 	}
@@ -232,8 +215,7 @@ func (c *Cache) getHashed(gen uint64, q *wire.Query, question []byte, v uint32, 
 	if !bytes.Equal(d[:sl.keyLen], question) {
 		return nil
 	}
-	set.clock++
-	set.used[w] = set.clock
+	set.Touch(w)
 	resp := out[:sl.respLen]
 	copy(resp, d[sl.keyLen:int(sl.keyLen)+int(sl.respLen)])
 	resp[0], resp[1] = byte(q.ID>>8), byte(q.ID)
@@ -247,36 +229,23 @@ func (c *Cache) getHashed(gen uint64, q *wire.Query, question []byte, v uint32, 
 func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte) {
 	i := c.setOf(h)
 	set := &c.sets[i]
-	if !slices.Contains(set.seen[:], h) {
-		set.seen[set.seenNext] = h
-		set.seenNext = (set.seenNext + 1) % ways
+	if !set.Admit(h) {
 		return
 	}
 	if len(question)+len(resp) > slotData {
 		return
 	}
 	// The victim: a slot of this key (a stale or mismatched entry), else
-	// an empty one, else the one unused longest (ages are differences of
-	// ticks, right across the clock's wrap).
-	set.clock++
-	w, age := 0, uint32(0)
-	for j := 0; j < ways; j++ {
-		sl := &set.slot[j]
-		if sl.hash == h || sl.hash == 0 {
-			w = j
-			break
-		}
-		if a := set.clock - set.used[j]; a > age {
-			w, age = j, a
-		}
-	}
+	// an empty one, else the one unused longest.
+	w := set.Victim(h)
 	d := c.data[(ways*int(i)+w)*slotData:]
 	copy(d, question)
 	copy(d[len(question):], resp)
-	if old := &set.slot[w]; old.hash != 0 {
+	if set.Hash[w] != 0 {
+		old := &set.slot[w]
 		c.bytes -= int(old.keyLen) + int(old.respLen)
 	}
 	c.bytes += len(question) + len(resp)
-	set.slot[w] = cacheSlot{hash: h, variant: v, keyLen: uint16(len(question)), respLen: uint16(len(resp))}
-	set.used[w] = set.clock
+	set.slot[w] = cacheSlot{variant: v, keyLen: uint16(len(question)), respLen: uint16(len(resp))}
+	set.Fill(w, h)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
-	"slices"
 	"time"
 
 	"github.com/tern-dns/tern/internal/wire"
@@ -27,45 +26,36 @@ import (
 //
 // As auth.Cache (the authoritative engine's) it is four-way
 // set-associative with LRU in the set, and a response is stored the
-// second time its key misses in its set (each set remembers its last four
-// misses), so that a stream of one-off names costs a hash and cannot push
-// out what repeats. Unlike auth.Cache its entries age: a response expires
+// second time its key misses in its set (Set). Unlike auth.Cache its
+// entries age: a response expires
 // when its smallest TTL has passed, and the offsets of its TTL fields are
 // recorded when it is stored.
 type Responses struct {
 	shift uint // a hash's set is its top bits: h >> shift
 	seed  maphash.Seed
 	sets  []respSet
-	data  []byte   // slot w of set i holds its key, response and TTL offsets at data[(ways*i+w)*respSlotData:]
+	data  []byte   // slot w of set i holds its key, response and TTL offsets at data[(Ways*i+w)*respSlotData:]
 	offs  []uint16 // Put's scratch
 }
 
-// ways is the slots per set; respSlotData the room per slot for the
-// question, the response and its TTL offsets (two bytes a record): a
-// response of 1232 bytes (the default EDNS limit) with 100 records fits
-// beside a name of 100 bytes. Larger ones are not cached.
-const (
-	ways         = 4
-	respSlotData = 1536
-)
+// respSlotData is the room per slot for the question, the response and
+// its TTL offsets (two bytes a record): a response of 1232 bytes (the
+// default EDNS limit) with 100 records fits beside a name of 100 bytes.
+// Larger ones are not cached.
+const respSlotData = 1536
 
 // DefaultResponses is the responses a worker's cache holds unless
 // configured: 12 MiB per worker when full; memory becomes resident only
 // as slots are used.
 const DefaultResponses = 8192
 
-// respSet is four slots, when each was last used (a tick of the set's
-// clock), and the last four keys that missed in it.
+// respSet is a set's bookkeeping and what its four slots hold.
 type respSet struct {
-	slot     [ways]respSlot
-	seen     [ways]uint64
-	used     [ways]uint32
-	clock    uint32
-	seenNext uint8
+	slot [Ways]respSlot
+	Set
 }
 
 type respSlot struct {
-	hash     uint64 // of the stored key; 0: empty
 	stored   int64  // when, unix nanoseconds
 	expire   int64  // when its smallest TTL runs out
 	ttl      uint32 // its smallest TTL, for the prefetch threshold
@@ -77,16 +67,6 @@ type respSlot struct {
 	reported bool   // a hit reported it for prefetch
 }
 
-// way returns the slot of set holding hash h, or -1.
-func (set *respSet) way(h uint64) int {
-	for w := range set.slot {
-		if set.slot[w].hash == h {
-			return w
-		}
-	}
-	return -1
-}
-
 // NewResponses returns an empty cache of about size responses (rounded up
 // to a power of two, at least four); size <= 0 means DefaultResponses.
 func NewResponses(size int) *Responses {
@@ -94,7 +74,7 @@ func NewResponses(size int) *Responses {
 		size = DefaultResponses
 	}
 	sets, shift := 1, uint(64)
-	for sets*ways < size {
+	for sets*Ways < size {
 		sets *= 2
 		shift--
 	}
@@ -102,7 +82,7 @@ func NewResponses(size int) *Responses {
 		shift: shift,
 		seed:  maphash.MakeSeed(),
 		sets:  make([]respSet, sets),
-		data:  make([]byte, ways*sets*respSlotData),
+		data:  make([]byte, Ways*sets*respSlotData),
 	}
 }
 
@@ -110,7 +90,7 @@ func NewResponses(size int) *Responses {
 func (r *Responses) Clear() { clear(r.sets) }
 
 // Size is how many responses the cache holds at most.
-func (r *Responses) Size() int { return ways * len(r.sets) }
+func (r *Responses) Size() int { return Ways * len(r.sets) }
 
 // respVariant packs the parts of the key that are not the question.
 func respVariant(q *wire.Query, limit int) uint32 {
@@ -161,7 +141,7 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 	h := r.hash(q, v)
 	i := h >> r.shift
 	set := &r.sets[i]
-	w := set.way(h)
+	w := set.Way(h)
 	if w < 0 {
 		return nil, false
 	}
@@ -172,7 +152,7 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 	if sl.variant != v || n != len(name) || sl.expire <= t || int(sl.respLen) > cap(out) || int(sl.respLen) > limit || q.QuestionEnd-wire.HeaderLen != n+4 {
 		return nil, false
 	}
-	d := r.data[(ways*int(i)+w)*respSlotData:]
+	d := r.data[(Ways*int(i)+w)*respSlotData:]
 	if !bytes.Equal(d[:n], name) || binary.BigEndian.Uint16(d[n:]) != q.QType || binary.BigEndian.Uint16(d[n+2:]) != q.QClass {
 		return nil, false
 	}
@@ -182,8 +162,7 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 	if src[2]&(wire.FlagTC>>8) != 0 && limit > int(sl.limit) {
 		return nil, false
 	}
-	set.clock++
-	set.used[w] = set.clock
+	set.Touch(w)
 	resp = out[:sl.respLen]
 	copy(resp, src)
 	resp[0], resp[1] = pkt[0], pkt[1]
@@ -217,9 +196,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	h := r.hash(q, v)
 	i := h >> r.shift
 	set := &r.sets[i]
-	if !slices.Contains(set.seen[:], h) {
-		set.seen[set.seenNext] = h
-		set.seenNext = (set.seenNext + 1) % ways
+	if !set.Admit(h) {
 		return
 	}
 	name := q.Name()
@@ -245,22 +222,8 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	if ttl == 0 {
 		return
 	}
-	// The victim: a slot of this key, else an empty one, else the one
-	// unused longest (ages are differences of ticks, right across the
-	// clock's wrap).
-	set.clock++
-	w, age := 0, uint32(0)
-	for j := 0; j < ways; j++ {
-		sl := &set.slot[j]
-		if sl.hash == h || sl.hash == 0 {
-			w = j
-			break
-		}
-		if a := set.clock - set.used[j]; a > age {
-			w, age = j, a
-		}
-	}
-	d := r.data[(ways*int(i)+w)*respSlotData:]
+	w := set.Victim(h)
+	d := r.data[(Ways*int(i)+w)*respSlotData:]
 	n := copy(d, name)
 	binary.BigEndian.PutUint16(d[n:], q.QType)
 	binary.BigEndian.PutUint16(d[n+2:], q.QClass)
@@ -272,10 +235,10 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	}
 	t := now.UnixNano()
 	set.slot[w] = respSlot{
-		hash: h, stored: t, expire: t + int64(ttl)*int64(time.Second), ttl: ttl, variant: v,
+		stored: t, expire: t + int64(ttl)*int64(time.Second), ttl: ttl, variant: v,
 		nameLen: uint16(len(name)), respLen: uint16(len(resp)), nTTL: uint16(len(r.offs)), limit: uint16(min(limit, 0xFFFF)),
 	}
-	set.used[w] = set.clock
+	set.Fill(w, h)
 }
 
 // foldEqual reports whether a and b are equal but for ASCII case.

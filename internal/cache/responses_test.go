@@ -281,7 +281,7 @@ func TestResponsesConfirmBytes(t *testing.T) {
 	bpkt, bq := b.pack(t)
 	// Forge the collision: the slot of a now claims b's hash.
 	set := &c.sets[0]
-	set.slot[set.way(c.hash(mustQuery(t, apkt), respVariant(bq, 512)))].hash = c.hash(bq, respVariant(bq, 512))
+	set.Hash[set.Way(c.hash(mustQuery(t, apkt), respVariant(bq, 512)))] = c.hash(bq, respVariant(bq, 512))
 	if got, _ := c.Get(bq, bpkt, 512, t0, make([]byte, 0, 512)); got != nil {
 		t.Errorf("a colliding hash answered www.example.net. with %x", got)
 	}
