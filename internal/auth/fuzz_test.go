@@ -24,6 +24,21 @@ func FuzzAnswer(f *testing.F) {
 		p, _ = m.Pack()
 		f.Add(p)
 	}
+	// Transfers and TSIG: AXFR and IXFR (refused: no ACL), a signed
+	// query (BADKEY: no keys, so the answer carries no time and stays
+	// the same from call to call), a TSIG out of place.
+	for _, m := range []*dns.Msg{query("example.test.", dns.TypeAXFR), query("www.example.test.", dns.TypeAXFR), ixfrQuery("example.test.", 0)} {
+		p, _ := m.Pack()
+		f.Add(p)
+	}
+	m := query("www.example.test.", dns.TypeA)
+	m.SetTsig("xfr.", dns.HmacSHA256, 300, 1796320000)
+	if p, _, err := dns.TsigGenerate(m, testSecret, "", false); err == nil {
+		f.Add(p)
+		misplaced := append([]byte(nil), p...)
+		misplaced[7], misplaced[11] = 1, 0 // the TSIG counted in the answer section
+		f.Add(misplaced)
+	}
 	r := testResponder(f, Options{NSID: []byte("n"), Chaos: true, ID: "id", Version: "v"})
 	var s, cached, ahead Scratch
 	var a Ahead

@@ -27,6 +27,10 @@ func FuzzParse(f *testing.F) {
 		// both reported with their lines.
 		"[server]\nlisten = \"127.0.0.1:53\"\nlisen = []\n[idnetity]\nnsid = 5\n",
 		"[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n[zone.signing]\nalgorithm = 1\nbogus = true\n",
+		// Transfer tables and the references between them.
+		"[[key]]\nname = \"k\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAA\"\n[[remote]]\nname = \"r\"\naddress = [\"192.0.2.1\"]\nkey = \"k\"\n" +
+			"[[acl]]\nname = \"a\"\nremote = [\"r\"]\naddress = [\"10.0.0.0/8\"]\nkey = [\"K.\"]\naction = [\"transfer\"]\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nacl = [\"a\"]\nnotify = [\"r\"]\n",
+		"[[acl]]\nname = \"a\"\nremote = [\"nope\"]\naction = [\"xfr\"]\n[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nprimary = [\"r\"]\n",
 	} {
 		f.Add([]byte(s))
 	}
