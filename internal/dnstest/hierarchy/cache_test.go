@@ -29,7 +29,8 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // TestCache: answers, NXDOMAIN and NODATA come from the cache while their
 // TTL runs (no upstream query, TTLs decreased by the time spent in the
 // cache, the negative answer's SOA too: RFC 2308 §5), and are asked again
-// once it has run out, from the delegation still cached (one query).
+// once it has run out, from the delegation still cached (one query);
+// failures are remembered for a while (RFC 9520).
 func TestCache(t *testing.T) {
 	h := start(t)
 	clk := newClock()
@@ -67,6 +68,17 @@ func TestCache(t *testing.T) {
 				answer: []string{hierarchy.EvilPoison + " 300 A 192.0.2.201"}}},
 			{0, -1, resolverCase{name: "www.example.net.", qtype: dns.TypeA, ede: noEDE,
 				answer: []string{"www.example.net. 150 A 192.0.2.91"}}},
+		}},
+		// RFC 9520 §3.2: a failure is remembered (5 s at first) and
+		// answered from memory (EDE 13, Cached Error) without a query.
+		{"failure (delegation loop)", []step{
+			{0, -1, resolverCase{name: "www.loop1.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22}},
+			{time.Second, 0, resolverCase{name: "www.loop1.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 13}},
+			{10 * time.Second, -1, resolverCase{name: "www.loop1.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22}},
+		}},
+		{"failure (lame)", []step{
+			{0, -1, resolverCase{name: "www.lame.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22}},
+			{time.Second, 0, resolverCase{name: "www.lame.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 13}},
 		}},
 		// example.tld.'s negative TTL: min(SOA TTL 3600, MINIMUM 600).
 		{"NXDOMAIN", []step{

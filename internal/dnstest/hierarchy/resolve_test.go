@@ -47,7 +47,8 @@ func (tr *ternResolver) resolve(name string, qtype uint16) (*dns.Msg, int) {
 	var e *resolve.Error
 	if errors.As(err, &e) {
 		o := m.IsEdns0()
-		o.Option = append(o.Option, &dns.EDNS0_EDE{InfoCode: e.Reason.EDE(), ExtraText: e.Error()})
+		code, text := e.EDE()
+		o.Option = append(o.Option, &dns.EDNS0_EDE{InfoCode: code, ExtraText: text})
 	}
 	return m, res.Queries
 }
