@@ -65,6 +65,12 @@ w2.test. A 192.0.2.1
 		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
 	}
 
+	// IPv6 only: the root's only address is IPv4.
+	code, out, _ = runT("resolve", "www.test", "-6", "--root-hints", hints, "--port", port)
+	if code != 1 || !strings.Contains(out, "a.root. (127.0.0.1) not asked: IPv4 off") {
+		t.Fatalf("code %d, out\n%s", code, out)
+	}
+
 	code, out, _ = runT("resolve", "nx.test.", "MX", "--root-hints", hints, "--port", port)
 	if code != 0 || !strings.Contains(out, "status: NXDOMAIN") || !strings.Contains(out, ";; AUTHORITY SECTION:\n.\t300\tIN\tSOA\ta.root.") {
 		t.Fatalf("code %d, out\n%s", code, out)
@@ -83,7 +89,7 @@ w2.test. A 192.0.2.1
 	}
 
 	for _, args := range [][]string{{}, {"a", "b", "c"}, {"www.test", "NOTATYPE"}, {"www.test", "--port", "0"},
-		{"www.test", "--forward", "test"}, {"www.test", "--stub", "test=nowhere"}, {"www.test", "--forward", "=127.0.0.1"}} {
+		{"www.test", "-4", "-6"}, {"www.test", "--forward", "test"}, {"www.test", "--stub", "test=nowhere"}, {"www.test", "--forward", "=127.0.0.1"}} {
 		if code, _, _ := runT(append([]string{"resolve"}, args...)...); code != 2 {
 			t.Errorf("resolve %q: exit code %d, want 2", args, code)
 		}

@@ -97,6 +97,12 @@ type Options struct {
 	// The deepest forward or stub zone of a name applies (a forward zone
 	// where both have the same name).
 	Stub []Zone
+	// NoIPv4 and NoIPv6 turn a family of server addresses off, as
+	// Unbound's do-ip4: no and do-ip6: no: its addresses (glue, hints,
+	// configured servers) are not asked, and NS names are not resolved
+	// to it. By default both are used, IPv4 first. With both off no
+	// server is asked.
+	NoIPv4, NoIPv6 bool
 }
 
 // Zone is a domain whose servers are configured, not found from the root:
@@ -126,6 +132,10 @@ type Resolver struct {
 	noMinimise bool
 	// configured are the forward and stub zones by name.
 	configured map[string]*configured
+	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
+	// address types of NS names resolved, in order (A, AAAA).
+	noIPv4, noIPv6 bool
+	families       []uint16
 
 	// primed is the root servers learnt by priming (RFC 8109), nil
 	// until the first resolution; primeMu is held while priming.
@@ -141,6 +151,13 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		noMinimise: opt.NoMinimise}
 	if r.hints == nil {
 		r.hints = RootHints()
+	}
+	r.noIPv4, r.noIPv6 = opt.NoIPv4, opt.NoIPv6
+	if !r.noIPv4 {
+		r.families = append(r.families, dns.TypeA)
+	}
+	if !r.noIPv6 {
+		r.families = append(r.families, dns.TypeAAAA)
 	}
 	r.configured = map[string]*configured{}
 	for _, zs := range []struct {
@@ -663,6 +680,10 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 	var known []target
 	for _, s := range servers {
 		for _, a := range s.Addrs {
+			if !ru.r.asks(a) {
+				passOver(fmt.Sprintf("%s (%s) not asked: %s", s.Name, a, ru.r.familyOff(a)), ru.r.familyOff(a))
+				continue
+			}
 			if ap := netip.AddrPortFrom(a, s.Port); !tried[ap] {
 				tried[ap] = true
 				known = append(known, target{name: s.Name, why: s.Why, addr: a, port: s.Port, recursive: s.Recursive})
@@ -695,24 +716,32 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			continue
 		}
 		resolved++
-		addrs, err := ru.addresses(ctx, s.Name, depth+1)
-		if err != nil {
-			if fatal(err) {
-				return nil, nil, err
+		// Its IPv4 addresses first, its IPv6 ones only when those
+		// failed (or it has none): a second sub-resolution only when
+		// needed.
+		for _, qt := range ru.r.families {
+			addrs, err := ru.addresses(ctx, s.Name, qt, depth+1)
+			if err != nil {
+				if fatal(err) {
+					return nil, nil, err
+				}
+				passOver(err.Error(), s.Name+" "+briefNS(err))
+				if !errors.As(err, new(noData)) {
+					break // the name does not exist, or cannot be resolved
+				}
+				continue
 			}
-			passOver(err.Error(), s.Name+" "+briefNS(err))
-			continue
-		}
-		var ts []target
-		for _, a := range addrs {
-			if ap := netip.AddrPortFrom(a, 0); !tried[ap] {
-				tried[ap] = true
-				ts = append(ts, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
+			var ts []target
+			for _, a := range addrs {
+				if ap := netip.AddrPortFrom(a, 0); !tried[ap] {
+					tried[ap] = true
+					ts = append(ts, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
+				}
 			}
-		}
-		for _, t := range ru.choose(zone, ts, passOver) {
-			if m, next, err, done := try(t); done {
-				return m, next, err
+			for _, t := range ru.choose(zone, ts, passOver) {
+				if m, next, err, done := try(t); done {
+					return m, next, err
+				}
 			}
 		}
 	}
@@ -752,21 +781,48 @@ func (t target) server(def uint16) netip.AddrPort {
 }
 
 // addresses resolves the IPv4 addresses of a name server.
-func (ru *run) addresses(ctx context.Context, ns string, depth int) ([]netip.Addr, error) {
-	res, err := ru.nsResolve(ctx, ns, dns.TypeA, depth)
+func (ru *run) addresses(ctx context.Context, ns string, qtype uint16, depth int) ([]netip.Addr, error) {
+	res, err := ru.nsResolve(ctx, ns, qtype, depth)
 	if err != nil {
 		return nil, err
 	}
 	var addrs []netip.Addr
 	for _, rr := range res.Answer {
-		if a, ok := rrAddr(rr); ok {
+		if a, ok := rrAddr(rr); ok && rr.Header().Rrtype == qtype {
 			addrs = append(addrs, a)
 		}
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%s has no address (%s)", ns, dns.RcodeToString[res.Rcode])
+		err := fmt.Errorf("%s has no %s address (%s)", ns, dns.Type(qtype), dns.RcodeToString[res.Rcode])
+		if res.Rcode == dns.RcodeSuccess {
+			err = noData{err}
+		}
+		return nil, err
 	}
 	return addrs, nil
+}
+
+// noData is the error of an NS name that exists but has no address of
+// the type asked: it may have one of the other.
+type noData struct{ error }
+
+func (e noData) Unwrap() error { return e.error }
+
+// asks reports whether the resolver asks servers at a: its family is not
+// turned off (Options.NoIPv4, NoIPv6).
+func (r *Resolver) asks(a netip.Addr) bool {
+	if a.Unmap().Is4() {
+		return !r.noIPv4
+	}
+	return !r.noIPv6
+}
+
+// familyOff says why an address of a family turned off is not asked.
+func (r *Resolver) familyOff(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "IPv4 off"
+	}
+	return "IPv6 off"
 }
 
 // errUnreachable and errLame are the kinds of a serverError: a server
