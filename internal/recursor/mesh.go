@@ -107,7 +107,7 @@ func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box 
 	if f == nil {
 		f = &flight{}
 		m.flights[q] = f
-		m.start(q)
+		m.start(q, false)
 	}
 	f.waiters = append(f.waiters, waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, box: box})
 	m.perClient[client]++
@@ -126,17 +126,23 @@ func (m *mesh) prefetch(q question, query []byte, limit int, box *mailbox) bool 
 		return false
 	}
 	m.flights[q] = &flight{waiters: []waiter{{query: append([]byte(nil), query...), limit: limit, box: box}}}
-	m.start(q)
+	m.start(q, true)
 	return true
 }
 
-// start runs the resolution of q on a goroutine of its own; the caller
+// start runs the resolution of q on a goroutine of its own, from the
+// authorities rather than the resolver's cache when refresh is set (a
+// prefetch: the cache holds the answer about to expire); the caller
 // holds m.mu and has put q's flight in m.flights.
-func (m *mesh) start(q question) {
+func (m *mesh) start(q question, refresh bool) {
 	m.r.wg.Add(1)
 	go func() {
 		defer m.r.wg.Done()
-		res, err := m.resolver.Resolve(m.r.ctx, q.name, q.qtype)
+		resolveFn := m.resolver.Resolve
+		if refresh {
+			resolveFn = m.resolver.Refresh
+		}
+		res, err := resolveFn(m.r.ctx, q.name, q.qtype)
 		if err != nil {
 			m.r.log.Debug("resolution failed", "name", q.name, "type", q.qtype, "err", err)
 			if res == nil {

@@ -50,9 +50,12 @@ import (
 )
 
 // Resolver resolves one question iteratively; *resolve.Resolver is the
-// one tern serve uses, tests use others.
+// one tern serve uses, tests use others. Refresh resolves it from its
+// authorities even when the resolver's cache holds the answer (a
+// prefetch).
 type Resolver interface {
 	Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error)
+	Refresh(ctx context.Context, name string, qtype uint16) (*resolve.Result, error)
 }
 
 // Defaults of Options' bounds.

@@ -21,9 +21,10 @@ import (
 // fakeResolver answers from a table, counting its calls; with a gate it
 // waits for the gate to close before answering.
 type fakeResolver struct {
-	mu    sync.Mutex
-	calls map[string]int
-	gate  chan struct{}
+	mu        sync.Mutex
+	calls     map[string]int
+	refreshes int
+	gate      chan struct{}
 }
 
 func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error) {
@@ -55,6 +56,14 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (
 		return res, nil
 	}
 	return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}}, nil
+}
+
+// Refresh resolves as Resolve does, counted apart.
+func (f *fakeResolver) Refresh(ctx context.Context, name string, qtype uint16) (*resolve.Result, error) {
+	f.mu.Lock()
+	f.refreshes++
+	f.mu.Unlock()
+	return f.Resolve(ctx, name, qtype)
 }
 
 func (f *fakeResolver) count(name string) int {
@@ -461,8 +470,8 @@ func TestResponseCache(t *testing.T) {
 		t.Fatalf("55 s later: deferred %v, %v", deferred, resp)
 	}
 	mailed()
-	if n := f.count("cached.example.tld."); n != 3 {
-		t.Errorf("%d resolutions, want 3 (one prefetch)", n)
+	if n := f.count("cached.example.tld."); n != 3 || f.refreshes != 1 {
+		t.Errorf("%d resolutions, %d of them refreshes; want 3, 1 (one prefetch)", n, f.refreshes)
 	}
 	if resp, deferred = ask(12); deferred || resp.Answer[0].Header().Ttl != 60 {
 		t.Fatalf("after the prefetch: deferred %v, %v", deferred, resp)
