@@ -19,12 +19,14 @@ import (
 
 // Zone transfer interop, on issue 13's loopback block: Tern on
 // 127.0.0.110, clients bound to 127.0.0.111 (allowed by address) and
-// 127.0.0.112 (not allowed unsigned), a Knot secondary on 127.0.0.113.
+// 127.0.0.112 (not allowed unsigned), a Knot secondary on 127.0.0.113,
+// an NSD one on 127.0.0.114.
 const (
 	xfrTern     = "127.0.0.110"
 	xfrAllowed  = "127.0.0.111"
 	xfrOther    = "127.0.0.112"
 	xfrKnot     = "127.0.0.113"
+	xfrNSD      = "127.0.0.114"
 	xfrSecret   = "c2VjcmV0IGtleSBmb3IgdGhlIGV4YW1wbGUgb25seQ=="
 	xfrKeyArg   = "hmac-sha256:xfr:" + xfrSecret
 	nsec3Zone   = "../../internal/auth/testdata/nsec3.test.zone"
@@ -68,6 +70,9 @@ func xfrServe(t *testing.T) (string, map[string]string, *syncBuffer) {
 	}
 	cfg := filepath.Join(dir, "tern.toml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[server]
+data-dir = "data"
+
 [[key]]
 name = "xfr"
 algorithm = "hmac-sha256"
@@ -308,5 +313,73 @@ zone:
 	}
 	if strings.Contains(knotd.Output(), "TSIG") || !strings.Contains(knotd.Output(), "[big.test.] AXFR, incoming") {
 		t.Errorf("knot log:\n%s", knotd.Output())
+	}
+}
+
+// TestNSDSecondary runs nsd as a secondary of Tern for both zones, with
+// AXFR and TSIG, and checks that NSD then serves what the zone files hold.
+func TestNSDSecondary(t *testing.T) {
+	nsdPath := peerTool(t, "nsd")
+	kdig := peerTool(t, "kdig")
+	addr, files, logs := xfrServe(t)
+	ternHost, ternPort, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	port := freePort(t, xfrNSD)
+	var zones strings.Builder
+	for origin := range files {
+		fmt.Fprintf(&zones, "zone:\n    name: %s\n    request-xfr: AXFR %s@%s xfr\n    allow-notify: %s xfr\n    provide-xfr: 127.0.0.0/8 NOKEY\n",
+			origin, ternHost, ternPort, ternHost)
+	}
+	conf := filepath.Join(dir, "nsd.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`server:
+    ip-address: %s@%d
+    server-count: 1
+    username: ""
+    chroot: ""
+    zonesdir: %q
+    pidfile: %q
+    database: ""
+    xfrdfile: %q
+    xfrdir: %q
+    zonelistfile: %q
+    verbosity: 2
+remote-control:
+    control-enable: no
+key:
+    name: xfr
+    algorithm: hmac-sha256
+    secret: %q
+%s`, xfrNSD, port, dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"), xfrSecret, zones.String())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nsd, err := peer.Start(exec.Command(nsdPath, "-d", "-c", conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nsd.Stop)
+	server := net.JoinHostPort(xfrNSD, fmt.Sprint(port))
+	for origin, file := range files {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			m := new(dns.Msg)
+			m.SetQuestion(origin, dns.TypeSOA)
+			r, err := dns.Exchange(m, server)
+			if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 {
+				break
+			}
+			if time.Now().After(deadline) || nsd.Exited() {
+				t.Fatalf("%s: NSD did not serve the zone within 60 s (%v, %v); nsd output:\n%s\ntern log:\n%s", origin, r, err, nsd.Output(), logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		out, err := exec.Command(kdig, "@"+xfrNSD, "-p", fmt.Sprint(port), "+tcp", origin, "AXFR").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kdig AXFR from NSD: %v\n%s", err, out)
+		}
+		sameZone(t, "NSD's copy of "+origin, transferred(t, string(out)), zoneRecords(t, file, origin))
+		// NSD asked with the key: every message signed and verified.
+		if !strings.Contains(logs.String(), `msg="AXFR out" zone=`+origin) || !strings.Contains(logs.String(), "key=xfr.") {
+			t.Errorf("no signed transfer of %s in tern's log:\n%s", origin, logs.String())
+		}
 	}
 }
