@@ -112,12 +112,13 @@ func lastLabels(name string, n int) string {
 	return name[idx[len(idx)-n]:]
 }
 
-// parent is name without its first label.
+// parent is name without its first label; the root's parent is the
+// root.
 func parent(name string) string {
-	if name == "." {
+	i, end := dns.NextLabel(name, 0)
+	if end || i >= len(name) {
 		return "."
 	}
-	i, _ := dns.NextLabel(name, 0)
 	return name[i:]
 }
 
