@@ -120,7 +120,7 @@ func printStep(w io.Writer, s resolve.Step) {
 		fmt.Fprintf(w, ";; %s   passed over: %s\n", ind, strings.Join(s.Passed, "; "))
 	}
 	if s.Selection != "" {
-		fmt.Fprintf(w, ";; %s   chosen: %s; waited up to %v\n", ind, s.Selection, s.Timeout)
+		fmt.Fprintf(w, ";; %s   chosen: %s; waited up to %v\n", ind, s.Selection, s.Timeout.Round(time.Millisecond))
 	}
 	if len(s.GlueUsed) > 0 {
 		fmt.Fprintf(w, ";; %s   glue used: %s\n", ind, strings.Join(s.GlueUsed, ", "))
