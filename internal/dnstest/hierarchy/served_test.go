@@ -1,0 +1,127 @@
+package hierarchy_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
+	"github.com/tern-dns/tern/internal/recursor"
+	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/upstream"
+)
+
+// servedAddr is where Tern's served resolver listens in these tests,
+// beside Unbound's 127.0.0.39.
+var servedAddr = netip.AddrFrom4([4]byte{127, 0, 0, 38})
+
+// startServed serves Tern's resolver as `tern serve` with a [resolver]
+// table builds it (cmd/tern newRecursor: the resolver with its RRset and
+// negative cache behind internal/recursor, each worker's response cache
+// in front), on servedAddr at the hierarchy's port, queries to loopback
+// allowed (query-loopback = true). It returns the address to ask.
+func startServed(t *testing.T, h *hierarchy.Standard) string {
+	t.Helper()
+	hints, err := resolve.LoadHints(h.HintsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recursor.New(recursor.Options{
+		Resolver:      resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: h.Port, Cache: cache.New(cache.Options{})}),
+		Allow:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		ResponseCache: 1024,
+	})
+	t.Cleanup(rec.Close)
+	addr := netip.AddrPortFrom(servedAddr, h.Port).String()
+	srv := server.New(server.Config{Listen: []string{addr}, Workers: 1}, rec)
+	var last error
+	for range 50 { // a previous test's socket may still be closing
+		if last = srv.Start(context.Background()); last == nil {
+			t.Cleanup(srv.Close)
+			return addr
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("served resolver on %s: %v", addr, last)
+	return ""
+}
+
+// TestServed asks every case of the Tests list of Tern's served
+// resolver, over UDP as a client would, and checks the responses on the
+// wire: rcode, answer records, TTLs, the SOA of negative answers, the
+// Extended DNS Error of failures.
+func TestServed(t *testing.T) {
+	h := start(t)
+	addr := startServed(t, h)
+	for _, c := range cases {
+		t.Run(c.what, func(t *testing.T) {
+			t.Parallel()
+			m, err := askResolver(addr, c.name, c.qtype)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, dns.Type(c.qtype), err)
+			}
+			errs := c.check(m)
+			if !m.Response || !m.RecursionAvailable || !m.RecursionDesired || m.Authoritative {
+				errs = append(errs, fmt.Sprintf("flags qr=%v ra=%v rd=%v aa=%v, want qr ra rd, not aa", m.Response, m.RecursionAvailable, m.RecursionDesired, m.Authoritative))
+			}
+			if len(errs) > 0 || testing.Verbose() {
+				t.Logf("response:\n%v", m)
+			}
+			if len(errs) > 0 && c.pending != "" {
+				t.Skipf("pending (%s): %s", c.pending, strings.Join(errs, "; "))
+			}
+			for _, e := range errs {
+				t.Errorf("%s %s: %s", c.name, dns.Type(c.qtype), e)
+			}
+		})
+	}
+}
+
+// TestServedTTLs: a cached answer's TTLs go down with the time it has
+// spent in the cache (RFC 1035 §4.1.3, RFC 2308 §5 for the SOA of a
+// negative answer), whichever cache answers (the response cache or the
+// RRset cache). Asked again after more than a second, every TTL is lower
+// and none is higher than the zone's; a loaded machine only makes the
+// time longer, never shorter.
+func TestServedTTLs(t *testing.T) {
+	h := start(t)
+	addr := startServed(t, h)
+	qs := []struct {
+		name  string
+		qtype uint16
+	}{{"host.example.tld.", dns.TypeA}, {"www.example.tld.", dns.TypeA}, {"nx.example.tld.", dns.TypeA}, {"host.example.tld.", dns.TypeAAAA}}
+	ttls := make([][2][]uint32, len(qs))
+	for round := range 2 {
+		if round > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		for i, q := range qs {
+			m, err := askResolver(addr, q.name, q.qtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rr := range append(m.Answer, m.Ns...) {
+				ttls[i][round] = append(ttls[i][round], rr.Header().Ttl)
+			}
+		}
+	}
+	for i, q := range qs {
+		first, then := ttls[i][0], ttls[i][1]
+		if len(first) == 0 || len(first) != len(then) {
+			t.Errorf("%s %s: TTLs %v then %v", q.name, dns.Type(q.qtype), first, then)
+			continue
+		}
+		for j := range first {
+			if then[j] >= first[j] {
+				t.Errorf("%s %s: record %d: TTL %d, then %d after more than a second", q.name, dns.Type(q.qtype), j, first[j], then[j])
+			}
+		}
+	}
+}
