@@ -26,7 +26,11 @@ func xfrResponder(t testing.TB) *Responder {
 	r := testResponder(t, Options{})
 	s, _ := signedResponder(t)
 	zs := append(r.Zones().Zones(), s.Zones().Zones()...)
-	r.Publish(zone.NewSet(zs...))
+	broken, err := zone.Placeholder("broken.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Publish(zone.NewSet(append(zs, broken)...))
 	r.SetAccess(&Access{
 		Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}}),
 		ACLs: map[string]acl.List{
@@ -36,6 +40,7 @@ func xfrResponder(t testing.TB) *Responder {
 				{Name: "notify-only", Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, Actions: acl.Notify},
 			},
 			"signed.test.": {{Name: "any", Actions: acl.Transfer}},
+			"broken.test.": {{Name: "any", Actions: acl.Transfer}},
 			"nsec3.test.":  {{Name: "any", Actions: acl.Transfer}},
 		},
 	})
@@ -192,6 +197,7 @@ func TestTransferRules(t *testing.T) {
 		{"AXFR of a zone without ACL", query("child.example.test.", dns.TypeAXFR), "127.0.0.1:5353", true, dns.RcodeRefused, false, false},
 		{"AXFR of a name below an apex", query("www.example.test.", dns.TypeAXFR), "127.0.0.1:5353", true, dns.RcodeNotAuth, false, false},
 		{"AXFR of a zone not served", query("other.test.", dns.TypeAXFR), "127.0.0.1:5353", true, dns.RcodeNotAuth, false, false},
+		{"AXFR of a zone that failed to load", query("broken.test.", dns.TypeAXFR), "127.0.0.1:5353", true, dns.RcodeServerFailure, false, false},
 		{"AXFR over UDP", query("example.test.", dns.TypeAXFR), "127.0.0.1:5353", false, dns.RcodeNotImplemented, false, false},
 		{"IXFR over UDP", ixfrQuery("example.test.", 0), "127.0.0.1:5353", false, 0, false, true},
 		{"IXFR over UDP from elsewhere", ixfrQuery("example.test.", 0), "203.0.113.1:5353", false, dns.RcodeRefused, false, false},
