@@ -143,6 +143,25 @@ func (c resolverCase) check(m *dns.Msg) []string {
 	return errs
 }
 
+// report fails t with errs, the differences check found (with what, the
+// response, logged), or skips it when the case is pending; with -v what
+// is logged anyway.
+func (c resolverCase) report(t *testing.T, errs []string, what string) {
+	t.Helper()
+	if len(errs) > 0 || testing.Verbose() {
+		t.Log(what)
+	}
+	if len(errs) > 0 && c.pending != "" {
+		t.Skipf("pending (%s): %s", c.pending, strings.Join(errs, "; "))
+	}
+	if len(errs) == 0 && c.pending != "" {
+		t.Logf("passes although marked pending (%s): remove the mark", c.pending)
+	}
+	for _, e := range errs {
+		t.Errorf("%s %s: %s", c.name, dns.Type(c.qtype), e)
+	}
+}
+
 // edeOf returns the info code of m's Extended DNS Error, or noEDE.
 func edeOf(m *dns.Msg) int {
 	if o := m.IsEdns0(); o != nil {

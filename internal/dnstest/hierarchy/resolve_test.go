@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -66,18 +65,7 @@ func TestResolve(t *testing.T) {
 			if c.maxQueries > 0 && queries > c.maxQueries {
 				errs = append(errs, fmt.Sprintf("%d upstream queries, want at most %d", queries, c.maxQueries))
 			}
-			if len(errs) > 0 || testing.Verbose() {
-				t.Logf("%d upstream queries; response:\n%v", queries, m)
-			}
-			if len(errs) > 0 && c.pending != "" {
-				t.Skipf("pending (%s): %s", c.pending, strings.Join(errs, "; "))
-			}
-			if len(errs) == 0 && c.pending != "" {
-				t.Logf("passes although marked pending (%s): remove the mark", c.pending)
-			}
-			for _, e := range errs {
-				t.Errorf("%s %s: %s", c.name, dns.Type(c.qtype), e)
-			}
+			c.report(t, errs, fmt.Sprintf("%d upstream queries; response:\n%v", queries, m))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,15 +70,7 @@ func TestServed(t *testing.T) {
 			if !m.Response || !m.RecursionAvailable || !m.RecursionDesired || m.Authoritative {
 				errs = append(errs, fmt.Sprintf("flags qr=%v ra=%v rd=%v aa=%v, want qr ra rd, not aa", m.Response, m.RecursionAvailable, m.RecursionDesired, m.Authoritative))
 			}
-			if len(errs) > 0 || testing.Verbose() {
-				t.Logf("response:\n%v", m)
-			}
-			if len(errs) > 0 && c.pending != "" {
-				t.Skipf("pending (%s): %s", c.pending, strings.Join(errs, "; "))
-			}
-			for _, e := range errs {
-				t.Errorf("%s %s: %s", c.name, dns.Type(c.qtype), e)
-			}
+			c.report(t, errs, fmt.Sprintf("response:\n%v", m))
 		})
 	}
 }
