@@ -24,7 +24,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
 		fs.PrintDefaults()
 	}
 	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
@@ -32,6 +32,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
 	noMinimise := fs.Bool("no-minimise", false, "ask every server the full name (no QNAME minimisation, RFC 9156)")
+	caseRandom := fs.Bool("0x20", false, "send names in random case, accept only answers that repeat it (0x20)")
 	only4 := fs.Bool("4", false, "ask servers at IPv4 addresses only")
 	only6 := fs.Bool("6", false, "ask servers at IPv6 addresses only")
 	var forward, stub zonesFlag
@@ -69,7 +70,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}, NoMinimise: *noMinimise,
-		Forward: forward, Stub: stub, NoIPv6: *only4, NoIPv4: *only6}
+		Forward: forward, Stub: stub, NoIPv6: *only4, NoIPv4: *only6, CaseRandom: *caseRandom}
 	if *trace {
 		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
 	}

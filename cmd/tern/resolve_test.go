@@ -65,6 +65,13 @@ w2.test. A 192.0.2.1
 		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
 	}
 
+	// 0x20: the root server (Tern) echoes the case; the client sees
+	// the records in the case it asked.
+	code, out, _ = runT("resolve", "www.test", "--0x20", "--root-hints", hints, "--port", port)
+	if want := ";; ANSWER SECTION:\nwww.test.\t3600\tIN\tCNAME\tw2.test.\n"; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("code %d, out\n%s\nwant %q", code, out, want)
+	}
+
 	// IPv6 only: the root's only address is IPv4.
 	code, out, _ = runT("resolve", "www.test", "-6", "--root-hints", hints, "--port", port)
 	if code != 1 || !strings.Contains(out, "a.root. (127.0.0.1) not asked: IPv4 off") {

@@ -191,6 +191,20 @@ func TestHierarchyZones(t *testing.T) {
 	}
 }
 
+// TestHierarchyCaseRandom: with 0x20, Tern's authoritative servers echo
+// the name's case, their answers are taken, and the records come back in
+// the case asked (Tern's answer owners point at the question).
+func TestHierarchyCaseRandom(t *testing.T) {
+	addrs, port := startHierarchy(t)
+	steps := resolveTraced(t, addrs, port, resolve.Options{CaseRandom: true}, "www.alias.example.tld.", dns.TypeA,
+		"alias.example.tld. 3600 IN DNAME cdn.net.", "www.alias.example.tld. 3600 IN CNAME www.cdn.net.", "www.cdn.net. 3600 IN A 192.0.2.80")
+	for _, s := range steps {
+		if !s.CaseRandom {
+			t.Errorf("step without 0x20: %+v", s)
+		}
+	}
+}
+
 // TestHierarchyNegative: NXDOMAIN and NODATA from the hierarchy, with the
 // zone's SOA.
 func TestHierarchyNegative(t *testing.T) {

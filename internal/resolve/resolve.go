@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -103,6 +104,13 @@ type Options struct {
 	// to it. By default both are used, IPv4 first. With both off no
 	// server is asked.
 	NoIPv4, NoIPv6 bool
+	// CaseRandom sends each question's name with its letters in random
+	// case and accepts only an answer that repeats it (0x20,
+	// draft-vixie-dnsext-dns0x20; Unbound's use-caps-for-id), off by
+	// default: a few servers do not echo the case, and are asked again
+	// without it after a timeout. It needs an Exchanger that takes
+	// upstream.Options (upstream.Client does); with another it is off.
+	CaseRandom bool
 }
 
 // Zone is a domain whose servers are configured, not found from the root:
@@ -132,6 +140,9 @@ type Resolver struct {
 	noMinimise bool
 	// configured are the forward and stub zones by name.
 	configured map[string]*configured
+	// caseRandom is Options.CaseRandom, where the Exchanger can check
+	// the case of answers.
+	caseRandom bool
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -153,6 +164,9 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		r.hints = RootHints()
 	}
 	r.noIPv4, r.noIPv6 = opt.NoIPv4, opt.NoIPv6
+	if _, ok := ex.(upstream.OptionsExchanger); ok {
+		r.caseRandom = opt.CaseRandom
+	}
 	if !r.noIPv4 {
 		r.families = append(r.families, dns.TypeA)
 	}
@@ -245,6 +259,10 @@ type Step struct {
 	Timeout time.Duration
 	// Recursive is set when the question went with RD=1 to a forwarder.
 	Recursive bool
+	// CaseRandom is set when the question's name went in random case
+	// (0x20; Question holds it as sent), and only an answer repeating
+	// it was accepted.
+	CaseRandom bool
 	// Minimisation says how the question relates to the name resolved
 	// (RFC 9156): empty when it is that name's, "QNAME minimised" when
 	// it is an ancestor's with QTYPE A, or why the full name is asked
@@ -892,7 +910,17 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	if t.retry {
 		st.Why += ", asked again"
 	}
-	m, err := ru.exchange(ctx, st.Server, q, &st)
+	if ru.r.caseRandom && !t.retry {
+		// 0x20 (draft-vixie-dnsext-dns0x20): the letters of the name
+		// in random case, which a forged answer must repeat. The
+		// second try of a server goes without: one that does not echo
+		// the case dropped the first (its answer did not match).
+		st.Question.Name, st.CaseRandom = randomCase(q.Name), true
+	}
+	m, err := ru.exchange(ctx, st.Server, st.Question, &st)
+	if err == nil && st.CaseRandom {
+		unrandomise(m, st.Question.Name, q)
+	}
 	var next *delegation
 	var se *serverError
 	if err != nil {
@@ -920,6 +948,78 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	}
 	ru.learn(m, zone, q, next)
 	return m, next, nil
+}
+
+// randomCase returns name with each letter's case drawn at random
+// (escapes, \DDD and \X, left as they are).
+func randomCase(name string) string {
+	b := []byte(name)
+	var bits uint64
+	n := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\\' {
+			if i+3 < len(b) && b[i+1] >= '0' && b[i+1] <= '9' {
+				i += 3
+			} else {
+				i++
+			}
+			continue
+		}
+		if c|0x20 < 'a' || c|0x20 > 'z' {
+			continue
+		}
+		if n == 0 {
+			bits, n = rand.Uint64(), 64
+		}
+		b[i] = c&^0x20 | byte(bits&1)<<5
+		bits >>= 1
+		n--
+	}
+	return string(b)
+}
+
+// unrandomise gives m, the answer to the question q asked as sent (its
+// name in random case), q's spelling back wherever the server copied the
+// name sent or a suffix of it (compression points owners and names in
+// RDATA at the question): in its question, in the owners, and in the
+// names of CNAME, DNAME and NS records. The client then sees the case it
+// asked in, not the draw.
+func unrandomise(m *dns.Msg, sent string, q dns.Question) {
+	if len(m.Question) == 1 {
+		m.Question[0].Name = q.Name
+	}
+	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range sec {
+			h := rr.Header()
+			h.Name = unsuffix(h.Name, sent, q.Name)
+			switch rr := rr.(type) {
+			case *dns.CNAME:
+				rr.Target = unsuffix(rr.Target, sent, q.Name)
+			case *dns.DNAME:
+				rr.Target = unsuffix(rr.Target, sent, q.Name)
+			case *dns.NS:
+				rr.Ns = unsuffix(rr.Ns, sent, q.Name)
+			}
+		}
+	}
+}
+
+// unsuffix returns name with its longest suffix spelt as a suffix of sent
+// (whole labels, case included) spelt as the same suffix of orig, a name
+// of the same length that differs from sent in case only.
+func unsuffix(name, sent, orig string) string {
+	for i := 0; i < len(sent); i++ {
+		if i > 0 && sent[i-1] != '.' {
+			continue
+		}
+		suffix := sent[i:]
+		j := len(name) - len(suffix)
+		if j >= 0 && name[j:] == suffix && (j == 0 || name[j-1] == '.') {
+			return name[:j] + orig[i:]
+		}
+	}
+	return name
 }
 
 // timeout is the error of a resolution out of time.

@@ -39,6 +39,13 @@ type fake struct {
 	mu *sync.Mutex
 	// recursive are the questions asked with RD=1, by index in asked.
 	recursive map[int]bool
+	// sent are the names as sent, case included, by index in asked;
+	// exact are the questions whose answer had to repeat the case.
+	sent  []string
+	exact map[int]bool
+	// caseless are the addresses that do not echo a name's case: an
+	// answer to them must repeat fails (as upstream drops it).
+	caseless map[string]bool
 }
 
 // ExchangeOptions is Exchange, noting the questions asked with RD=1.
@@ -49,7 +56,18 @@ func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns
 		}
 		f.recursive[len(f.asked)] = true
 	}
+	if opt.ExactCase {
+		if f.exact == nil {
+			f.exact = map[int]bool{}
+		}
+		f.exact[len(f.asked)] = true
+	}
+	f.sent = append(f.sent, q.Name)
 	m, err := f.Exchange(ctx, server, q)
+	if err == nil && opt.ExactCase && f.caseless[server.Addr().String()] {
+		// Its answer spelt the name otherwise: dropped, none came.
+		return nil, upstream.Report{}, fmt.Errorf("fake: %s lowercased %s: %w", server, q.Name, context.DeadlineExceeded)
+	}
 	return m, upstream.Report{}, err
 }
 
