@@ -211,15 +211,15 @@ func (in *Infra) look(server netip.AddrPort, zone string, now time.Time) choice 
 // are removed and described in passed; of the others, those whose
 // estimate is within rttBand of the best come first in random order, then
 // the rest fastest first, probes last. Each target's sel says why it is
-// where it is.
-func (in *Infra) order(zone string, port uint16, ts []target) (ordered []target, passed []string) {
+// where it is, when explain is set (for a trace).
+func (in *Infra) order(zone string, port uint16, ts []target, explain bool) (ordered []target, passed []string) {
 	now := in.now()
 	best := time.Duration(-1)
 	type cand struct {
 		t target
 		c choice
 	}
-	var cs []cand
+	cs := make([]cand, 0, len(ts))
 	for _, t := range ts {
 		c := in.look(t.server(port), zone, now)
 		if c.passed != "" {
@@ -232,12 +232,15 @@ func (in *Infra) order(zone string, port uint16, ts []target) (ordered []target,
 		}
 	}
 	inBand := func(c choice) bool { return !c.probe && c.est-best <= rttBand }
-	var band, rest []cand
-	for _, c := range cs {
+	// Indices into cs: the band, the rest, and the order (one
+	// allocation: appending cands, which are large, cost half the time).
+	ix := make([]int, 0, 3*len(cs))
+	band, rest, idx := ix[:0:len(cs)], ix[len(cs):len(cs):2*len(cs)], ix[2*len(cs):2*len(cs)]
+	for i, c := range cs {
 		if inBand(c.c) {
-			band = append(band, c)
+			band = append(band, i)
 		} else {
-			rest = append(rest, c)
+			rest = append(rest, i)
 		}
 	}
 	n := len(band)
@@ -245,22 +248,26 @@ func (in *Infra) order(zone string, port uint16, ts []target) (ordered []target,
 	// order: tests), then the rest.
 	for len(band) > 0 {
 		j := in.rand(len(band))
-		cs[len(cs)-len(rest)-len(band)] = band[j]
+		idx = append(idx, band[j])
 		band = append(band[:j], band[j+1:]...)
 	}
-	slices.SortStableFunc(rest, func(a, b cand) int {
-		if a.c.probe != b.c.probe {
-			if a.c.probe {
+	slices.SortStableFunc(rest, func(a, b int) int {
+		if pa, pb := cs[a].c.probe, cs[b].c.probe; pa != pb {
+			if pa {
 				return 1
 			}
 			return -1
 		}
-		return cmp.Compare(a.c.est, b.c.est)
+		return cmp.Compare(cs[a].c.est, cs[b].c.est)
 	})
-	copy(cs[n:], rest)
-	for _, x := range cs {
-		t, c := x.t, x.c
+	idx = append(idx, rest...)
+	ordered = make([]target, 0, len(idx))
+	for _, i := range idx {
+		t, c := cs[i].t, cs[i].c
 		switch {
+		case !explain:
+			// Nobody reads it: formatting it would cost most of what
+			// choosing costs.
 		case c.probe:
 			t.sel = fmt.Sprintf("probe of a server not answering (timeout %v)", c.est)
 		case !c.known:
@@ -268,7 +275,7 @@ func (in *Infra) order(zone string, port uint16, ts []target) (ordered []target,
 		default:
 			t.sel = fmt.Sprintf("estimate %v", c.est.Round(10*time.Microsecond))
 		}
-		if inBand(c) && n > 1 {
+		if explain && inBand(c) && n > 1 {
 			t.sel += fmt.Sprintf(", drawn among %d within %v of the best", n, rttBand)
 		}
 		ordered = append(ordered, t)
@@ -388,7 +395,7 @@ func (ru *run) choose(zone string, ts []target, pass func(reason, short string))
 	var out []target
 	var passed []string
 	for _, fam := range [][]target{v4, v6} {
-		o, p := ru.r.infra.order(zone, ru.r.port, fam)
+		o, p := ru.r.infra.order(zone, ru.r.port, fam, ru.r.trace != nil)
 		out, passed = append(out, o...), append(passed, p...)
 	}
 	for _, p := range passed {

@@ -294,3 +294,29 @@ func TestServerSelection(t *testing.T) {
 		t.Errorf("lame server asked %d times in 10 resolutions, want 1", x.asked[exCom2])
 	}
 }
+
+// BenchmarkInfra: what the infrastructure cache costs one upstream query
+// (ordering a zone's three servers, the attempt, the answer), from every
+// core at once over 1000 servers, without a trace.
+func BenchmarkInfra(b *testing.B) {
+	in := NewInfra(InfraOptions{})
+	var ts [][]target
+	for i := range 1000 {
+		var z []target
+		for j := range 3 {
+			z = append(z, target{name: "ns.example.", addr: netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i) + byte(j)})})
+		}
+		ts = append(ts, z)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			o, _ := in.order("example.", 53, ts[i%len(ts)], false)
+			s := o[0].server(53)
+			in.attempt(s)
+			in.answered(s, time.Duration(i%50)*time.Millisecond, upstream.Report{})
+		}
+	})
+}
