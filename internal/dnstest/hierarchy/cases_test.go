@@ -104,6 +104,18 @@ var cases = []struct {
 		answer: []string{hierarchy.EvilTruncated + " 300 A 192.0.2.202"}, ede: noEDE}},
 	{"upward referral: lame", resolverCase{name: hierarchy.EvilUpward, qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 8}},
 	{"NXDOMAIN from a hand-written server", resolverCase{name: "nx.evil.tld.", qtype: dns.TypeA, rcode: dns.RcodeNameError, soa: "evil.tld.", ede: noEDE}},
+	{"DS of a delegated zone, from the parent (RFC 4035 §3.1.4.1)", resolverCase{name: "example.tld.", qtype: dns.TypeDS, soa: "tld.", ede: noEDE}},
+	{"NS at a child apex behind an out-of-bailiwick NS", resolverCase{name: "cdn.net.", qtype: dns.TypeNS,
+		answer: []string{"cdn.net. 3600 NS ns-cdn.example.tld."}, ede: noEDE}},
+	{"wildcard CNAME into another zone", resolverCase{name: "x.wc.example.tld.", qtype: dns.TypeA,
+		answer: []string{"x.wc.example.tld. 200 CNAME www.cdn.net.", "www.cdn.net. 250 A 192.0.2.80"}, ede: noEDE}},
+	{"DNAME asked for", resolverCase{name: "alias.example.tld.", qtype: dns.TypeDNAME,
+		answer: []string{"alias.example.tld. 200 DNAME cdn.net."}, ede: noEDE}},
+	{"question in mixed case", resolverCase{name: "HoSt.ExAmPlE.tLd.", qtype: dns.TypeA,
+		answer: []string{"host.example.tld. 300 A 192.0.2.1", "host.example.tld. 300 A 192.0.2.2"}, ede: noEDE}},
+	{"CNAME chain of 11 links across zones", resolverCase{name: "l0.chain11.example.tld.", qtype: dns.TypeA, answer: chainAnswer(11), ede: noEDE}},
+	{"CNAME chain of 12 links: over the limit", resolverCase{name: "l0.chain12.example.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 0, maxQueries: 50}},
+	{"in-bailiwick NS without glue", resolverCase{name: "www.glueless.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 6}},
 	{"delegation loop (tsuNAME)", resolverCase{name: "www.loop1.tld.", qtype: dns.TypeA, rcode: dns.RcodeServerFailure, ede: 22, maxQueries: 50}},
 }
 
@@ -226,4 +238,19 @@ func soaOwners(m *dns.Msg) []string {
 		}
 	}
 	return soas
+}
+
+// chainAnswer is the answer at the end of the chain of n links.
+func chainAnswer(n int) []string {
+	var out []string
+	zone := func(i int) string {
+		if i%2 == 0 {
+			return "example.tld."
+		}
+		return "cdn.net."
+	}
+	for i := range n {
+		out = append(out, fmt.Sprintf("l%d.chain%d.%s 300 CNAME l%d.chain%d.%s", i, n, zone(i), i+1, n, zone(i+1)))
+	}
+	return append(out, fmt.Sprintf("l%d.chain%d.%s 300 A 192.0.2.%d", n, n, zone(n), n))
 }

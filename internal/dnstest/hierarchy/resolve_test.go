@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/upstream"
@@ -53,13 +54,15 @@ func (tr *ternResolver) resolve(name string, qtype uint16) (*dns.Msg, int) {
 }
 
 // TestResolve resolves every case through Tern's resolver from the local
-// root, over servers of Tern, Knot and NSD.
+// root, over servers of Tern, Knot and NSD: each case with a resolver of
+// its own and an empty cache, as a freshly started tern serve has, so
+// that the number of upstream queries is the case's alone.
 func TestResolve(t *testing.T) {
 	h := start(t)
-	tr := newTernResolver(t, h)
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
 			t.Parallel()
+			tr := newTernResolverOpt(t, h, resolve.Options{Cache: cache.New(cache.Options{Size: 1 << 20})})
 			m, queries := tr.resolve(c.name, c.qtype)
 			errs := c.check(m)
 			if c.maxQueries > 0 && queries > c.maxQueries {
@@ -68,4 +71,17 @@ func TestResolve(t *testing.T) {
 			c.report(t, errs, fmt.Sprintf("%d upstream queries; response:\n%v", queries, m))
 		})
 	}
+}
+
+// TestResolveWithoutCache: the resolver without a cache, as tern resolve
+// runs it, on a chain of 11 CNAME links across two zones, which a
+// resolver must follow (Unbound does, Tern's served resolver does).
+func TestResolveWithoutCache(t *testing.T) {
+	h := start(t)
+	tr := newTernResolver(t, h)
+	c := resolverCase{name: "l0.chain11.example.tld.", qtype: dns.TypeA, answer: chainAnswer(11), ede: noEDE,
+		pending: "without a cache nothing learnt is kept within a resolution: each link resolves cdn.net.'s " +
+			"out-of-bailiwick NS name again from the root, and the 11 links take more than the 50 upstream queries allowed"}
+	m, queries := tr.resolve(c.name, c.qtype)
+	c.report(t, c.check(m), fmt.Sprintf("%d upstream queries; response:\n%v", queries, m))
 }

@@ -112,6 +112,7 @@ ns2.partdead.tld. A {3}
 closed.tld. NS ns.closed.tld.
 ns.closed.tld. A {7}
 loop1.tld. NS ns.loop2.net.
+glueless.tld. NS ns.glueless.tld.
 evil.tld. NS ns.evil.tld.
 ns.evil.tld. A {8}
 upward.tld. NS ns.upward.tld.
@@ -146,14 +147,15 @@ broken.example.tld. 200 CNAME nx.cdn.net.
 loopa.example.tld. 200 CNAME loopb.cdn.net.
 alias.example.tld. 200 DNAME cdn.net.
 *.wild.example.tld. 300 A 192.0.2.7
-` + bigRRsets,
+*.wc.example.tld. 200 CNAME www.cdn.net.
+` + bigRRsets + chains("example.tld.", 0),
 	"cdn.net.": `$TTL 3600
 cdn.net. SOA ns-cdn.example.tld. hostmaster.cdn.net. 1 3600 900 604800 120
 cdn.net. NS ns-cdn.example.tld.
 www.cdn.net. 250 A 192.0.2.80
 c1.cdn.net. 250 CNAME c2.example.net.
 loopb.cdn.net. 250 CNAME loopa.example.tld.
-`,
+` + chains("cdn.net.", 1),
 	"example.net.": `$TTL 3600
 example.net. SOA ns.example.net. hostmaster.example.net. 1 3600 900 604800 180
 example.net. NS ns.example.net.
@@ -199,3 +201,35 @@ var bigRRsets = func() string {
 	}
 	return b.String()
 }()
+
+// ChainLinks are the lengths of the CNAME chains of the hierarchy: a
+// chain of n links starts at l0.chainN.example.tld. and goes back and
+// forth between example.tld. and cdn.net. (each link a new resolution
+// from the root's referrals) to its last name, which has an A record
+// (192.0.2.N). 11 links are the most the modern resolvers follow
+// (Unbound's max-query-restarts, Tern's Limits.CNAMEs).
+var ChainLinks = []int{11, 12}
+
+// chains returns the records of the CNAME chains owned by origin: the
+// links whose index has the parity given (example.tld. holds the even
+// ones, cdn.net. the odd ones).
+func chains(origin string, parity int) string {
+	var b strings.Builder
+	zone := func(i int) string {
+		if i%2 == 0 {
+			return "example.tld."
+		}
+		return "cdn.net."
+	}
+	for _, n := range ChainLinks {
+		for i := parity; i <= n; i += 2 {
+			owner := fmt.Sprintf("l%d.chain%d.%s", i, n, origin)
+			if i == n {
+				fmt.Fprintf(&b, "%s 300 A 192.0.2.%d\n", owner, n)
+				continue
+			}
+			fmt.Fprintf(&b, "%s 300 CNAME l%d.chain%d.%s\n", owner, i+1, n, zone(i+1))
+		}
+	}
+	return b.String()
+}

@@ -138,10 +138,14 @@ func TestUnbound(t *testing.T) {
 	served := startServed(t, h)
 	var mu sync.Mutex
 	seen := map[string]bool{}
+	ran := 0
 	t.Run("cases", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.what, func(t *testing.T) {
 				t.Parallel()
+				mu.Lock()
+				ran++
+				mu.Unlock()
 				u, err := askResolver(addr, c.name, c.qtype)
 				if err != nil {
 					t.Fatalf("unbound: %s %s: %v", c.name, dns.Type(c.qtype), err)
@@ -176,7 +180,7 @@ func TestUnbound(t *testing.T) {
 		}
 	})
 	for k := range unboundDifferences {
-		if !seen[k] {
+		if ran == len(cases) && !seen[k] {
 			t.Errorf("listed difference %q not seen: remove it from unboundDifferences and docs/resolver-interop.md", k)
 		}
 	}
