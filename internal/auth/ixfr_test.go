@@ -46,7 +46,7 @@ func journalOf(t *testing.T, versions ...*zone.Zone) *journal.Journal {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := j.Append(d); err != nil {
+		if err := j.Append(d, versions[i].Digest()); err != nil {
 			t.Fatal(err)
 		}
 	}

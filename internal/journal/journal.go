@@ -25,13 +25,15 @@ import (
 
 // The file: magic, then entries. An entry is its payload's length and
 // CRC-32C (4 octets each, big-endian), then the payload: the serials
-// From and To, the counts of deleted and added records (4 octets each),
-// the old SOA, the new SOA, the deleted and the added records, each as
-// its owner (uncompressed wire form) and its tail (TYPE ... RDATA).
+// From and To (4 octets each), the digest of the version it leads to
+// (zone.Zone.Digest, 8 octets), the counts of deleted and added records
+// (4 octets each), the old SOA, the new SOA, the deleted and the added
+// records, each as its owner (uncompressed wire form) and its tail (TYPE
+// ... RDATA).
 const (
-	magic       = "TERNJNL1"
+	magic       = "TERNJNL2"
 	entryHeader = 8
-	payloadHead = 16
+	payloadHead = 24
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -39,8 +41,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entry is where one difference lies in the file.
 type entry struct {
 	from, to uint32
-	off      int64 // of the entry header
-	size     int64 // header and payload
+	digest   uint64 // of the version it leads to
+	off      int64  // of the entry header
+	size     int64  // header and payload
 }
 
 // Journal is one zone's journal. Its methods are safe for concurrent use.
@@ -131,10 +134,11 @@ func (j *Journal) scan() (dropped int64, err error) {
 		if crc32.Checksum(buf, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if _, err := decode(buf); err != nil {
+		if _, _, err := decode(buf); err != nil {
 			break
 		}
-		e := entry{from: binary.BigEndian.Uint32(buf), to: binary.BigEndian.Uint32(buf[4:]), off: off, size: entryHeader + plen}
+		e := entry{from: binary.BigEndian.Uint32(buf), to: binary.BigEndian.Uint32(buf[4:]), digest: binary.BigEndian.Uint64(buf[8:]),
+			off: off, size: entryHeader + plen}
 		if len(j.entries) > 0 && j.entries[len(j.entries)-1].to != e.from {
 			break // not a continuation: written by no Append
 		}
@@ -193,6 +197,27 @@ func (j *Journal) SetMax(max int64) {
 	j.max = max
 }
 
+// Last returns the serial the newest difference leads to and the digest
+// of that version (zone.Zone.Digest); ok is false when the journal is
+// empty.
+func (j *Journal) Last() (serial uint32, digest uint64, ok bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.entries) == 0 {
+		return 0, 0, false
+	}
+	e := j.entries[len(j.entries)-1]
+	return e.to, e.digest, true
+}
+
+// Reset empties the journal: its differences no longer lead to the zone
+// served.
+func (j *Journal) Reset() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.rewrite(nil)
+}
+
 // Size is the journal file's size in octets.
 func (j *Journal) Size() int64 {
 	j.mu.Lock()
@@ -201,13 +226,14 @@ func (j *Journal) Size() int64 {
 }
 
 // Append adds the difference d, which should continue the newest one (d.From
-// its To); one that does not (a zone reloaded from a file whose serial
+// its To), and the digest of the version it leads to (zone.Zone.Digest);
+// one that does not continue (a zone reloaded from a file whose serial
 // jumped, or a journal that was full) starts the journal anew with d. When
 // the journal then exceeds its bound it is compacted (see compact).
-func (j *Journal) Append(d *zone.Diff) error {
+func (j *Journal) Append(d *zone.Diff, digest uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	rec := appendEntry(nil, d)
+	rec := appendEntry(nil, d, digest)
 	if int64(len(magic)+len(rec)) > j.max {
 		// Too large to keep at all: an IXFR from before it becomes an AXFR.
 		return j.rewrite(nil)
@@ -221,7 +247,7 @@ func (j *Journal) Append(d *zone.Diff) error {
 	if err := j.sync(); err != nil {
 		return err
 	}
-	j.entries = append(j.entries, entry{from: d.From, to: d.To, off: j.size, size: int64(len(rec))})
+	j.entries = append(j.entries, entry{from: d.From, to: d.To, digest: digest, off: j.size, size: int64(len(rec))})
 	j.size += int64(len(rec))
 	if j.size > j.max {
 		return j.compact()
@@ -239,13 +265,14 @@ func (j *Journal) Append(d *zone.Diff) error {
 func (j *Journal) compact() error {
 	diffs := make([]*zone.Diff, len(j.entries))
 	sizes := make([]int64, len(j.entries))
+	digests := make([]uint64, len(j.entries))
 	total := int64(len(magic))
 	for i, e := range j.entries {
 		d, err := j.read(e)
 		if err != nil {
 			return err
 		}
-		diffs[i], sizes[i] = d, e.size
+		diffs[i], sizes[i], digests[i] = d, e.size, e.digest
 		total += e.size
 	}
 	for total > j.max/2 && len(diffs) > 0 {
@@ -257,19 +284,20 @@ func (j *Journal) compact() error {
 			// Merged only when a quarter of the two cancels out (a
 			// signature replaced twice: half); two unrelated changes
 			// merged would cost the serial between them for nothing.
-			if ms, both := int64(len(appendEntry(nil, m))), sizes[0]+sizes[1]; 4*ms <= 3*both {
+			if ms, both := int64(len(appendEntry(nil, m, digests[1]))), sizes[0]+sizes[1]; 4*ms <= 3*both {
 				total -= both - ms
 				diffs = append([]*zone.Diff{m}, diffs[2:]...)
 				sizes = append([]int64{ms}, sizes[2:]...)
+				digests = digests[1:] // the merged one leads where the second did
 				continue
 			}
 		}
 		total -= sizes[0]
-		diffs, sizes = diffs[1:], sizes[1:]
+		diffs, sizes, digests = diffs[1:], sizes[1:], digests[1:]
 	}
 	var out []byte
-	for _, d := range diffs {
-		out = appendEntry(out, d)
+	for i, d := range diffs {
+		out = appendEntry(out, d, digests[i])
 	}
 	return j.rewrite(out)
 }
@@ -290,7 +318,8 @@ func (j *Journal) rewrite(recs []byte) error {
 	for off < int64(len(data)) {
 		p := data[off:]
 		plen := int64(binary.BigEndian.Uint32(p))
-		e := entry{from: binary.BigEndian.Uint32(p[entryHeader:]), to: binary.BigEndian.Uint32(p[entryHeader+4:]), off: off, size: entryHeader + plen}
+		e := entry{from: binary.BigEndian.Uint32(p[entryHeader:]), to: binary.BigEndian.Uint32(p[entryHeader+4:]),
+			digest: binary.BigEndian.Uint64(p[entryHeader+8:]), off: off, size: entryHeader + plen}
 		j.entries = append(j.entries, e)
 		off += e.size
 	}
@@ -306,7 +335,7 @@ func (j *Journal) read(e entry) (*zone.Diff, error) {
 	if crc32.Checksum(buf[entryHeader:], castagnoli) != binary.BigEndian.Uint32(buf[4:]) {
 		return nil, fmt.Errorf("journal %s: the entry at offset %d changed on disk (checksum)", j.path, e.off)
 	}
-	d, err := decode(buf[entryHeader:])
+	d, _, err := decode(buf[entryHeader:])
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: the entry at offset %d: %w", j.path, e.off, err)
 	}
@@ -346,12 +375,14 @@ func (j *Journal) Since(serial uint32) (*zone.Diff, error) {
 	return d, nil
 }
 
-// appendEntry appends d as an entry (header and payload) to b.
-func appendEntry(b []byte, d *zone.Diff) []byte {
+// appendEntry appends d as an entry (header and payload) to b, digest the
+// digest of the version it leads to.
+func appendEntry(b []byte, d *zone.Diff, digest uint64) []byte {
 	start := len(b)
 	b = append(b, make([]byte, entryHeader)...)
 	b = binary.BigEndian.AppendUint32(b, d.From)
 	b = binary.BigEndian.AppendUint32(b, d.To)
+	b = binary.BigEndian.AppendUint64(b, digest)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Deleted)))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Added)))
 	b = appendRR(b, d.OldSOA)
@@ -372,17 +403,19 @@ func appendRR(b []byte, r zone.RR) []byte {
 	return append(append(b, r.Owner...), r.Tail...)
 }
 
-// decode reads a payload; the records alias p.
-func decode(p []byte) (*zone.Diff, error) {
+// decode reads a payload: the difference, whose records alias p, and the
+// digest of the version it leads to.
+func decode(p []byte) (*zone.Diff, uint64, error) {
 	if len(p) < payloadHead {
-		return nil, io.ErrUnexpectedEOF
+		return nil, 0, io.ErrUnexpectedEOF
 	}
 	d := &zone.Diff{From: binary.BigEndian.Uint32(p), To: binary.BigEndian.Uint32(p[4:])}
-	ndel, nadd := binary.BigEndian.Uint32(p[8:]), binary.BigEndian.Uint32(p[12:])
+	digest := binary.BigEndian.Uint64(p[8:])
+	ndel, nadd := binary.BigEndian.Uint32(p[16:]), binary.BigEndian.Uint32(p[20:])
 	rest := p[payloadHead:]
 	// Each record takes at least 11 octets (the root name and a tail).
 	if uint64(ndel)+uint64(nadd)+2 > uint64(len(rest))/11 {
-		return nil, fmt.Errorf("%d and %d records cannot fit in %d octets", ndel, nadd, len(rest))
+		return nil, 0, fmt.Errorf("%d and %d records cannot fit in %d octets", ndel, nadd, len(rest))
 	}
 	var err error
 	next := func() zone.RR {
@@ -397,7 +430,7 @@ func decode(p []byte) (*zone.Diff, error) {
 	}
 	d.OldSOA, d.NewSOA = next(), next()
 	if err == nil && (d.OldSOA.Type() != wire.TypeSOA || d.NewSOA.Type() != wire.TypeSOA) {
-		return nil, errors.New("a difference without its SOAs")
+		return nil, 0, errors.New("a difference without its SOAs")
 	}
 	d.Deleted = make([]zone.RR, ndel)
 	for i := range d.Deleted {
@@ -411,9 +444,9 @@ func decode(p []byte) (*zone.Diff, error) {
 		err = fmt.Errorf("%d octets after the last record", len(rest))
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return d, nil
+	return d, digest, nil
 }
 
 // cutRR reads one record (owner, tail) from the front of p.

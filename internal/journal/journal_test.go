@@ -33,6 +33,12 @@ func address(t testing.TB, serial uint32, n int) *zone.Zone {
 	return version(t, serial, fmt.Sprintf("www A 10.0.%d.%d\n", n>>8&255, n&255))
 }
 
+// appendTo appends the difference from a to b, and b's digest, to j.
+func appendTo(t testing.TB, j *Journal, a, b *zone.Zone) error {
+	t.Helper()
+	return j.Append(diff(t, a, b), b.Digest())
+}
+
 func diff(t testing.TB, a, b *zone.Zone) *zone.Diff {
 	t.Helper()
 	d, err := zone.Compare(a, b)
@@ -87,10 +93,13 @@ func TestSince(t *testing.T) {
 	if _, _, ok := j.Serials(); ok {
 		t.Error("a new journal has serials")
 	}
-	for _, d := range []*zone.Diff{diff(t, a, b), diff(t, b, c)} {
-		if err := j.Append(d); err != nil {
+	for _, v := range [][2]*zone.Zone{{a, b}, {b, c}} {
+		if err := appendTo(t, j, v[0], v[1]); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if serial, digest, ok := j.Last(); !ok || serial != 3 || digest != c.Digest() {
+		t.Errorf("last: %d %x %v, want 3 %x", serial, digest, ok, c.Digest())
 	}
 	j.Close()
 	j = open(t, path, 1<<20)
@@ -113,7 +122,7 @@ func TestSince(t *testing.T) {
 		}
 	}
 	// A difference that does not continue the last starts anew.
-	if err := j.Append(diff(t, version(t, 7, ""), version(t, 8, "q A 192.0.2.9\n"))); err != nil {
+	if err := appendTo(t, j, version(t, 7, ""), version(t, 8, "q A 192.0.2.9\n")); err != nil {
 		t.Fatal(err)
 	}
 	if first, last, _ := j.Serials(); first != 7 || last != 8 {
@@ -132,9 +141,9 @@ func TestTornTail(t *testing.T) {
 	path := Path(dir, "example.test")
 	v1, v2, v3 := address(t, 1, 1), address(t, 2, 2), address(t, 3, 3)
 	j := open(t, path, 1<<20)
-	j.Append(diff(t, v1, v2))
+	appendTo(t, j, v1, v2)
 	good := j.Size()
-	j.Append(diff(t, v2, v3))
+	appendTo(t, j, v2, v3)
 	full := j.Size()
 	j.Close()
 	whole, err := os.ReadFile(path)
@@ -159,7 +168,7 @@ func TestTornTail(t *testing.T) {
 		if fi, _ := os.Stat(path); fi.Size() != good {
 			t.Errorf("file of %d octets, want %d", fi.Size(), good)
 		}
-		if err := j.Append(diff(t, v2, v3)); err != nil {
+		if err := appendTo(t, j, v2, v3); err != nil {
 			t.Fatal(err)
 		}
 		d, err := j.Since(1)
@@ -201,7 +210,7 @@ func TestBound(t *testing.T) {
 		for s := uint32(2); s < 200; s++ {
 			// Each version adds a name: nothing cancels out.
 			next := version(t, s, fmt.Sprintf("$GENERATE 2-%d n$ A 192.0.2.1\n", s))
-			if err := j.Append(diff(t, prev, next)); err != nil {
+			if err := appendTo(t, j, prev, next); err != nil {
 				t.Fatal(err)
 			}
 			if j.Size() > max {
@@ -230,7 +239,7 @@ func TestBound(t *testing.T) {
 		for s := uint32(2); s < 200; s++ {
 			// www flips between two addresses: merged pairs cancel.
 			next := address(t, s, int(s%2))
-			if err := j.Append(diff(t, prev, next)); err != nil {
+			if err := appendTo(t, j, prev, next); err != nil {
 				t.Fatal(err)
 			}
 			if j.Size() > max {
@@ -249,7 +258,7 @@ func TestBound(t *testing.T) {
 	})
 	t.Run("too large", func(t *testing.T) {
 		j := open(t, Path(t.TempDir(), "example.test"), 200)
-		if err := j.Append(diff(t, version(t, 1, ""), version(t, 2, "$GENERATE 1-20 n$ A 192.0.2.1\n"))); err != nil {
+		if err := appendTo(t, j, version(t, 1, ""), version(t, 2, "$GENERATE 1-20 n$ A 192.0.2.1\n")); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, ok := j.Serials(); ok || j.Size() > 200 {
@@ -316,7 +325,7 @@ func appender(t *testing.T, path string) {
 	deadline := time.Now().Add(time.Minute)
 	for s := uint32(2); time.Now().Before(deadline); s++ {
 		next := address(t, s, int(s))
-		if err := j.Append(diff(t, prev, next)); err != nil {
+		if err := appendTo(t, j, prev, next); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Println(s)
@@ -333,8 +342,8 @@ func FuzzOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	j.Append(diff(f, address(f, 1, 1), address(f, 2, 2)))
-	j.Append(diff(f, address(f, 2, 2), address(f, 3, 3)))
+	appendTo(f, j, address(f, 1, 1), address(f, 2, 2))
+	appendTo(f, j, address(f, 2, 2), address(f, 3, 3))
 	j.Close()
 	whole, _ := os.ReadFile(seed)
 	f.Add(whole[len(magic):])
@@ -384,7 +393,7 @@ func BenchmarkAppend(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		before := j.Size()
-		if err := j.Append(d); err != nil {
+		if err := j.Append(d, 0); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(j.Size()-before), "octets/diff")
@@ -405,7 +414,7 @@ func TestSetMax(t *testing.T) {
 	prev := address(t, 1, 1)
 	for s := uint32(2); s < 40; s++ {
 		next := version(t, s, fmt.Sprintf("$GENERATE 2-%d n$ A 192.0.2.1\n", s))
-		if err := j.Append(diff(t, prev, next)); err != nil {
+		if err := appendTo(t, j, prev, next); err != nil {
 			t.Fatal(err)
 		}
 		prev = next
@@ -413,7 +422,7 @@ func TestSetMax(t *testing.T) {
 	big := j.Size()
 	j.SetMax(big / 4)
 	next := version(t, 40, "$GENERATE 2-40 n$ A 192.0.2.1\n")
-	if err := j.Append(diff(t, prev, next)); err != nil {
+	if err := appendTo(t, j, prev, next); err != nil {
 		t.Fatal(err)
 	}
 	if j.Size() > big/4 {

@@ -315,3 +315,18 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 }
+
+// TestDigest: the digest is the records', whatever their order in the
+// file; a changed record (or TTL) changes it.
+func TestDigest(t *testing.T) {
+	a := diffZone(t, 1, "x A 192.0.2.1\ny A 192.0.2.2\n")
+	b := diffZone(t, 1, "y A 192.0.2.2\nx A 192.0.2.1\n")
+	if a.Digest() != b.Digest() {
+		t.Error("the same records in another order have another digest")
+	}
+	for _, body := range []string{"x A 192.0.2.1\ny A 192.0.2.3\n", "x A 192.0.2.1\ny 60 A 192.0.2.2\n", "x A 192.0.2.1\n"} {
+		if diffZone(t, 1, body).Digest() == a.Digest() {
+			t.Errorf("%q has the digest of another content", body)
+		}
+	}
+}

@@ -115,3 +115,36 @@ func TestJournalOnResign(t *testing.T) {
 		t.Errorf("applied: %d records, want %d", len(got), len(want))
 	}
 }
+
+// TestJournalAfterEditWhileDown: a zone file edited while the server was
+// down, its serial kept, empties the journal at the next start (its
+// differences lead to records the zone no longer has); an unchanged file
+// keeps it.
+func TestJournalAfterEditWhileDown(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	a := filepath.Join(dir, "a.zone")
+	write(t, a, zoneText("a.test.", 1)+"www A 192.0.2.7\n")
+	zones := []config.Zone{{Origin: "a.test.", File: a, ACL: []string{"x"}}}
+	start := func() *Manager {
+		var pub published
+		m := New(zones, pub.publish, nil, nil)
+		m.KeepJournals(data, func(*config.Zone) int64 { return 1 << 20 })
+		if _, err := m.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := start()
+	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.8\n")
+	if _, err := m.Reload(context.Background(), zones); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start().Since(wireName(t, "a.test."), 1); err != nil {
+		t.Fatalf("restart, file unchanged: %v", err)
+	}
+	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.9\n")
+	if _, err := start().Since(wireName(t, "a.test."), 1); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("restart, file edited under the same serial: %v, want ErrNotFound", err)
+	}
+}

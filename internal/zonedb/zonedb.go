@@ -157,6 +157,35 @@ func (m *Manager) journalLocked(origin string) *journal.Journal {
 	return j
 }
 
+// checkJournal, at a zone's first load, empties its journal when it leads
+// to the serial being served but not to its content (the zone file edited
+// while the server was down, its serial kept, which CompareVersions cannot
+// see across a restart): its differences would bring secondaries to
+// records the zone no longer has. A journal that leads to another serial
+// is harmless: IXFR finds it does not lead to the zone served.
+func (m *Manager) checkJournal(origin string, z *zone.Zone) {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	if _, ok := m.jzones[origin]; !ok {
+		return
+	}
+	if _, err := os.Stat(journal.Path(m.jdir, origin)); err != nil {
+		return // none yet, and none is made for a zone that did not change
+	}
+	j := m.journalLocked(origin)
+	if j == nil {
+		return
+	}
+	serial, digest, ok := j.Last()
+	if !ok || serial != z.Serial || digest == z.Digest() {
+		return
+	}
+	m.log.Warn(fmt.Sprintf("journal: serial %d is not the version the journal recorded (the zone changed without a new serial): differences from before it dropped", serial), "zone", origin)
+	if err := j.Reset(); err != nil {
+		m.log.Error("journal: emptying", "zone", origin, "err", err)
+	}
+}
+
 // record appends the change from old to new of a zone to its journal, if
 // it keeps one. A failure is logged: the zone is served all the same,
 // and IXFR from before the change is answered with the whole zone.
@@ -172,7 +201,7 @@ func (m *Manager) record(origin string, old, new *zone.Zone) {
 	}
 	d, err := zone.Compare(old, new)
 	if err == nil {
-		err = j.Append(d)
+		err = j.Append(d, new.Digest())
 	}
 	if err != nil {
 		m.log.Error("journal: change not recorded", "zone", origin, "from", old.Serial, "to", new.Serial, "err", err)
@@ -246,6 +275,9 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 		case err == nil:
 			if prev != nil && !prev.Unavailable {
 				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
+			}
+			if prev == nil || prev.Unavailable {
+				m.checkJournal(origin, z)
 			}
 			m.record(origin, prev, z)
 			if newSerial(prev, z) {
