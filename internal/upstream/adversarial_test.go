@@ -428,11 +428,11 @@ func TestOptions(t *testing.T) {
 				return []packet{{msg: r}}
 			},
 			tcp: func(q *dns.Msg) []byte {
-				time.Sleep(700 * time.Millisecond)
+				time.Sleep(1300 * time.Millisecond)
 				return pack(answer(q, "192.0.2.1"))
 			},
 		},
-		opt:  Options{UDPTimeout: 500 * time.Millisecond},
+		opt:  Options{UDPTimeout: time.Second},
 		want: Report{TCP: true},
 	}, {
 		name: "recursive: RD set",
