@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzValidate -fuzztime 30s
 	$(GO) test ./internal/upstream -run '^$$' -fuzz FuzzTCP -fuzztime 30s
 	$(GO) test ./internal/resolve -run '^$$' -fuzz FuzzResolve -fuzztime 30s
+	$(GO) test ./internal/recursor -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
 	$(GO) test ./internal/validator -run '^$$' -fuzz FuzzValidate -fuzztime 30s
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzCompression -fuzztime 30s
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzTTLOffsets -fuzztime 30s

@@ -69,7 +69,7 @@ func TestServeResolver(t *testing.T) {
 	}
 	write("hints", h.Hints())
 	write("local.zone", "$ORIGIN local.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.54\n")
-	write("tern.toml", `
+	config := `
 [server]
 listen = ["127.0.0.1:0"]
 workers = 1
@@ -81,7 +81,8 @@ query-loopback = true
 [[zone]]
 origin = "local.test"
 file = "local.zone"
-`)
+`
+	write("tern.toml", config)
 	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"))
 
 	ask := func(netw, from, name string, qtype uint16, rd bool) *dns.Msg {
@@ -147,9 +148,21 @@ file = "local.zone"
 		t.Errorf("local zone: %v", r)
 	}
 
+	// A reload keeps the resolver, caches and all (a changed [resolver]
+	// is logged as needing a restart): with the hierarchy gone, the name
+	// resolved above is still answered, from the cache.
+	write("tern.toml", strings.Replace(config, "query-loopback = true\n", "query-loopback = true\nmax-ns-names = 3\n", 1))
+	hup(t, logs, "msg=reloaded", 1)
+	if !strings.Contains(logs.String(), "reload: resolver changed; it takes effect at the next restart") {
+		t.Errorf("the reload did not say the resolver's change waits for a restart:\n%s", logs)
+	}
+	h.Stop()
+	r = ask("udp", "127.0.0.1", "www.example.tld.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 {
+		t.Errorf("after the reload, the hierarchy stopped: %v", r)
+	}
 	// The hierarchy gone, its ports answer ICMP port unreachable: EDE 23,
 	// Network Error.
-	h.Stop()
 	r = ask("udp", "127.0.0.1", "other.example.tld.", dns.TypeA, true)
 	if r.Rcode != dns.RcodeServerFailure || !r.RecursionAvailable || ede(r) != 23 {
 		t.Errorf("hierarchy down: %v", r)

@@ -90,7 +90,7 @@ www.local.test. A 192.0.2.80
 sub.local.test. NS ns.elsewhere.
 `
 
-func newRecursor(t *testing.T, res Resolver, opt Options) *Recursor {
+func newRecursor(t testing.TB, res Resolver, opt Options) *Recursor {
 	t.Helper()
 	z, err := zone.Read(strings.NewReader("$TTL 3600\n"+localZone), "local.test.", "local.test.")
 	if err != nil {
@@ -482,8 +482,7 @@ func TestResponseCache(t *testing.T) {
 // all checks included, against the authoritative engine's own cached
 // answer to the same query shape (auth's worker with its response cache).
 func BenchmarkCacheHit(b *testing.B) {
-	t := &testing.T{}
-	r := newRecursor(t, &fakeResolver{}, Options{ResponseCache: 64})
+	r := newRecursor(b, &fakeResolver{}, Options{ResponseCache: 64})
 	w := r.NewWorker(false).(*Worker)
 	pkt, _ := query("cached.example.tld.", dns.TypeA, true, true).Pack()
 	out := make([]byte, 0, server.BufferSize)
