@@ -48,8 +48,13 @@ type fake struct {
 	caseless map[string]bool
 }
 
-// ExchangeOptions is Exchange, noting the questions asked with RD=1.
+// ExchangeOptions is Exchange, noting how each question was asked (RD,
+// case).
 func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	if f.mu != nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+	}
 	if opt.Recursive {
 		if f.recursive == nil {
 			f.recursive = map[int]bool{}
@@ -63,7 +68,7 @@ func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns
 		f.exact[len(f.asked)] = true
 	}
 	f.sent = append(f.sent, q.Name)
-	m, err := f.Exchange(ctx, server, q)
+	m, err := f.exchange(server, q)
 	if err == nil && opt.ExactCase && f.caseless[server.Addr().String()] {
 		// Its answer spelt the name otherwise: dropped, none came.
 		return nil, upstream.Report{}, fmt.Errorf("fake: %s lowercased %s: %w", server, q.Name, context.DeadlineExceeded)
@@ -72,11 +77,13 @@ func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns
 }
 
 func (f *fake) Exchange(ctx context.Context, server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	m, _, err := f.ExchangeOptions(ctx, server, q, upstream.Options{})
+	return m, err
+}
+
+// exchange answers q from the canned answers.
+func (f *fake) exchange(server netip.AddrPort, q dns.Question) (*dns.Msg, error) {
 	k := key{server.Addr().String(), dns.CanonicalName(q.Name), q.Qtype}
-	if f.mu != nil {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-	}
 	f.asked = append(f.asked, k)
 	if f.unreachable[k.server] {
 		return nil, fmt.Errorf("fake: udp to %s: %w", server, syscall.ECONNREFUSED)
