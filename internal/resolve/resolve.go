@@ -651,7 +651,8 @@ type delegation struct {
 // did not answer are tried once more at the end. IPv4 addresses are tried
 // before IPv6 ones (a host without IPv6 routes loses a timeout on each),
 // and servers with addresses before those whose names must be resolved
-// first, of which at most Limits.NSNames are.
+// first, of which at most Limits.NSNames are; addresses of a family
+// turned off (Options.NoIPv4, NoIPv6) are passed over.
 //
 // note is the minimisation note of the steps (Step.Minimisation).
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, note string, depth int) (*dns.Msg, *delegation, error) {
@@ -798,7 +799,8 @@ func (t target) server(def uint16) netip.AddrPort {
 	return netip.AddrPortFrom(t.addr, cmp.Or(t.port, def))
 }
 
-// addresses resolves the IPv4 addresses of a name server.
+// addresses resolves the addresses of a name server of type qtype (A or
+// AAAA); an error wrapped in noData when the name has none of that type.
 func (ru *run) addresses(ctx context.Context, ns string, qtype uint16, depth int) ([]netip.Addr, error) {
 	res, err := ru.nsResolve(ctx, ns, qtype, depth)
 	if err != nil {
