@@ -17,7 +17,9 @@ import (
 
 // testHierarchy: the root on the first address delegates tld. to the
 // second, which delegates example.tld. with glue to the third;
-// www.example.tld. is a CNAME to a name of the same zone.
+// www.example.tld. is a CNAME to a name of the same zone. The third
+// also serves stub.test., which nothing delegates: a stub zone of the
+// resolver's config.
 var testHierarchy = []hierarchy.Zone{
 	{Server: 0, Origin: ".", Text: `
 . SOA a.root. h.root. 1 7200 3600 1209600 300
@@ -37,6 +39,11 @@ example.tld. NS ns1.example.tld.
 ns1.example.tld. A {2}
 www.example.tld. CNAME host.example.tld.
 host.example.tld. A 192.0.2.80
+`}, {Server: 2, Origin: "stub.test.", Text: `
+stub.test. SOA ns.stub.test. h.stub.test. 1 7200 3600 1209600 300
+stub.test. NS ns.stub.test.
+ns.stub.test. A {2}
+www.stub.test. A 192.0.2.90
 `},
 }
 
@@ -78,6 +85,9 @@ listen = ["127.0.0.80:0"]
 allow = ["127.0.0.1/32"]
 root-hints = "hints"
 query-loopback = true
+[[resolver.stub]]
+name = "stub.test"
+servers = ["` + h.Addrs[2].String() + `"]
 [[zone]]
 origin = "local.test"
 file = "local.zone"
@@ -131,7 +141,11 @@ file = "local.zone"
 			t.Errorf("%s: answer: %v\nwant %q", netw, r, want)
 		}
 	}
-	r := ask("udp", "127.0.0.1", "nx.example.tld.", dns.TypeA, true)
+	r := ask("udp", "127.0.0.1", "www.stub.test.", dns.TypeA, true)
+	if r.Rcode != dns.RcodeSuccess || !slices.Equal(records(r.Answer, 3600), []string{"www.stub.test. 3600 IN A 192.0.2.90"}) {
+		t.Errorf("stub zone: %v", r)
+	}
+	r = ask("udp", "127.0.0.1", "nx.example.tld.", dns.TypeA, true)
 	if r.Rcode != dns.RcodeNameError || !r.RecursionAvailable || len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA {
 		t.Errorf("NXDOMAIN: %v", r)
 	}

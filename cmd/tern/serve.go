@@ -303,7 +303,13 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, log *slog.Logger) (*r
 			// The RRset and negative cache, shared by every worker;
 			// built here once, it lives as long as the resolver,
 			// across reloads.
-			Cache: cache.New(rc.CacheOptions()),
+			Cache:      cache.New(rc.CacheOptions()),
+			NoMinimise: !rc.QNameMinimisation,
+			CaseRandom: rc.RandomiseCase,
+			NoIPv4:     !rc.QueryIPv4,
+			NoIPv6:     !rc.QueryIPv6,
+			Forward:    resolveZones(rc.Forward),
+			Stub:       resolveZones(rc.Stub),
 		}),
 		Auth:           resp,
 		Allow:          rc.AllowPrefixes(),
@@ -313,6 +319,15 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, log *slog.Logger) (*r
 		ResponseCache:  cfg.Server.ResponseCache,
 		Logger:         log,
 	}), nil
+}
+
+// resolveZones are the forward or stub zones of the config for resolve.
+func resolveZones(ds []config.Domain) []resolve.Zone {
+	var zs []resolve.Zone
+	for _, d := range ds {
+		zs = append(zs, resolve.Zone{Name: d.Name, Servers: d.ServerAddrs()})
+	}
+	return zs
 }
 
 // logLevel parses server.log-level (validated by config).

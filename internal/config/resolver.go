@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 )
@@ -62,6 +64,23 @@ type Resolver struct {
 	// served when no authority answers (RFC 8767 max-stale-ttl; it
 	// suggests 1 to 3 days); 0s, the default, turns serve-stale off.
 	ServeStale Duration `toml:"serve-stale"`
+	// QNameMinimisation asks each server only as much of the name as it
+	// needs (RFC 9156, relaxed as Unbound's); default true.
+	QNameMinimisation bool `toml:"qname-minimisation"`
+	// RandomiseCase sends questions with their letters in random case
+	// and accepts only answers that repeat it (0x20, Unbound's
+	// use-caps-for-id); default false.
+	RandomiseCase bool `toml:"randomise-case"`
+	// QueryIPv4 and QueryIPv6 ask authorities over the family (Unbound's
+	// do-ip4, do-ip6); default true.
+	QueryIPv4 bool `toml:"query-ipv4"`
+	QueryIPv6 bool `toml:"query-ipv6"`
+	// Forward are the forward zones: questions at or below a zone's
+	// name go to its servers, recursive resolvers, with RD set.
+	Forward []Domain `toml:"forward"`
+	// Stub are the stub zones: resolutions of names at or below a zone's
+	// name start at its servers, asked as authorities.
+	Stub []Domain `toml:"stub"`
 	// The limits of one resolution (resolve.Limits); defaults
 	// resolve.DefaultLimits.
 	MaxUpstreamQueries int      `toml:"max-upstream-queries"`
@@ -79,6 +98,37 @@ type Resolver struct {
 	MaxPerClient int `toml:"max-per-client"`
 }
 
+// Domain is a [[resolver.forward]] or [[resolver.stub]] table: a domain
+// and the servers asked for it.
+type Domain struct {
+	// Name is the domain, normalised by Parse to a lowercase FQDN.
+	Name string `toml:"name"`
+	// Servers are addresses, "192.0.2.1" or with a port,
+	// "192.0.2.1:5353", "[2001:db8::1]:53" (default port 53).
+	Servers []string `toml:"servers" want:"a list of addresses such as \"192.0.2.1\" or \"[2001:db8::1]:53\""`
+}
+
+// ServerAddrs returns the servers as addresses with ports (validated by
+// Validate).
+func (d Domain) ServerAddrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, s := range d.Servers {
+		if ap, err := parseServer(s); err == nil {
+			out = append(out, ap)
+		}
+	}
+	return out
+}
+
+// parseServer reads "192.0.2.1", "192.0.2.1:53", "2001:db8::1" or
+// "[2001:db8::1]:53"; the port is 53 unless given.
+func parseServer(s string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	return netip.ParseAddrPort(s)
+}
+
 // DefaultResolver returns the [resolver] table with every default and no
 // listener.
 func DefaultResolver() *Resolver {
@@ -86,6 +136,9 @@ func DefaultResolver() *Resolver {
 	return &Resolver{
 		Allow:               append([]string(nil), defaultAllow...),
 		CacheSize:           defaultCacheSize,
+		QNameMinimisation:   true,
+		QueryIPv4:           true,
+		QueryIPv6:           true,
 		CacheMaxTTL:         Duration{cache.DefaultMaxTTL * time.Second},
 		CacheMaxNegativeTTL: Duration{cache.DefaultMaxNegativeTTL * time.Second},
 		MaxUpstreamQueries:  l.Queries,
@@ -208,6 +261,39 @@ func (v *validator) validateResolver(r *Resolver) {
 			v.addf("resolver.listen["+strconv.Itoa(i)+"]", "resolver.listen: %q is also in server.listen (RFC 5358: the resolver has listeners of its own)", r.Listen[i])
 		}
 	}
+	for _, d := range []struct {
+		key     string
+		domains []Domain
+	}{{"forward", r.Forward}, {"stub", r.Stub}} {
+		seen := map[string]bool{}
+		for i, z := range d.domains {
+			at := "resolver." + d.key + "[" + strconv.Itoa(i) + "]"
+			switch _, ok := dns.IsDomainName(z.Name); {
+			case z.Name == "":
+				v.addf(at, "resolver.%s: missing name", d.key)
+			case !ok:
+				v.addf(at+".name", "resolver.%s: invalid name %q", d.key, z.Name)
+			case seen[z.Name]:
+				v.addf(at+".name", "resolver.%s: %s listed twice", d.key, z.Name)
+			}
+			seen[z.Name] = true
+			if len(z.Servers) == 0 {
+				name := z.Name
+				if name == "" {
+					name = "#" + strconv.Itoa(i+1)
+				}
+				v.addf(at, "resolver.%s: %s has no servers", d.key, name)
+			}
+			for j, srv := range z.Servers {
+				if _, err := parseServer(srv); err != nil {
+					v.addf(at+".servers["+strconv.Itoa(j)+"]", "resolver.%s: invalid server %q (want an address, with a port or not: 192.0.2.1, 192.0.2.1:5353, [2001:db8::1]:53)", d.key, srv)
+				}
+			}
+		}
+	}
+	if !r.QueryIPv4 && !r.QueryIPv6 {
+		v.addf("resolver.query-ipv4", "resolver: query-ipv4 and query-ipv6 are both false: no authority could be asked")
+	}
 	for i, s := range r.Allow {
 		if _, err := parsePrefix(s); err != nil {
 			v.addf("resolver.allow["+strconv.Itoa(i)+"]", "resolver.allow: invalid prefix %q (want e.g. 192.0.2.0/24, 2001:db8::/32 or an address): %v", s, err)
@@ -254,8 +340,15 @@ func (v *validator) validateResolver(r *Resolver) {
 }
 
 // resolvePaths makes the root hints path absolute against the config
-// file's directory.
+// file's directory, and the forward and stub names canonical.
 func (r *Resolver) resolvePaths(path string) {
+	for _, ds := range [][]Domain{r.Forward, r.Stub} {
+		for i := range ds {
+			if ds[i].Name != "" {
+				ds[i].Name = canonicalOrigin(ds[i].Name)
+			}
+		}
+	}
 	if r.RootHints != "" && path != "" && !filepath.IsAbs(r.RootHints) {
 		r.RootHints = filepath.Join(filepath.Dir(path), r.RootHints)
 	}

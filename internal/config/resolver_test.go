@@ -91,16 +91,7 @@ func TestResolverErrors(t *testing.T) {
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-lopback = true\n", []string{"t.toml:3: unknown key resolver.query-lopback (did you mean resolver.query-loopback?)"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-loopback = \"yes\"\n", []string{"t.toml:3: resolver.query-loopback: want true or false, got a string"}},
 	} {
-		_, err := Parse("t.toml", []byte(tc.input))
-		if err == nil {
-			t.Errorf("%q: parsed", tc.input)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%q: error %q\ndoes not contain %q", tc.input, err, w)
-			}
-		}
+		wantErrors(t, tc.input, tc.want)
 	}
 }
 
@@ -116,6 +107,67 @@ func TestParseSize(t *testing.T) {
 		got, err := parseSize(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseSize(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+// TestResolverDomains: forward and stub zones, and the switches of the
+// resolution, with their defaults and their errors.
+func TestResolverDomains(t *testing.T) {
+	c, err := Parse("t.toml", []byte(`[resolver]
+listen = ["127.0.0.1:53"]
+randomise-case = true
+query-ipv6 = false
+[[resolver.forward]]
+name = "Corp.Example"
+servers = ["192.0.2.1", "[2001:db8::1]:5353"]
+[[resolver.stub]]
+name = "lab.example."
+servers = ["192.0.2.9:53"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Resolver
+	if !r.QNameMinimisation || !r.RandomiseCase || !r.QueryIPv4 || r.QueryIPv6 {
+		t.Errorf("switches %+v", r)
+	}
+	if len(r.Forward) != 1 || r.Forward[0].Name != "corp.example." || !slices.Equal(r.Forward[0].ServerAddrs(),
+		[]netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:53"), netip.MustParseAddrPort("[2001:db8::1]:5353")}) {
+		t.Errorf("forward %+v", r.Forward)
+	}
+	if len(r.Stub) != 1 || r.Stub[0].Name != "lab.example." || r.Stub[0].ServerAddrs()[0] != netip.MustParseAddrPort("192.0.2.9:53") {
+		t.Errorf("stub %+v", r.Stub)
+	}
+	for _, tc := range []struct {
+		input string
+		want  []string
+	}{
+		{"[[resolver.forward]]\nname = \"a.example\"\nservers = [\"192.0.2.1\", \"nonsense\"]\n",
+			[]string{"t.toml:5: resolver.forward: invalid server \"nonsense\""}},
+		{"[[resolver.stub]]\nname = \"a..example\"\nservers = [\"192.0.2.1\"]\n[[resolver.stub]]\nservers = []\n",
+			[]string{"t.toml:4: resolver.stub: invalid name \"a..example.\"", "t.toml:6: resolver.stub: missing name", "t.toml:6: resolver.stub: #2 has no servers"}},
+		{"[[resolver.forward]]\nname = \"a.example\"\nservers = [\"192.0.2.1\"]\n[[resolver.forward]]\nname = \"A.example.\"\nservers = [\"192.0.2.1\"]\n",
+			[]string{"t.toml:7: resolver.forward: a.example. listed twice"}},
+		{"query-ipv4 = false\nquery-ipv6 = false\n", []string{"t.toml:3: resolver: query-ipv4 and query-ipv6 are both false"}},
+		{"[[resolver.forward]]\nname = \"a.example\"\nserver = [\"192.0.2.1\"]\n", []string{"t.toml:5: unknown key resolver.forward.server (did you mean resolver.forward.servers?)"}},
+	} {
+		wantErrors(t, "[resolver]\nlisten = [\"127.0.0.1:53\"]\n"+tc.input, tc.want)
+	}
+}
+
+// wantErrors wants Parse to fail on input with errors holding each of
+// want.
+func wantErrors(t *testing.T, input string, want []string) {
+	t.Helper()
+	_, err := Parse("t.toml", []byte(input))
+	if err == nil {
+		t.Errorf("%q: parsed", input)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q: error %q\ndoes not contain %q", input, err, w)
 		}
 	}
 }
