@@ -31,13 +31,16 @@ func (r *Responder) SetJournals(j Journals) {
 // to the version st sends, or nil when there is none that leads exactly
 // there: no journal, a serial older than it or never served (RFC 1995
 // §4: the whole zone then), or a journal behind or ahead of the version
-// published (a change being recorded while the transfer starts).
+// published (a change being recorded while the transfer starts). A
+// difference of more records than the zone has is not sent either: the
+// whole zone is smaller (BIND's max-ixfr-ratio, 100% by default).
 func (st *xfrStream) difference() *zone.Diff {
 	if !st.ixfr || st.journals == nil {
 		return nil
 	}
 	d, err := st.journals.j.Since(st.z.Origin, st.from)
-	if err != nil || string(d.NewSOA.Tail) != string(st.z.SOARecord().Tail) {
+	if err != nil || string(d.NewSOA.Tail) != string(st.z.SOARecord().Tail) ||
+		len(d.Deleted)+len(d.Added) > st.z.Records {
 		return nil
 	}
 	return d

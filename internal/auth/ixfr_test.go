@@ -174,6 +174,15 @@ func TestIXFR(t *testing.T) {
 			t.Errorf("got %v", got)
 		}
 	})
+	// v4 drops v3's 600 names: a difference larger than the zone.
+	v4 := ixfrVersion(t, 4, 0)
+	t.Run("difference larger than the zone", func(t *testing.T) {
+		got, _ := ixfrStream(t, serve(v4, journalOf(t, v1, v2, v3, v4)), 3)
+		// SOA, NS, A of ns1, A of www (in any order), SOA.
+		if len(got) != 5 || got[0] != soaText(4) || got[4] != soaText(4) || strings.Contains(got[1], "SOA") {
+			t.Errorf("got %d records:\n%s", len(got), strings.Join(got, "\n"))
+		}
+	})
 	for _, tc := range []struct {
 		name string
 		r    *Responder
