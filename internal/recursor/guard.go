@@ -16,11 +16,31 @@ import (
 // query-loopback = false, Unbound's do-not-query-localhost. A delegation
 // to such an address would turn the resolver against services of its
 // own host. Such a server is passed over as one that does not answer.
+// Over an upstream.OptionsExchanger (upstream.Client) it is one too, so
+// that what the resolver asks of each query (its timeout from the
+// infrastructure cache, no EDNS, RD for a forwarder, 0x20's exact case)
+// still reaches the network.
 func NoLoopback(ex upstream.Exchanger) upstream.Exchanger {
+	if ox, ok := ex.(upstream.OptionsExchanger); ok {
+		return noLoopbackOptions{noLoopback{ex}, ox}
+	}
 	return noLoopback{ex}
 }
 
 type noLoopback struct{ upstream.Exchanger }
+
+// noLoopbackOptions is noLoopback over an upstream.OptionsExchanger.
+type noLoopbackOptions struct {
+	noLoopback
+	ox upstream.OptionsExchanger
+}
+
+func (n noLoopbackOptions) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	if Local(server.Addr()) {
+		return nil, upstream.Report{}, fmt.Errorf("%s: %w", server.Addr(), ErrNotQueried)
+	}
+	return n.ox.ExchangeOptions(ctx, server, q, opt)
+}
 
 // ErrNotQueried is wrapped by the error of a query NoLoopback did not
 // send.

@@ -15,6 +15,7 @@ import (
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/upstream"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -407,6 +408,17 @@ func TestNoLoopback(t *testing.T) {
 	}
 	if _, err := ex.Exchange(context.Background(), netip.MustParseAddrPort("192.0.2.1:53"), q); err != nil || sent != 1 {
 		t.Errorf("public: %v, %d sent", err, sent)
+	}
+	// Over upstream.Client it keeps the resolver's per-query options
+	// (without them a forwarder could not be asked with RD=1, nor a
+	// server without EDNS): it is an OptionsExchanger, which refuses
+	// loopback addresses too.
+	ox, ok := NoLoopback(&upstream.Client{}).(upstream.OptionsExchanger)
+	if !ok {
+		t.Fatal("NoLoopback(upstream.Client) is not an upstream.OptionsExchanger")
+	}
+	if _, _, err := ox.ExchangeOptions(context.Background(), netip.MustParseAddrPort("127.0.0.1:53"), q, upstream.Options{Recursive: true}); !errors.Is(err, ErrNotQueried) {
+		t.Errorf("loopback through ExchangeOptions: %v", err)
 	}
 }
 
