@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -206,5 +208,103 @@ func TestServeResolverFlag(t *testing.T) {
 	}
 	if s := logs.String(); strings.Contains(s, "msg=serving") || !strings.Contains(s, "root-hints=\"embedded IANA hints\" query-loopback=false") {
 		t.Errorf("log:\n%s", s)
+	}
+}
+
+// TestServeResolverShutdown: stopping tern serve ends the resolutions in
+// flight at once, their clients answered SERVFAIL, before the resolver's
+// listeners close. A TCP client waits on a resolution whose only root
+// server never answers (resolution-timeout 60s); the server is stopped
+// once that server has been asked. The resolutions used to be cancelled
+// only after the listeners had closed, and closing waits for every TCP
+// connection's deferred answers: the client got no answer and tern serve
+// took the whole resolution timeout to exit.
+func TestServeResolverShutdown(t *testing.T) {
+	// The silent root server: port 53 on one of this package's
+	// addresses, reading queries and answering none.
+	var silent *net.UDPConn
+	for last := 99; last >= 90 && silent == nil; last-- {
+		silent, _ = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, byte(last)), Port: 53})
+	}
+	if silent == nil {
+		t.Skip("no free port 53 on 127.0.0.90-99 (not root?)")
+	}
+	defer silent.Close()
+	asked := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			if _, _, err := silent.ReadFromUDP(buf); err != nil {
+				return
+			}
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	dir := t.TempDir()
+	hints := fmt.Sprintf(". 3600000 NS a.root.\na.root. 3600000 A %s\n", silent.LocalAddr().(*net.UDPAddr).IP)
+	if err := os.WriteFile(filepath.Join(dir, "hints"), []byte(hints), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte(`
+[server]
+workers = 1
+[resolver]
+listen = ["127.0.0.80:0"]
+allow = ["127.0.0.1/32"]
+root-hints = "hints"
+query-loopback = true
+resolution-timeout = "60s"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &out, &errb) }()
+	re := regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`)
+	var addr string
+	for deadline := time.Now().Add(time.Minute); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		cancel()
+		t.Fatalf("serve printed %q, stderr %q", out.String(), errb.String())
+	}
+
+	co, err := resolverClient("tcp", "127.0.0.1").Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.tld.", dns.TypeA)
+	if err := co.WriteMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the root server was never asked")
+	}
+	cancel()
+	co.SetReadDeadline(time.Now().Add(time.Minute))
+	r, err := co.ReadMsg()
+	if err != nil || r.Id != m.Id || r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("answer while stopping: %v %v, want SERVFAIL", r, err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited with %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("serve did not exit")
 	}
 }

@@ -179,7 +179,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "tern serve: %v\n", err)
 			return 1
 		}
-		defer rec.Close()
 		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), rec)
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
@@ -243,6 +242,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer rsrv.Close()
+		// Run before rsrv.Close (deferred calls run last first): the
+		// resolutions in flight end at once, their clients answered
+		// SERVFAIL, and rsrv.Close, which waits for every deferred TCP
+		// answer, does not wait for them to run their course.
+		defer rec.Close()
 		addrs := rsrv.Addrs()
 		r := cfg.Resolver
 		hints := r.RootHints

@@ -59,6 +59,9 @@ type mesh struct {
 	flights   map[question]*flight
 	perClient map[netip.Addr]int
 	waiting   int
+	// closed is set by Recursor.Close: no resolution starts after it,
+	// so that none is added to the WaitGroup Close waits on.
+	closed bool
 }
 
 func newMesh(r *Recursor, res Resolver, maxResolutions, maxPerClient int) *mesh {
@@ -79,7 +82,7 @@ const (
 	// the query gets no answer.
 	overClient
 	// overResolutions: the question is not in flight and
-	// maxResolutions are: SERVFAIL now.
+	// maxResolutions are, or the Recursor is closed: SERVFAIL now.
 	overResolutions
 	// noDefer: the request cannot be deferred (SERVFAIL now).
 	noDefer
@@ -97,7 +100,7 @@ func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box 
 		return overClient
 	}
 	f := m.flights[q]
-	if f == nil && len(m.flights) >= m.maxResolutions {
+	if f == nil && (len(m.flights) >= m.maxResolutions || m.closed) {
 		return overResolutions
 	}
 	reply := deferReply()
@@ -122,7 +125,7 @@ func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box 
 func (m *mesh) prefetch(q question, query []byte, limit int, box *mailbox) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.flights[q] != nil || len(m.flights) >= m.maxResolutions {
+	if m.flights[q] != nil || len(m.flights) >= m.maxResolutions || m.closed {
 		return false
 	}
 	m.flights[q] = &flight{waiters: []waiter{{query: append([]byte(nil), query...), limit: limit, box: box}}}
@@ -186,6 +189,14 @@ func (m *mesh) finish(q question) []waiter {
 		}
 	}
 	return f.waiters
+}
+
+// close stops resolutions from starting: queries that would need one get
+// SERVFAIL, prefetches are not made.
+func (m *mesh) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
 }
 
 func (m *mesh) counts() (resolutions, waiting int) {

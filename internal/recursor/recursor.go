@@ -149,8 +149,12 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 }
 
 // Close cancels the resolutions in flight (their clients get SERVFAIL)
-// and waits for them to end.
+// and waits for them to end; a query that needs a resolution afterwards
+// gets SERVFAIL at once. Close it before the server whose Handler it is:
+// the server's Close waits for every deferred TCP answer, which only the
+// end of its resolution sends.
 func (r *Recursor) Close() {
+	r.mesh.close()
 	r.cancel()
 	r.wg.Wait()
 }

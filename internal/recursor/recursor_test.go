@@ -361,6 +361,28 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	}
 }
 
+// TestClosedStartsNothing: once the Recursor is closed, a query that
+// needs a resolution gets SERVFAIL at once and no resolution starts (none
+// is added to the WaitGroup Close waited on), nor does a prefetch.
+func TestClosedStartsNothing(t *testing.T) {
+	f := &fakeResolver{}
+	r := newRecursor(t, f, Options{})
+	w := r.NewWorker(false)
+	r.Close()
+	_, resp := pending(t, w, query("late.example.tld.", dns.TypeA, true, false), client)
+	if m := new(dns.Msg); resp == nil || m.Unpack(resp) != nil || m.Rcode != dns.RcodeServerFailure {
+		t.Errorf("query after Close: %x, want SERVFAIL now", resp)
+	}
+	late, _ := query("late.example.tld.", dns.TypeA, true, false).Pack()
+	if r.mesh.prefetch(question{"late.example.tld.", dns.TypeA}, late, 512, nil) {
+		t.Error("prefetch started after Close")
+	}
+	r.wg.Wait()
+	if n := f.count("late.example.tld."); n != 0 {
+		t.Errorf("%d resolutions started after Close", n)
+	}
+}
+
 // TestZeroAllocs: the answers given on the worker's goroutine (refusals,
 // local data) allocate nothing.
 func TestZeroAllocs(t *testing.T) {
