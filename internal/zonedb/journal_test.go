@@ -45,6 +45,13 @@ func TestJournalOnReload(t *testing.T) {
 	if _, err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// An IXFR before any change finds no journal and makes none.
+	if _, err := m.Since(wireName(t, "a.test."), 1); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("before any change: %v", err)
+	}
+	if _, err := os.Stat(journal.Path(data, "a.test.")); !os.IsNotExist(err) {
+		t.Errorf("an IXFR made a journal file: %v", err)
+	}
 	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.8\n")
 	write(t, b, zoneText("b.test.", 2))
 	for range 2 { // the second time, nothing changed

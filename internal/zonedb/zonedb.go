@@ -133,10 +133,11 @@ func (m *Manager) setJournalZones(zones []config.Zone) {
 	}
 }
 
-// journalLocked returns the journal of origin, opening it on first use;
-// nil when the zone keeps none or it cannot be opened (logged: transfers
-// are then whole).
-func (m *Manager) journalLocked(origin string) *journal.Journal {
+// journalLocked returns the journal of origin, opening it on first use
+// (creating it only when create is set: a change to record); nil when
+// the zone keeps none, has none yet, or it cannot be opened (logged:
+// transfers are then whole).
+func (m *Manager) journalLocked(origin string, create bool) *journal.Journal {
 	if j := m.journals[origin]; j != nil {
 		return j
 	}
@@ -145,6 +146,9 @@ func (m *Manager) journalLocked(origin string) *journal.Journal {
 		return nil
 	}
 	path := journal.Path(m.jdir, origin)
+	if _, err := os.Stat(path); err != nil && !create {
+		return nil
+	}
 	j, dropped, err := journal.Open(path, m.jmax(&zc))
 	if err != nil {
 		m.log.Error("no journal: IXFR answered with whole zones", "zone", origin, "err", err)
@@ -169,10 +173,7 @@ func (m *Manager) checkJournal(origin string, z *zone.Zone) {
 	if _, ok := m.jzones[origin]; !ok {
 		return
 	}
-	if _, err := os.Stat(journal.Path(m.jdir, origin)); err != nil {
-		return // none yet, and none is made for a zone that did not change
-	}
-	j := m.journalLocked(origin)
+	j := m.journalLocked(origin, false)
 	if j == nil {
 		return
 	}
@@ -195,7 +196,7 @@ func (m *Manager) record(origin string, old, new *zone.Zone) {
 	}
 	m.jmu.Lock()
 	defer m.jmu.Unlock()
-	j := m.journalLocked(origin)
+	j := m.journalLocked(origin, true)
 	if j == nil {
 		return
 	}
@@ -216,7 +217,8 @@ func (m *Manager) record(origin string, old, new *zone.Zone) {
 // The caller checks that the difference leads to the version it serves.
 func (m *Manager) Since(origin []byte, serial uint32) (*zone.Diff, error) {
 	m.jmu.Lock()
-	j := m.journalLocked(zone.NameString(origin))
+	// An IXFR makes no journal: a zone that never changed has none.
+	j := m.journalLocked(zone.NameString(origin), false)
 	m.jmu.Unlock()
 	if j == nil {
 		return nil, journal.ErrNotFound
