@@ -39,11 +39,14 @@ type Process struct {
 
 // Start starts cmd in its own process group (NSD forks helpers;
 // stopping the group reaches them and only them), its output kept for
-// the test's log.
+// the test's log. On Linux the peer is also killed when the test process
+// dies without stopping it (a test binary killed at its timeout, or by a
+// closed pipe), so that it does not keep the test's addresses.
 func Start(cmd *exec.Cmd) (*Process, error) {
 	p := &Process{cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
