@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -152,6 +153,10 @@ func (m *mesh) start(q question, refresh bool) {
 				res = &resolve.Result{Rcode: rcodeServFail}
 			}
 		}
+		// The responses' TTLs count from now: mail carries the time,
+		// for the worker may store it long after (it takes its mail
+		// only when it next looks in its cache).
+		built := m.r.now()
 		for _, w := range m.finish(q) {
 			msg := m.r.response(w.query, w.limit, res, err)
 			if w.reply != nil {
@@ -161,7 +166,7 @@ func (m *mesh) start(q question, refresh bool) {
 				w.reply.Close()
 			}
 			if msg != nil && w.box != nil {
-				w.box.post(w.query, w.limit, msg)
+				w.box.post(w.query, w.limit, msg, built)
 			}
 		}
 	}()
@@ -228,19 +233,21 @@ type mailbox struct {
 }
 
 // mail is a response for a worker's response cache: the query it
-// answers, the limit it was built for, and the response.
+// answers, the limit it was built for, the response, and when it was
+// built (its TTLs count from then).
 type mail struct {
 	query []byte
 	limit int
 	resp  []byte
+	built time.Time
 }
 
-// post leaves a response for the worker; resp is kept.
-func (b *mailbox) post(query []byte, limit int, resp []byte) {
+// post leaves a response, built at built, for the worker; resp is kept.
+func (b *mailbox) post(query []byte, limit int, resp []byte, built time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.mail) < maxMail {
-		b.mail = append(b.mail, mail{query, limit, resp})
+		b.mail = append(b.mail, mail{query, limit, resp, built})
 		b.pending.Store(true)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,6 +456,40 @@ func (f exchangerFunc) Exchange(ctx context.Context, s netip.AddrPort, q dns.Que
 // second response; hits come with the query's ID and aged TTLs, allocate
 // nothing, and one close to expiry starts one refresh whose response
 // replaces the old.
+// TestMailAged: a response mailed to a worker is stored with the time
+// it was built, not the time the worker next looks in its cache: a
+// worker that got no query for longer than the response's TTL must not
+// serve it as fresh. Both responses here are built at the start (TTL
+// 60) and the second is stored two minutes later; it used to be served
+// then with its TTL of 60 whole.
+func TestMailAged(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1e9)
+	f := &fakeResolver{}
+	r := newRecursor(t, f, Options{ResponseCache: 64, Now: func() time.Time { return time.Unix(clock.Load(), 0) }})
+	w := r.NewWorker(false).(*Worker)
+	ask := func(id uint16) (*dns.Msg, bool) {
+		t.Helper()
+		m := query("aged.example.tld.", dns.TypeA, true, true)
+		m.Id = id
+		return exchange(t, w, m, client, false)
+	}
+	for i := range 2 {
+		if resp, deferred := ask(uint16(i)); !deferred || len(resp.Answer) != 1 {
+			t.Fatalf("query %d: deferred %v, %v", i, deferred, resp)
+		}
+		for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no response mailed")
+			}
+		}
+	}
+	clock.Add(120)
+	if resp, deferred := ask(2); !deferred {
+		t.Errorf("two minutes later: a response of TTL 60 served from the cache: %v", resp)
+	}
+}
+
 func TestResponseCache(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	f := &fakeResolver{}

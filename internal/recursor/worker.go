@@ -152,16 +152,17 @@ func (w *Worker) limit() int {
 	return max(512, min(int(w.q.UDPSize), w.r.payload))
 }
 
-// store puts the responses resolutions mailed into the response cache.
-// (Responses.Put stores a response the second time its question comes:
-// one-off questions do not push out what repeats.)
+// store puts the responses resolutions mailed into the response cache,
+// each as of the time it was built: a response that waited in the box
+// longer than its TTL is stored expired, and never served. (Responses.Put
+// stores a response the second time its question comes: one-off
+// questions do not push out what repeats.)
 func (w *Worker) store() {
 	got := w.box.take(w.spare)
-	now := w.clock()
 	for i := range got {
 		m := &got[i]
 		if res, _ := w.mq.Parse(m.query); res == wire.Answer {
-			w.cache.Put(&w.mq, m.query, m.limit, m.resp, now)
+			w.cache.Put(&w.mq, m.query, m.limit, m.resp, m.built)
 		}
 		got[i] = mail{}
 	}
