@@ -277,3 +277,70 @@ func TestNewRequestReply(t *testing.T) {
 		t.Error("Defer without a transport: not nil")
 	}
 }
+
+// streamWorker defers every query and answers it with count messages of
+// size bytes.
+type streamWorker struct {
+	count, size int
+	wg          *sync.WaitGroup
+	errs        chan error
+}
+
+func (w streamWorker) Answer(req *server.Request, out []byte) []byte {
+	r := req.Defer()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer r.Close()
+		msg := bytes.Repeat([]byte{'z'}, w.size)
+		for range w.count {
+			if err := r.Send(msg); err != nil {
+				w.errs <- err
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// TestDeferredStreamSlowReader: a deferred stream (a zone transfer) to a
+// client that pauses longer than the I/O timeout with the socket buffers
+// full (6 MB sent, more than the kernel buffers hold) is written whole:
+// its messages have the idle timeout each (with the I/O timeout, the
+// pause broke it off).
+func TestDeferredStreamSlowReader(t *testing.T) {
+	const count, size = 100, 60000
+	w := streamWorker{count: count, size: size, wg: new(sync.WaitGroup), errs: make(chan error, 1)}
+	s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPIOTimeout: 20 * time.Millisecond, TCPIdleTimeout: 10 * time.Second},
+		server.HandlerFunc(func(bool) server.Worker { return w }))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c := dialTCP(t, s, &net.Dialer{})
+	if err := c.(*net.TCPConn).SetReadBuffer(1 << 17); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{0, 1, 'q'}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 2+size)
+	time.Sleep(300 * time.Millisecond) // the buffers fill; the writer waits
+	for i := range count {
+		if n, err := io.ReadFull(c, buf); err != nil {
+			select {
+			case e := <-w.errs:
+				t.Logf("server: %v", e)
+			default:
+			}
+			t.Fatalf("message %d of %d: %v (%d bytes)", i+1, count, err, n)
+		}
+	}
+	w.wg.Wait()
+	select {
+	case err := <-w.errs:
+		t.Errorf("stream: %v", err)
+	default:
+	}
+}
