@@ -16,28 +16,28 @@ import (
 )
 
 // secondary is a peer server to run as a secondary of Tern: its address
-// and the configuration it runs with, given its directory, its port and
-// Tern's address and port; logIXFR is what its log says of each
-// incremental transfer in from Tern (a format of Tern's address and port;
-// "": nothing).
+// and the configuration it runs with, given its directory, its port,
+// Tern's address and port, and the TSIG key's name when tsig is set;
+// logIXFR is what its log says of each incremental transfer in from Tern
+// (a format of Tern's address and port; "": nothing).
 type secondary struct {
 	name, addr string
 	tool       string
 	args       func(conf string) []string
-	config     func(dir string, port int, tern, ternPort string) string
+	config     func(dir string, port int, tern, ternPort, key string) string
 	logIXFR    string
+	tsig       bool
 }
 
-// The secondaries of TestSecondariesFollowByIXFR, on the journal's part
-// of issue 13's addresses: each with a Tern of its own.
-var ixfrSecondaries = []struct {
-	tern string
-	sec  secondary
-}{
-	{"127.0.0.125", secondary{name: "knot", addr: "127.0.0.126", tool: "knotd",
-		args: func(conf string) []string { return []string{"-c", conf} },
-		config: func(dir string, port int, tern, ternPort string) string {
-			return fmt.Sprintf(`server:
+// knotSecondary is Knot's configuration as a secondary of Tern.
+func knotSecondary(dir string, port int, tern, ternPort, key string) string {
+	var keys, remoteKey, aclKey string
+	if key != "" {
+		keys = fmt.Sprintf("key:\n  - id: %s\n    algorithm: hmac-sha256\n    secret: %s\n", key, xfrSecret)
+		remoteKey = "\n    key: " + key
+		aclKey = "\n    key: " + key
+	}
+	return fmt.Sprintf(`server:
     rundir: %q
     listen: 127.0.0.126@%d
     udp-workers: 1
@@ -48,13 +48,13 @@ database:
 log:
   - target: stderr
     any: info
-remote:
+%sremote:
   - id: tern
-    address: %s@%s
+    address: %s@%s%s
 acl:
   - id: notify-from-tern
     address: %s
-    action: notify
+    action: notify%s
 template:
   - id: default
     storage: %q
@@ -63,12 +63,29 @@ template:
     acl: notify-from-tern
 zone:
   - domain: a.test
-`, dir, port, filepath.Join(dir, "db"), tern, ternPort, tern, dir)
-		},
+`, dir, port, filepath.Join(dir, "db"), keys, tern, ternPort, remoteKey, tern, aclKey, dir)
+}
+
+// The secondaries of TestSecondariesFollowByIXFR, on the journal's part
+// of issue 13's addresses: each with a Tern of its own.
+var ixfrSecondaries = []struct {
+	tern string
+	sec  secondary
+}{
+	{"127.0.0.125", secondary{name: "knot", addr: "127.0.0.126", tool: "knotd",
+		args:    func(conf string) []string { return []string{"-c", conf} },
+		config:  knotSecondary,
 		logIXFR: "[a.test.] IXFR, incoming, remote %s@%s, finished"}},
+	// The same with TSIG: NOTIFYs, SOA queries and transfers signed, the
+	// incremental streams message by message (RFC 8945 §5.3.1). The
+	// addresses are the first case's: the cases run one after another.
+	{"127.0.0.125", secondary{name: "knot with TSIG", addr: "127.0.0.126", tool: "knotd",
+		args:    func(conf string) []string { return []string{"-c", conf} },
+		config:  knotSecondary,
+		logIXFR: "[a.test.] IXFR, incoming, remote %s@%s, finished", tsig: true}},
 	{"127.0.0.127", secondary{name: "nsd", addr: "127.0.0.128", tool: "nsd",
 		args: func(conf string) []string { return []string{"-d", "-c", conf} },
-		config: func(dir string, port int, tern, ternPort string) string {
+		config: func(dir string, port int, tern, ternPort, _ string) string {
 			return fmt.Sprintf(`server:
     ip-address: 127.0.0.128@%d
     server-count: 1
@@ -97,10 +114,11 @@ zone:
 		logIXFR: ""}},
 }
 
-// TestSecondariesFollowByIXFR: Knot DNS and NSD as secondaries of Tern
-// take the zone whole at first, then, told of each change by Tern's
-// NOTIFY (accepted only from Tern's address), follow it by IXFR from
-// Tern's journal (not AXFR), and serve what Tern serves.
+// TestSecondariesFollowByIXFR: Knot DNS (without and with TSIG) and NSD
+// as secondaries of Tern take the zone whole at first, then, told of
+// each change by Tern's NOTIFY (accepted only from Tern's address, and
+// with TSIG only signed), follow it by IXFR from Tern's journal (not
+// AXFR), and serve what Tern serves.
 func TestSecondariesFollowByIXFR(t *testing.T) {
 	for _, tc := range ixfrSecondaries {
 		t.Run(tc.sec.name, func(t *testing.T) { followByIXFR(t, tc.tern, tc.sec) })
@@ -115,7 +133,11 @@ func followByIXFR(t *testing.T, ternAddr string, sec secondary) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "$ORIGIN a.test.\n$TTL 300\n@ SOA ns1 h %d 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.%d\n", serial, serial)
 		for i := range 200 {
-			fmt.Fprintf(&b, "h%d TXT \"host %d, version %d\"\n", i, i, serial/2) // changes every other version
+			v := 0
+			if i < 50 {
+				v = serial / 2 // a quarter changes every other version
+			}
+			fmt.Fprintf(&b, "h%d TXT \"host %d, version %d\"\n", i, i, v)
 		}
 		if err := os.WriteFile(zoneFile, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -123,6 +145,13 @@ func followByIXFR(t *testing.T, ternAddr string, sec secondary) {
 	}
 	writeZone(1)
 	secPort := freePort(t, sec.addr)
+	// Unsigned, transfers are allowed by address; with TSIG, by key.
+	remoteKey, allow, key := "", `address = ["127.0.0.0/8"]`, ""
+	if sec.tsig {
+		key = "xfr"
+		remoteKey = `key = "xfr"`
+		allow = fmt.Sprintf("key = [\"xfr\"]\n\n[[key]]\nname = \"xfr\"\nalgorithm = \"hmac-sha256\"\nsecret = %q", xfrSecret)
+	}
 	cfg := filepath.Join(dir, "tern.toml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`[server]
 data-dir = "data"
@@ -130,18 +159,19 @@ data-dir = "data"
 [[remote]]
 name = "secondary"
 address = ["%s:%d"]
-
-[[acl]]
-name = "local"
-address = ["127.0.0.0/8"]
-action = ["transfer"]
+%s
 
 [[zone]]
 origin = "a.test"
 file = "a.zone"
 notify = ["secondary"]
 acl = ["local"]
-`, sec.addr, secPort)), 0o644); err != nil {
+
+[[acl]]
+name = "local"
+action = ["transfer"]
+%s
+`, sec.addr, secPort, remoteKey, allow)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr, logs := serveLog(t, "-c", cfg, "--listen", ternAddr+":0", "--workers", "1")
@@ -152,7 +182,7 @@ acl = ["local"]
 		t.Fatal(err)
 	}
 	conf := filepath.Join(secDir, sec.name+".conf")
-	if err := os.WriteFile(conf, []byte(sec.config(secDir, secPort, ternAddr, ternPort)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(sec.config(secDir, secPort, ternAddr, ternPort, key)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	proc, err := peer.Start(exec.Command(path, sec.args(conf)...))
@@ -189,7 +219,8 @@ acl = ["local"]
 			t.Errorf("%s took %d IXFRs, want 3; its log:\n%s", sec.name, n, out)
 		}
 	}
-	if n := strings.Count(logs.String(), `msg="IXFR out"`); n != 3 || strings.Contains(logs.String(), "IXFR out, the whole zone") {
+	if n := strings.Count(logs.String(), `msg="IXFR out"`); n != 3 || strings.Contains(logs.String(), "IXFR out, the whole zone") ||
+		sec.tsig && strings.Count(logs.String(), `key=xfr.`) < 3 {
 		t.Errorf("%d incremental transfers out, want 3; tern log:\n%s", n, logs.String())
 	}
 	if testing.Verbose() {
