@@ -175,7 +175,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var rec *recursor.Recursor
 	var rsrv *server.Server
 	if cfg.Resolver != nil {
-		if rec, err = newRecursor(cfg, resp, log); err != nil {
+		if rec, err = newRecursor(cfg, resp, nsid, log); err != nil {
 			fmt.Fprintf(stderr, "tern serve: %v\n", err)
 			return 1
 		}
@@ -287,7 +287,7 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 // newRecursor builds the resolver of cfg's [resolver] table, answering
 // the questions inside resp's zones from their data. It is built once:
 // a reload keeps it, and its caches, whatever changed.
-func newRecursor(cfg *config.Config, resp *auth.Responder, log *slog.Logger) (*recursor.Recursor, error) {
+func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (*recursor.Recursor, error) {
 	rc := cfg.Resolver
 	var hints []resolve.Server
 	if rc.RootHints != "" {
@@ -321,6 +321,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, log *slog.Logger) (*r
 		MaxResolutions: rc.MaxResolutions,
 		MaxPerClient:   rc.MaxPerClient,
 		ResponseCache:  cfg.Server.ResponseCache,
+		NSID:           nsid,
 		Logger:         log,
 	}), nil
 }

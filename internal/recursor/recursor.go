@@ -89,6 +89,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the response cache's clock; nil means time.Now.
 	Now func() time.Time
+	// NSID is the RFC 5001 server identifier sent to clients that ask
+	// for it (identity.nsid, as the authoritative listeners send it);
+	// nil for none.
+	NSID []byte
 }
 
 // Recursor answers recursive queries. It is a server.Handler; its
@@ -101,6 +105,7 @@ type Recursor struct {
 	mesh      *mesh
 	log       *slog.Logger
 	now       func() time.Time
+	nsid      []byte
 	// ctx ends the resolutions in flight when the Recursor is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -109,7 +114,7 @@ type Recursor struct {
 
 // New returns a Recursor.
 func New(opt Options) *Recursor {
-	r := &Recursor{auth: opt.Auth, respCache: opt.ResponseCache, allow: opt.Allow, payload: opt.UDPPayload, log: opt.Logger}
+	r := &Recursor{auth: opt.Auth, respCache: opt.ResponseCache, allow: opt.Allow, payload: opt.UDPPayload, log: opt.Logger, nsid: opt.NSID}
 	if r.payload == 0 {
 		r.payload = auth.DefaultUDPPayload
 	}

@@ -597,3 +597,30 @@ func BenchmarkCacheHit(b *testing.B) {
 		}
 	})
 }
+
+// TestNSID: identity.nsid goes to clients that ask for it (RFC 5001), in
+// resolved responses and in refusals, and to no other.
+func TestNSID(t *testing.T) {
+	r := newRecursor(t, &fakeResolver{}, Options{NSID: []byte("rec1")})
+	w := r.NewWorker(false)
+	for _, tc := range []struct {
+		name string
+		rd   bool
+		ask  bool
+	}{{"resolved", true, true}, {"refused", false, true}, {"resolved, not asked", true, false}} {
+		m := query("www.example.tld.", dns.TypeA, tc.rd, true)
+		if tc.ask {
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID})
+		}
+		resp, _ := exchange(t, w, m, client, false)
+		got := ""
+		for _, o := range resp.IsEdns0().Option {
+			if n, ok := o.(*dns.EDNS0_NSID); ok {
+				got = n.Nsid
+			}
+		}
+		if want := map[bool]string{true: "72656331", false: ""}[tc.ask]; got != want {
+			t.Errorf("%s: NSID %q, want %q", tc.name, got, want)
+		}
+	}
+}

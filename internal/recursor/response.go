@@ -1,6 +1,7 @@
 package recursor
 
 import (
+	"encoding/hex"
 	"errors"
 
 	"github.com/miekg/dns"
@@ -32,6 +33,10 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 	m.Compress = true
 	if opt := q.IsEdns0(); opt != nil {
 		m.SetEdns0(uint16(r.payload), opt.Do())
+		if r.nsid != nil && hasNSID(opt) {
+			// RFC 5001 §2.2: the identifier, to a client that asked.
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: hex.EncodeToString(r.nsid)})
+		}
 		switch {
 		case res.Rcode == rcodeServFail:
 			m.IsEdns0().Option = append(m.IsEdns0().Option, ede(err))
@@ -47,6 +52,16 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 		return nil
 	}
 	return msg
+}
+
+// hasNSID reports whether opt asks for the NSID (RFC 5001 §2.1).
+func hasNSID(opt *dns.OPT) bool {
+	for _, o := range opt.Option {
+		if o.Option() == dns.EDNS0NSID {
+			return true
+		}
+	}
+	return false
 }
 
 // ede is the Extended DNS Error of a failed resolution (RFC 8914): its
@@ -76,7 +91,11 @@ func (w *Worker) errorResponse(pkt, out []byte, rcode int, ra bool, infoCode uin
 	b.Header(q.ID, flags)
 	ext := b.ErrorReply(pkt, q, flags, rcode)
 	if q.EDNS || ext != 0 {
-		b.OPT(uint16(w.r.payload), ext, q.DO, nil)
+		var nsid []byte
+		if q.NSID {
+			nsid = w.r.nsid
+		}
+		b.OPT(uint16(w.r.payload), ext, q.DO, nsid)
 		if infoCode != 0 {
 			b.EDE(infoCode)
 		}
