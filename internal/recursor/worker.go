@@ -48,8 +48,9 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 }
 
 // AnswerBatch answers reqs[i] into outs[i] as Answer does, reading the
-// clock once for the batch (a third of a cache hit's time when read per
-// query, BenchmarkCacheHit). It makes a UDP Worker a server.Batcher.
+// clock once for the batch: read per query it was 28% of a cache hit's
+// CPU in BenchmarkCacheHit's profile on this project's VMs. It makes a
+// UDP Worker a server.Batcher.
 func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	w.now = w.r.now()
 	for i := range reqs {
