@@ -147,30 +147,14 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 	if m.Authoritative {
 		rank = cache.RankAuthAnswer
 	}
-	var dname []dns.RR
-	for _, rr := range m.Answer {
-		if rr.Header().Rrtype == dns.TypeDNAME {
-			dname = append(dname, rr)
-		}
-	}
-	answer := m.Answer
-	if len(dname) > 0 {
-		// The CNAMEs a server made from a DNAME are not kept: the
-		// resolver makes its own from the DNAME (RFC 6672 §3.2).
-		answer = nil
-		for _, rr := range m.Answer {
-			if rr.Header().Rrtype != dns.TypeCNAME || redirecting(dname, dns.CanonicalName(rr.Header().Name)) == nil {
-				answer = append(answer, rr)
-			}
-		}
-	}
+	answer, dname := onChain(m.Answer, q)
 	ru.store(answer, rank)
 	ns := owned(m.Ns, zone, dns.TypeNS)
 	if m.Authoritative {
 		ru.store(ns, cache.RankAuthority)
 	}
 	ru.store(glue(m.Extra, zone, ns), cache.RankAdditional)
-	if !m.Authoritative || q.Qtype == dns.TypeANY || len(dname) > 0 {
+	if !m.Authoritative || q.Qtype == dns.TypeANY || dname {
 		return
 	}
 	// The name the chain ends at, and its negative answer.
@@ -199,6 +183,61 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 		}
 	}
 	c.Put(cur, q.Qtype, cache.Entry{Kind: kind, Records: auth, Rank: cache.RankAuthority})
+}
+
+// onChain returns the records of answer on q's chain, as resolve reads
+// it: from q's name, the DNAME that redirects it (not the CNAME a server
+// made from it: the resolver makes its own, RFC 6672 §3.2), else its
+// records of q's type, else its CNAME and on from the target; with their
+// RRSIGs. Other records, though in the answering zone's bailiwick, are
+// not the answer to q and are not cached (RFC 2181 §5.4.1 ranks answer
+// data as the answer to the question; Unbound's scrubber removes them
+// too): a zone's server could otherwise plant records of names below its
+// cuts, which other servers are authoritative for. dname reports whether
+// the chain went through a DNAME.
+func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
+	type set struct {
+		name string
+		t    uint16
+	}
+	keep := map[set]bool{}
+	cur := dns.CanonicalName(q.Name)
+	for seen := map[string]bool{}; !seen[cur]; {
+		seen[cur] = true
+		if dn := redirecting(answer, cur); dn != nil {
+			dname = true
+			keep[set{dns.CanonicalName(dn.Hdr.Name), dns.TypeDNAME}] = true
+			cn, ok := synthesize(dn, cur)
+			if !ok {
+				break
+			}
+			cur = dns.CanonicalName(cn.Target)
+			continue
+		}
+		if rrs := owned(answer, cur, q.Qtype); len(rrs) > 0 {
+			for _, rr := range rrs {
+				keep[set{cur, rr.Header().Rrtype}] = true
+			}
+			break
+		}
+		cn := owned(answer, cur, dns.TypeCNAME)
+		if len(cn) == 0 {
+			break
+		}
+		keep[set{cur, dns.TypeCNAME}] = true
+		cur = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+	}
+	for _, rr := range answer {
+		h := rr.Header()
+		t := h.Rrtype
+		if sig, ok := rr.(*dns.RRSIG); ok {
+			t = sig.TypeCovered
+		}
+		if keep[set{dns.CanonicalName(h.Name), t}] {
+			out = append(out, rr)
+		}
+	}
+	return out, dname
 }
 
 // clampTTLs sets the TTLs of m's records to those the cache keeps them

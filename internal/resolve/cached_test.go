@@ -318,3 +318,32 @@ func TestCachedConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAnswerOffChainNotCached: records of an answer section that are not
+// on the question's chain (its records, CNAMEs and DNAMEs) are not
+// cached, though in the answering zone's bailiwick: com.'s server,
+// answering for foo.com., slips in an A record of www.example.com., a
+// name below a cut it is not authoritative for. Asked next, that name is
+// resolved from example.com.'s server (it used to be answered from the
+// cache, with the slipped-in address).
+func TestAnswerOffChainNotCached(t *testing.T) {
+	f := world(t)
+	f.answers[key{gtld, "foo.com.", dns.TypeA}] = answer(t,
+		"foo.com. 300 IN A 192.0.2.9",
+		"www.example.com. 300 IN A 192.0.2.66",
+		"foo.com. 300 IN RRSIG A 8 2 300 20300101000000 20200101000000 1 com. AAAA",
+		"www.example.com. 300 IN RRSIG A 8 3 300 20300101000000 20200101000000 1 com. AAAA")
+	clk := &fakeClock{time.Unix(1_800_000_000, 0)}
+	r, _ := tracing(f, Options{Cache: cache.New(cache.Options{Now: clk.now}), Now: clk.now, NoMinimise: true})
+	res, err := r.Resolve(context.Background(), "foo.com.", dns.TypeA)
+	checkResult(t, res, err, 0, []string{"foo.com. 300 IN A 192.0.2.9"})
+	res, err = r.Resolve(context.Background(), "www.example.com.", dns.TypeA)
+	checkResult(t, res, err, 0, []string{"www.example.com. 300 IN A 192.0.2.1"})
+	// The chain's own records (and their signatures) are cached.
+	f.asked = nil
+	res, err = r.Resolve(context.Background(), "foo.com.", dns.TypeA)
+	checkResult(t, res, err, 0, []string{"foo.com. 300 IN A 192.0.2.9"})
+	if len(f.asked) != 0 {
+		t.Errorf("foo.com. asked again: %v", f.asked)
+	}
+}
