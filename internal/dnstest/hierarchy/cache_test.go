@@ -26,13 +26,13 @@ func newClock() *clock {
 func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// TestCache: answers, NXDOMAIN and NODATA come from the cache while their
+// testCache: answers, NXDOMAIN and NODATA come from the cache while their
 // TTL runs (no upstream query, TTLs decreased by the time spent in the
 // cache, the negative answer's SOA too: RFC 2308 §5), and are asked again
 // once it has run out, from the delegation still cached (one query);
 // failures are remembered for a while (RFC 9520).
-func TestCache(t *testing.T) {
-	h := start(t)
+func testCache(t *testing.T, e *env) {
+	h := e.h
 	clk := newClock()
 	tr := newTernResolverOpt(t, h, resolve.Options{Now: clk.now, Cache: cache.New(cache.Options{Now: clk.now})})
 	type step struct {

@@ -214,9 +214,42 @@ func rrsets(rrs []dns.RR) []string {
 	return out
 }
 
-// start serves the standard hierarchy on this package's block.
-func start(t *testing.T) *hierarchy.Standard {
-	return hierarchy.StartStandard(t, first)
+// env is what the tests share: the standard hierarchy, Tern's served
+// resolver and Unbound over it, started once (each start of knotd, nsd
+// and Unbound costs a second or two on a loaded machine).
+type env struct {
+	h       *hierarchy.Standard
+	served  string // Tern's served resolver, host:port
+	unbound string // Unbound, host:port, or "" and why in noUnbound
+	// noUnbound says why Unbound is not running.
+	noUnbound string
+}
+
+// needUnbound returns Unbound's address, or skips the test.
+func (e *env) needUnbound(t *testing.T) string {
+	t.Helper()
+	if e.unbound == "" {
+		t.Skip(e.noUnbound)
+	}
+	return e.unbound
+}
+
+// TestHierarchy runs the resolver tests over one standard hierarchy, one
+// after the other: each takes care of the state it leaves in the served
+// resolver and Unbound, whose caches they share.
+func TestHierarchy(t *testing.T) {
+	e := &env{h: hierarchy.StartStandard(t, first)}
+	e.served = startServed(t, e.h)
+	e.unbound, e.noUnbound = startUnbound(t, e.h)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *env)
+	}{
+		{"Resolve", testResolve}, {"ResolveWithoutCache", testResolveWithoutCache}, {"Cache", testCache},
+		{"Served", testServed}, {"ServedTTLs", testServedTTLs}, {"Unbound", testUnbound}, {"UnboundGenerated", testUnboundGenerated},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+	}
 }
 
 // bigTXT is the answer for big.example.tld. TXT.

@@ -76,16 +76,14 @@ func generatedQuestions(t *testing.T, h *hierarchy.Standard) []dns.Question {
 	return qs
 }
 
-// TestUnboundGenerated asks Unbound and Tern's served resolver every
+// testUnboundGenerated asks Unbound and Tern's served resolver every
 // generated question (every name of the hierarchy, a name below each
 // that does not exist, nine types each) and compares the responses as
-// TestUnbound does. A difference fails the test unless
+// testUnbound does. A difference fails the test unless
 // generatedDifferences explains it.
-func TestUnboundGenerated(t *testing.T) {
-	h := start(t)
-	unbound := startUnbound(t, h)
-	served := startServed(t, h)
-	qs := generatedQuestions(t, h)
+func testUnboundGenerated(t *testing.T, e *env) {
+	unbound, served := e.needUnbound(t), e.served
+	qs := generatedQuestions(t, e.h)
 	type result struct {
 		q    dns.Question
 		diff string

@@ -53,12 +53,12 @@ func (tr *ternResolver) resolve(name string, qtype uint16) (*dns.Msg, int) {
 	return m, res.Queries
 }
 
-// TestResolve resolves every case through Tern's resolver from the local
+// testResolve resolves every case through Tern's resolver from the local
 // root, over servers of Tern, Knot and NSD: each case with a resolver of
 // its own and an empty cache, as a freshly started tern serve has, so
 // that the number of upstream queries is the case's alone.
-func TestResolve(t *testing.T) {
-	h := start(t)
+func testResolve(t *testing.T, e *env) {
+	h := e.h
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
 			t.Parallel()
@@ -73,12 +73,11 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// TestResolveWithoutCache: the resolver without a cache, as tern resolve
+// testResolveWithoutCache: the resolver without a cache, as tern resolve
 // runs it, on a chain of 11 CNAME links across two zones, which a
 // resolver must follow (Unbound does, Tern's served resolver does).
-func TestResolveWithoutCache(t *testing.T) {
-	h := start(t)
-	tr := newTernResolver(t, h)
+func testResolveWithoutCache(t *testing.T, e *env) {
+	tr := newTernResolver(t, e.h)
 	c := resolverCase{name: "l0.chain11.example.tld.", qtype: dns.TypeA, answer: chainAnswer(11), ede: noEDE,
 		pending: "without a cache nothing learnt is kept within a resolution: each link resolves cdn.net.'s " +
 			"out-of-bailiwick NS name again from the root, and the 11 links take more than the 50 upstream queries allowed"}

@@ -26,23 +26,24 @@ var unboundAddr = netip.AddrFrom4([4]byte{127, 0, 0, 39})
 // hierarchy: root hints naming the local root, queries to loopback
 // allowed, the iterator alone (no validator: the hierarchy is unsigned
 // and has no trust anchor), one thread, no prefetch, QNAME minimisation
-// as by default (relaxed). It returns the address to ask.
-func startUnbound(t *testing.T, h *hierarchy.Standard) string {
+// as by default (relaxed). It returns the address to ask, or why Unbound
+// cannot run (the tests that need it skip).
+func startUnbound(t *testing.T, h *hierarchy.Standard) (addr, skip string) {
 	t.Helper()
 	bin, ok := peer.FindTool("unbound")
 	if !ok {
 		if os.Getenv(hierarchy.RequirePeersEnv) == "1" {
 			t.Fatalf("unbound not found and %s=1", hierarchy.RequirePeersEnv)
 		}
-		t.Skip("unbound not found; install it (Debian: unbound)")
+		return "", "unbound not found; install it (Debian: unbound)"
 	}
 	if h.Port != 53 {
 		// Unbound asks authorities on port 53 alone (root hints carry no
 		// port).
-		t.Skipf("the hierarchy is on port %d, not 53: Unbound cannot be pointed at it", h.Port)
+		return "", fmt.Sprintf("the hierarchy is on port %d, not 53: Unbound cannot be pointed at it", h.Port)
 	}
 	dir := t.TempDir()
-	addr := netip.AddrPortFrom(unboundAddr, 53).String()
+	addr = netip.AddrPortFrom(unboundAddr, 53).String()
 	conf := fmt.Sprintf(`server:
     interface: %s
     port: 53
@@ -83,13 +84,13 @@ remote-control:
 					t.Logf("unbound log:\n%s", p.Output())
 				}
 			})
-			return addr
+			return addr, ""
 		}
 		p.Stop()
 		last = fmt.Errorf("attempt %d: %w\n%s", attempt+1, last, p.Output())
 	}
 	t.Fatalf("unbound: %v", last)
-	return ""
+	return "", ""
 }
 
 // waitResolver polls a resolver with a question about the hierarchy's
@@ -128,14 +129,12 @@ func askResolver(addr, name string, qtype uint16) (*dns.Msg, error) {
 	return r, err
 }
 
-// TestUnbound asks Unbound and Tern's served resolver (startServed)
+// testUnbound asks Unbound and Tern's served resolver (startServed)
 // every case over the same hierarchy, over UDP, and compares their
 // responses (compare). A difference fails the test unless
 // unboundDifferences explains it.
-func TestUnbound(t *testing.T) {
-	h := start(t)
-	addr := startUnbound(t, h)
-	served := startServed(t, h)
+func testUnbound(t *testing.T, e *env) {
+	addr, served := e.needUnbound(t), e.served
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	ran := 0
