@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/zone"
 )
 
 // replier sends a deferred answer: *server.Reply.
@@ -35,9 +36,19 @@ type waiter struct {
 	// Worker.limit).
 	limit  int
 	client netip.Addr
-	// box, when not nil, is the mailbox of the worker whose response
-	// cache the response goes to.
-	box *mailbox
+	// to is where the response goes for a response cache (to.box nil:
+	// nowhere).
+	to mailTo
+}
+
+// mailTo is where a response goes for a worker's response cache: the
+// worker's mailbox, and the set of local zones its cache was made beside
+// when the query came (Worker.zones). A response whose resolution began
+// beside another set is not stored: the set may since have gained the
+// zone of its name, whose answers come from local data.
+type mailTo struct {
+	box   *mailbox
+	zones *zone.Set
 }
 
 // flight is a resolution running, and the queries waiting on it.
@@ -91,10 +102,10 @@ const (
 
 // join makes the query (a copy of which it keeps) wait on the
 // resolution of q, starting it if it is not in flight; its response is
-// built for limit and also handed to box (when not nil). defer is
+// built for limit and also mailed to to (when to.box is not nil). defer is
 // called, under the mesh's lock, only once the query is admitted, and
 // returns the query's reply (nil when it cannot be deferred).
-func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box *mailbox, deferReply func() replier) joined {
+func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, to mailTo, deferReply func() replier) joined {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.perClient[client] >= m.maxPerClient {
@@ -113,7 +124,7 @@ func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box 
 		m.flights[q] = f
 		m.start(q, false)
 	}
-	f.waiters = append(f.waiters, waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, box: box})
+	f.waiters = append(f.waiters, waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, to: to})
 	m.perClient[client]++
 	m.waiting++
 	return deferred
@@ -122,14 +133,14 @@ func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, box 
 // prefetch starts the resolution of q, unless it is in flight already
 // or maxResolutions are: the refresh of a cached response close to
 // expiry (Unbound's prefetch), whose response to query (built for
-// limit) goes to box, no client waiting on it.
-func (m *mesh) prefetch(q question, query []byte, limit int, box *mailbox) bool {
+// limit) is mailed to to, no client waiting on it.
+func (m *mesh) prefetch(q question, query []byte, limit int, to mailTo) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.flights[q] != nil || len(m.flights) >= m.maxResolutions || m.closed {
 		return false
 	}
-	m.flights[q] = &flight{waiters: []waiter{{query: append([]byte(nil), query...), limit: limit, box: box}}}
+	m.flights[q] = &flight{waiters: []waiter{{query: append([]byte(nil), query...), limit: limit, to: to}}}
 	m.start(q, true)
 	return true
 }
@@ -165,8 +176,8 @@ func (m *mesh) start(q question, refresh bool) {
 				}
 				w.reply.Close()
 			}
-			if msg != nil && w.box != nil {
-				w.box.post(w.query, w.limit, msg, built)
+			if msg != nil && w.to.box != nil {
+				w.to.box.post(w.query, w.limit, msg, built, w.to.zones)
 			}
 		}
 	}()
@@ -233,21 +244,24 @@ type mailbox struct {
 }
 
 // mail is a response for a worker's response cache: the query it
-// answers, the limit it was built for, the response, and when it was
-// built (its TTLs count from then).
+// answers, the limit it was built for, the response, when it was built
+// (its TTLs count from then) and the local zones it was asked beside
+// (mailTo.zones).
 type mail struct {
 	query []byte
 	limit int
 	resp  []byte
 	built time.Time
+	zones *zone.Set
 }
 
-// post leaves a response, built at built, for the worker; resp is kept.
-func (b *mailbox) post(query []byte, limit int, resp []byte, built time.Time) {
+// post leaves a response, built at built for a query that came beside
+// zones, for the worker; resp is kept.
+func (b *mailbox) post(query []byte, limit int, resp []byte, built time.Time, zones *zone.Set) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.mail) < maxMail {
-		b.mail = append(b.mail, mail{query, limit, resp, built})
+		b.mail = append(b.mail, mail{query, limit, resp, built, zones})
 		b.pending.Store(true)
 	}
 }

@@ -322,7 +322,7 @@ func TestInFlightOnce(t *testing.T) {
 	}
 	// A prefetch of a question in flight starts nothing.
 	same, _ := query("same.example.tld.", dns.TypeA, true, false).Pack()
-	if r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, nil) {
+	if r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, mailTo{}) {
 		t.Error("prefetch of a question in flight started")
 	}
 	close(f.gate)
@@ -345,7 +345,7 @@ func TestInFlightOnce(t *testing.T) {
 	if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
 		t.Errorf("after: in flight %d, waiting %d", n, waiting)
 	}
-	if !r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, nil) {
+	if !r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, mailTo{}) {
 		t.Error("prefetch did not start")
 	}
 }
@@ -375,7 +375,7 @@ func TestClosedStartsNothing(t *testing.T) {
 		t.Errorf("query after Close: %x, want SERVFAIL now", resp)
 	}
 	late, _ := query("late.example.tld.", dns.TypeA, true, false).Pack()
-	if r.mesh.prefetch(question{"late.example.tld.", dns.TypeA}, late, 512, nil) {
+	if r.mesh.prefetch(question{"late.example.tld.", dns.TypeA}, late, 512, mailTo{}) {
 		t.Error("prefetch started after Close")
 	}
 	r.wg.Wait()
@@ -487,6 +487,50 @@ func TestMailAged(t *testing.T) {
 	clock.Add(120)
 	if resp, deferred := ask(2); !deferred {
 		t.Errorf("two minutes later: a response of TTL 60 served from the cache: %v", resp)
+	}
+}
+
+// TestMailBeforeZoneChange: a response resolved while the local zones
+// changed is not stored in the response cache once the worker has seen
+// the change: new.test. becomes a local zone while www.new.test. is
+// being resolved, and the next query gets the local data (it used to get
+// the resolved answer from the cache, stored right after the cache was
+// emptied for the change).
+func TestMailBeforeZoneChange(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{ResponseCache: 64})
+	w := r.NewWorker(false).(*Worker)
+	var chans []chan []byte
+	for id := range uint16(2) {
+		m := query("www.new.test.", dns.TypeA, true, true)
+		m.Id = id
+		ch, resp := pending(t, w, m, client)
+		if resp != nil {
+			t.Fatalf("query %d answered now", id)
+		}
+		chans = append(chans, ch)
+	}
+	local, err := zone.Read(strings.NewReader("$TTL 3600\n"+localZone), "local.test.", "local.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := zone.Read(strings.NewReader("$TTL 3600\nnew.test. SOA ns.new.test. h.new.test. 1 2 3 4 5\nnew.test. NS ns.new.test.\nns.new.test. A 192.0.2.53\nwww.new.test. A 192.0.2.99\n"), "new.test.", "new.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.auth.Publish(zone.NewSet(local, added))
+	close(f.gate)
+	for _, ch := range chans {
+		wait(t, ch)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no response mailed")
+		}
+	}
+	resp, deferred := exchange(t, w, query("www.new.test.", dns.TypeA, true, true), client, false)
+	if deferred || !resp.Authoritative || len(resp.Answer) != 1 || resp.Answer[0].(*dns.A).A.String() != "192.0.2.99" {
+		t.Errorf("after new.test. became local: deferred %v, %v", deferred, resp)
 	}
 }
 

@@ -135,7 +135,7 @@ func (w *Worker) cached(pkt []byte, limit int, out []byte) []byte {
 	q := &w.q
 	resp, refresh := w.cache.Get(q, pkt, limit, w.clock(), out)
 	if refresh {
-		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, w.box)
+		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, mailTo{w.box, w.zones})
 	}
 	return resp
 }
@@ -157,12 +157,14 @@ func (w *Worker) limit() int {
 // each as of the time it was built: a response that waited in the box
 // longer than its TTL is stored expired, and never served. (Responses.Put
 // stores a response the second time its question comes: one-off
-// questions do not push out what repeats.)
+// questions do not push out what repeats.) Mail for queries that came
+// beside other local zones than the cache now is (cached emptied it for
+// the change) is dropped: the question may now be answered locally.
 func (w *Worker) store() {
 	got := w.box.take(w.spare)
 	for i := range got {
 		m := &got[i]
-		if res, _ := w.mq.Parse(m.query); res == wire.Answer {
+		if res, _ := w.mq.Parse(m.query); res == wire.Answer && m.zones == w.zones {
 			w.cache.Put(&w.mq, m.query, m.limit, m.resp, m.built)
 		}
 		got[i] = mail{}
@@ -224,7 +226,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client has too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr().Unmap(), w.box, func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr().Unmap(), mailTo{w.box, w.zones}, func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
