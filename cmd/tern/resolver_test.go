@@ -308,3 +308,93 @@ resolution-timeout = "60s"
 		t.Fatal("serve did not exit")
 	}
 }
+
+// TestServeForward: a [[resolver.forward]] zone of the config sends the
+// questions at or below it to its forwarder, in full and with RD=1, and
+// the forwarder's answer (RA, no AA) reaches the client through the
+// resolver's listener. The forwarder is a fake on a kernel-picked port of
+// 127.0.0.88; the root hints point at 127.0.0.89, where nothing listens,
+// so that a question leaving the zone could not reach the internet.
+func TestServeForward(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.88:0")
+	if err != nil {
+		t.Skipf("127.0.0.88: %v", err)
+	}
+	defer pc.Close()
+	asked := make(chan dns.Msg, 16)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil || len(q.Question) != 1 {
+				continue
+			}
+			select {
+			case asked <- *q.Copy():
+			default:
+			}
+			r := new(dns.Msg)
+			r.SetReply(q)
+			r.RecursionAvailable = true
+			if q.Question[0].Qtype == dns.TypeA {
+				rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.77")
+				r.Answer = []dns.RR{rr}
+			}
+			if opt := q.IsEdns0(); opt != nil {
+				r.SetEdns0(1232, false)
+			}
+			out, err := r.Pack()
+			if err == nil {
+				pc.WriteTo(out, from)
+			}
+		}
+	}()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hints"), []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.89\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := `
+[resolver]
+listen = ["127.0.0.80:0"]
+allow = ["127.0.0.1/32"]
+root-hints = "hints"
+query-loopback = true
+[[resolver.forward]]
+name = "Corp.Example"
+servers = ["` + pc.LocalAddr().String() + `"]
+`
+	if err := os.WriteFile(filepath.Join(dir, "tern.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"), "--workers", "1")
+
+	m := new(dns.Msg)
+	m.SetQuestion("a.b.www.corp.example.", dns.TypeA)
+	m.SetEdns0(1232, false)
+	var r *dns.Msg
+	for range 3 { // a datagram lost on a loaded machine
+		if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != dns.RcodeSuccess || !r.RecursionAvailable || r.Authoritative || len(r.Answer) != 1 ||
+		r.Answer[0].String() != "a.b.www.corp.example.\t300\tIN\tA\t192.0.2.77" {
+		t.Errorf("answer through the forwarder: %v", r)
+	}
+	select {
+	case q := <-asked:
+		// Forwarders get the whole question (no minimisation) and RD.
+		if !q.RecursionDesired || !strings.EqualFold(q.Question[0].Name, "a.b.www.corp.example.") || q.Question[0].Qtype != dns.TypeA {
+			t.Errorf("the forwarder was asked %v", &q)
+		}
+	default:
+		t.Error("the forwarder was not asked")
+	}
+}

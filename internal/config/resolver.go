@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
 )
 
@@ -284,10 +285,23 @@ func (v *validator) validateResolver(r *Resolver) {
 				}
 				v.addf(at, "resolver.%s: %s has no servers", d.key, name)
 			}
+			// notAsked says why each server is one the resolver would
+			// pass over; a zone with only such servers could never be
+			// resolved, which Unbound leaves to be found at run time.
+			// (Both families off is one error, below, not one per zone.)
+			var notAsked []string
+			invalid := false
 			for j, srv := range z.Servers {
-				if _, err := parseServer(srv); err != nil {
-					v.addf(at+".servers["+strconv.Itoa(j)+"]", "resolver.%s: invalid server %q (want an address, with a port or not: 192.0.2.1, 192.0.2.1:5353, [2001:db8::1]:53)", d.key, srv)
+				ap, err := parseServer(srv)
+				if err != nil || ap.Port() == 0 {
+					v.addf(at+".servers["+strconv.Itoa(j)+"]", "resolver.%s: invalid server %q (want an address, with a port or not, not port 0: 192.0.2.1, 192.0.2.1:5353, [2001:db8::1]:53)", d.key, srv)
+					invalid = true
+				} else if why := r.notAsked(ap.Addr()); why != "" {
+					notAsked = append(notAsked, srv+" "+why)
 				}
+			}
+			if !invalid && (r.QueryIPv4 || r.QueryIPv6) && len(notAsked) > 0 && len(notAsked) == len(z.Servers) {
+				v.addf(at+".servers", "resolver.%s: %s has no server the resolver would ask: %s", d.key, z.Name, strings.Join(notAsked, "; "))
 			}
 		}
 	}
@@ -337,6 +351,22 @@ func (v *validator) validateResolver(r *Resolver) {
 	if r.ServeStale.Duration < 0 {
 		v.addf("resolver.serve-stale", "resolver.serve-stale: must not be negative, got %s", r.ServeStale.Duration)
 	}
+}
+
+// notAsked says why the resolver would not ask a server at a ("is a
+// loopback address, and query-loopback is false"), or "" when it would:
+// the family is turned off (resolve.Options.NoIPv4, NoIPv6), or a is an
+// address recursor.NoLoopback refuses.
+func (r *Resolver) notAsked(a netip.Addr) string {
+	switch {
+	case a.Unmap().Is4() && !r.QueryIPv4:
+		return "is IPv4, and query-ipv4 is false"
+	case !a.Unmap().Is4() && !r.QueryIPv6:
+		return "is IPv6, and query-ipv6 is false"
+	case !r.QueryLoopback && recursor.Local(a):
+		return "is a loopback or unspecified address, and query-loopback is false"
+	}
+	return ""
 }
 
 // resolvePaths makes the root hints path absolute against the config

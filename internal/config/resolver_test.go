@@ -139,6 +139,17 @@ servers = ["192.0.2.9:53"]
 	if len(r.Stub) != 1 || r.Stub[0].Name != "lab.example." || r.Stub[0].ServerAddrs()[0] != netip.MustParseAddrPort("192.0.2.9:53") {
 		t.Errorf("stub %+v", r.Stub)
 	}
+	// A zone with one server the resolver asks is valid; loopback
+	// servers are asked with query-loopback.
+	for _, input := range []string{
+		"[[resolver.stub]]\nname = \"c.example\"\nservers = [\"127.0.0.1\", \"192.0.2.1\"]\n",
+		"query-loopback = true\n[[resolver.forward]]\nname = \"c.example\"\nservers = [\"127.0.0.1:5353\"]\n",
+		"query-ipv4 = false\n[[resolver.forward]]\nname = \"c.example\"\nservers = [\"192.0.2.1\", \"2001:db8::1\"]\n",
+	} {
+		if _, err := Parse("t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\n"+input)); err != nil {
+			t.Errorf("%q: %v", input, err)
+		}
+	}
 	for _, tc := range []struct {
 		input string
 		want  []string
@@ -150,6 +161,17 @@ servers = ["192.0.2.9:53"]
 		{"[[resolver.forward]]\nname = \"a.example\"\nservers = [\"192.0.2.1\"]\n[[resolver.forward]]\nname = \"A.example.\"\nservers = [\"192.0.2.1\"]\n",
 			[]string{"t.toml:7: resolver.forward: a.example. listed twice"}},
 		{"query-ipv4 = false\nquery-ipv6 = false\n", []string{"t.toml:3: resolver: query-ipv4 and query-ipv6 are both false"}},
+		{"[[resolver.forward]]\nname = \"a.example\"\nservers = [\"192.0.2.1:0\"]\n",
+			[]string{"t.toml:5: resolver.forward: invalid server \"192.0.2.1:0\""}},
+		// Servers the resolver would never ask: a zone with only such
+		// servers is an error, one with another server is not.
+		{"[[resolver.forward]]\nname = \"a.example\"\nservers = [\"127.0.0.1:5353\",\n \"[::1]:53\"]\n[[resolver.stub]]\nname = \"b.example\"\nservers = [\"0.0.0.0\"]\n[[resolver.stub]]\nname = \"c.example\"\nservers = [\"127.0.0.1\", \"192.0.2.1\"]\n",
+			[]string{"t.toml:5: resolver.forward: a.example. has no server the resolver would ask: 127.0.0.1:5353 is a loopback or unspecified address, and query-loopback is false; [::1]:53 is a loopback",
+				"t.toml:9: resolver.stub: b.example. has no server the resolver would ask: 0.0.0.0 is a loopback"}},
+		{"query-ipv6 = false\n[[resolver.stub]]\nname = \"a.example\"\nservers = [\"2001:db8::1\", \"[2001:db8::2]:53\"]\n",
+			[]string{"t.toml:6: resolver.stub: a.example. has no server the resolver would ask: 2001:db8::1 is IPv6, and query-ipv6 is false; [2001:db8::2]:53 is IPv6"}},
+		{"query-ipv4 = false\n[[resolver.forward]]\nname = \"a.example\"\nservers = [\"::ffff:192.0.2.1\"]\n",
+			[]string{"t.toml:6: resolver.forward: a.example. has no server the resolver would ask: ::ffff:192.0.2.1 is IPv4, and query-ipv4 is false"}},
 		{"[[resolver.forward]]\nname = \"a.example\"\nserver = [\"192.0.2.1\"]\n", []string{"t.toml:5: unknown key resolver.forward.server (did you mean resolver.forward.servers?)"}},
 	} {
 		wantErrors(t, "[resolver]\nlisten = [\"127.0.0.1:53\"]\n"+tc.input, tc.want)
