@@ -298,7 +298,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 	}
 	var ex upstream.Exchanger = &upstream.Client{}
 	if !rc.QueryLoopback {
-		ex = recursor.NoLoopback(ex)
+		ex = upstream.NoLoopback(ex)
 	}
 	return recursor.New(recursor.Options{
 		Resolver: resolve.New(ex, resolve.Options{

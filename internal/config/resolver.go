@@ -11,8 +11,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/cache"
-	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // Defaults of the [resolver] table that are not resolve.DefaultLimits'.
@@ -356,14 +356,14 @@ func (v *validator) validateResolver(r *Resolver) {
 // notAsked says why the resolver would not ask a server at a ("is a
 // loopback address, and query-loopback is false"), or "" when it would:
 // the family is turned off (resolve.Options.NoIPv4, NoIPv6), or a is an
-// address recursor.NoLoopback refuses.
+// address upstream.NoLoopback refuses.
 func (r *Resolver) notAsked(a netip.Addr) string {
 	switch {
 	case a.Unmap().Is4() && !r.QueryIPv4:
 		return "is IPv4, and query-ipv4 is false"
 	case !a.Unmap().Is4() && !r.QueryIPv6:
 		return "is IPv6, and query-ipv6 is false"
-	case !r.QueryLoopback && recursor.Local(a):
+	case !r.QueryLoopback && upstream.Local(a):
 		return "is a loopback or unspecified address, and query-loopback is false"
 	}
 	return ""

@@ -83,7 +83,7 @@ type Report struct {
 // OptionsExchanger is an Exchanger that also takes Options and returns a
 // Report; a resolver uses it when its Exchanger has it. A wrapper of an
 // Exchanger (a filter, a counter) must implement it as well when what it
-// wraps does, or the options are silently lost (recursor.NoLoopback did).
+// wraps does, or the options are silently lost (NoLoopback once did).
 type OptionsExchanger interface {
 	Exchanger
 	ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt Options) (*dns.Msg, Report, error)

@@ -1,4 +1,4 @@
-package recursor
+package upstream
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"net/netip"
 
 	"github.com/miekg/dns"
-
-	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // NoLoopback wraps an Exchanger so that no query goes to a loopback
@@ -16,28 +14,28 @@ import (
 // query-loopback = false, Unbound's do-not-query-localhost. A delegation
 // to such an address would turn the resolver against services of its
 // own host. Such a server is passed over as one that does not answer.
-// Over an upstream.OptionsExchanger (upstream.Client) it is one too, so
+// Over an OptionsExchanger (Client) it is one too, so
 // that what the resolver asks of each query (its timeout from the
 // infrastructure cache, no EDNS, RD for a forwarder, 0x20's exact case)
 // still reaches the network.
-func NoLoopback(ex upstream.Exchanger) upstream.Exchanger {
-	if ox, ok := ex.(upstream.OptionsExchanger); ok {
+func NoLoopback(ex Exchanger) Exchanger {
+	if ox, ok := ex.(OptionsExchanger); ok {
 		return noLoopbackOptions{noLoopback{ex}, ox}
 	}
 	return noLoopback{ex}
 }
 
-type noLoopback struct{ upstream.Exchanger }
+type noLoopback struct{ Exchanger }
 
-// noLoopbackOptions is noLoopback over an upstream.OptionsExchanger.
+// noLoopbackOptions is noLoopback over an OptionsExchanger.
 type noLoopbackOptions struct {
 	noLoopback
-	ox upstream.OptionsExchanger
+	ox OptionsExchanger
 }
 
-func (n noLoopbackOptions) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+func (n noLoopbackOptions) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt Options) (*dns.Msg, Report, error) {
 	if Local(server.Addr()) {
-		return nil, upstream.Report{}, fmt.Errorf("%s: %w", server.Addr(), ErrNotQueried)
+		return nil, Report{}, fmt.Errorf("%s: %w", server.Addr(), ErrNotQueried)
 	}
 	return n.ox.ExchangeOptions(ctx, server, q, opt)
 }
