@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/upstream"
 )
@@ -70,7 +71,12 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	opt := resolve.Options{Hints: hints, Port: uint16(*port), Limits: resolve.Limits{Timeout: *timeout}, NoMinimise: *noMinimise,
-		Forward: forward, Stub: stub, NoIPv6: *only4, NoIPv4: *only6, CaseRandom: *caseRandom}
+		Forward: forward, Stub: stub, NoIPv6: *only4, NoIPv4: *only6, CaseRandom: *caseRandom,
+		// A cache for the run, as the served resolver has one: what one
+		// step learns (an NS name's addresses) serves the next, so that
+		// a CNAME chain across zones does not resolve the same name
+		// server again for each link.
+		Cache: cache.New(cache.Options{Size: 16 << 20})}
 	if *trace {
 		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
 	}

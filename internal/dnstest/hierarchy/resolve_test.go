@@ -73,14 +73,21 @@ func testResolve(t *testing.T, e *env) {
 	}
 }
 
-// testResolveWithoutCache: the resolver without a cache, as tern resolve
-// runs it, on a chain of 11 CNAME links across two zones, which a
+// testResolveWithoutCache: the resolver without a cache (tern resolve
+// gives it one for the run since 2026-12-03) on a chain of 11 CNAME links across two zones, which a
 // resolver must follow (Unbound does, Tern's served resolver does).
 func testResolveWithoutCache(t *testing.T, e *env) {
-	tr := newTernResolver(t, e.h)
-	c := resolverCase{name: "l0.chain11.example.tld.", qtype: dns.TypeA, answer: chainAnswer(11), ede: noEDE,
-		pending: "without a cache nothing learnt is kept within a resolution: each link resolves cdn.net.'s " +
-			"out-of-bailiwick NS name again from the root, and the 11 links take more than the 50 upstream queries allowed"}
+	c := resolverCase{name: "l0.chain11.example.tld.", qtype: dns.TypeA, answer: chainAnswer(11), ede: noEDE}
+	// With a cache for the run, as tern resolve has, the chain is
+	// followed within the query limit.
+	tr := newTernResolverOpt(t, e.h, resolve.Options{Cache: cache.New(cache.Options{})})
 	m, queries := tr.resolve(c.name, c.qtype)
+	if errs := c.check(m); len(errs) > 0 {
+		t.Errorf("with a cache: %v (%d upstream queries)", errs, queries)
+	}
+	c.pending = "without a cache nothing learnt is kept within a resolution: each link resolves cdn.net.'s " +
+		"out-of-bailiwick NS name again from the root, and the 11 links take more than the 50 upstream queries allowed"
+	tr = newTernResolver(t, e.h)
+	m, queries = tr.resolve(c.name, c.qtype)
 	c.report(t, c.check(m), fmt.Sprintf("%d upstream queries; response:\n%v", queries, m))
 }
