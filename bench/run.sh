@@ -576,13 +576,16 @@ COLD_SEED=100
 COLD_N=$((DURATION * 150000))
 est=0
 for w in $WORKLOADS; do
+	wc=$CLIENTS
+	[[ ${W_PHASE[$w]} == resolver ]] && wc=$RES_CLIENTS
 	for s in $SERVERS; do
 		[[ " ${PHASE_SKIP[${W_PHASE[$w]}]:-} " == *" $s "* ]] && continue
-		[[ $s == echo && (${W_FLAGS[$w]} == *tcp* || (${W_PHASE[$w]} == resolver && $w != res-hits)) ]] || est=$((est + 1))
+		[[ $s == echo && (${W_FLAGS[$w]} == *tcp* || (${W_PHASE[$w]} == resolver && $w != res-hits)) ]] ||
+			est=$((est + $(wc -w <<<"$wc")))
 	done
 done
-est=$((est * $(wc -w <<<"$CLIENTS") * $(wc -w <<<"$GENS") * REPS))
-log "about $est load runs of ${DURATION} s: roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
+est=$((est * $(wc -w <<<"$GENS") * REPS))
+log "about $est load runs of ${DURATION} s (a mix run lasts its whole replay): roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
 for phase in main big bigsigned large resolver; do
 	ws=()
 	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
