@@ -27,6 +27,15 @@ const (
 	// resolution: DNSBomb (2024) accumulates many slow answers and
 	// releases them together at a victim.
 	defaultMaxPerClient = 32
+	// defaultClientPrefixIPv4 and defaultClientPrefixIPv6 are the
+	// prefixes one client counts in for max-per-client: an IPv4
+	// address, an IPv6 /64 (one host may send from a whole /64).
+	defaultClientPrefixIPv4 = 32
+	defaultClientPrefixIPv6 = 64
+	// defaultMaxWaiting bounds the queries of all clients waiting on
+	// resolutions: Unbound's num-queries-per-thread (1024) for four
+	// threads.
+	defaultMaxWaiting = 4096
 )
 
 // defaultAllow are the clients allowed to recurse when allow is absent:
@@ -94,9 +103,18 @@ type Resolver struct {
 	// MaxResolutions bounds the resolutions running at once; a query
 	// that would start one more is answered SERVFAIL. Default 1024.
 	MaxResolutions int `toml:"max-resolutions"`
-	// MaxPerClient bounds the queries of one client address waiting on
+	// MaxPerClient bounds the queries of one client waiting on
 	// resolutions; more are dropped (DNSBomb). Default 32.
 	MaxPerClient int `toml:"max-per-client"`
+	// ClientPrefixIPv4 and ClientPrefixIPv6 are the prefix lengths
+	// whose addresses count as one client for MaxPerClient. Default
+	// 32 and 64.
+	ClientPrefixIPv4 int `toml:"client-prefix-ipv4"`
+	ClientPrefixIPv6 int `toml:"client-prefix-ipv6"`
+	// MaxWaiting bounds the queries of all clients waiting on
+	// resolutions; more are dropped, as Unbound drops them when its
+	// request list is full. Default 4096.
+	MaxWaiting int `toml:"max-waiting"`
 }
 
 // Domain is a [[resolver.forward]] or [[resolver.stub]] table: a domain
@@ -151,6 +169,9 @@ func DefaultResolver() *Resolver {
 		ResolutionTimeout:   Duration{l.Timeout},
 		MaxResolutions:      defaultMaxResolutions,
 		MaxPerClient:        defaultMaxPerClient,
+		ClientPrefixIPv4:    defaultClientPrefixIPv4,
+		ClientPrefixIPv6:    defaultClientPrefixIPv6,
+		MaxWaiting:          defaultMaxWaiting,
 	}
 }
 
@@ -323,9 +344,18 @@ func (v *validator) validateResolver(r *Resolver) {
 		{"max-upstream-queries", r.MaxUpstreamQueries}, {"max-cname-chain", r.MaxCNAMEChain},
 		{"max-referrals", r.MaxReferrals}, {"max-ns-names", r.MaxNSNames}, {"max-ns-depth", r.MaxNSDepth},
 		{"max-rrset-records", r.MaxRRsetRecords}, {"max-resolutions", r.MaxResolutions}, {"max-per-client", r.MaxPerClient},
+		{"max-waiting", r.MaxWaiting},
 	} {
 		if l.n < 1 {
 			v.addf("resolver."+l.key, "resolver.%s: must be >= 1, got %d", l.key, l.n)
+		}
+	}
+	for _, p := range []struct {
+		key     string
+		n, bits int
+	}{{"client-prefix-ipv4", r.ClientPrefixIPv4, 32}, {"client-prefix-ipv6", r.ClientPrefixIPv6, 128}} {
+		if p.n < 1 || p.n > p.bits {
+			v.addf("resolver."+p.key, "resolver.%s: want a prefix length from 1 to %d, got %d", p.key, p.bits, p.n)
 		}
 	}
 	if r.ResolutionTimeout.Duration <= 0 {

@@ -22,7 +22,8 @@ func TestResolverTable(t *testing.T) {
 	if r == nil {
 		t.Fatal("no Resolver")
 	}
-	if r.RootHints != "/etc/tern/hints" || r.CacheBytes() != 64<<20 || r.QueryLoopback || r.MaxResolutions != 1024 || r.MaxPerClient != 32 {
+	if r.RootHints != "/etc/tern/hints" || r.CacheBytes() != 64<<20 || r.QueryLoopback || r.MaxResolutions != 1024 || r.MaxPerClient != 32 ||
+		r.ClientPrefixIPv4 != 32 || r.ClientPrefixIPv6 != 64 || r.MaxWaiting != 4096 {
 		t.Errorf("%+v", r)
 	}
 	want := resolve.DefaultLimits
@@ -83,6 +84,10 @@ func TestResolverErrors(t *testing.T) {
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = 256\n", []string{"t.toml:3: resolver.cache-size: want a size string such as \"256MiB\", got an integer"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nmax-ns-names = 0\nmax-per-client = -1\n",
 			[]string{"t.toml:3: resolver.max-ns-names: must be >= 1, got 0", "t.toml:4: resolver.max-per-client: must be >= 1, got -1"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nmax-waiting = 0\nclient-prefix-ipv4 = 33\nclient-prefix-ipv6 = 0\n",
+			[]string{"t.toml:3: resolver.max-waiting: must be >= 1, got 0", "t.toml:4: resolver.client-prefix-ipv4: want a prefix length from 1 to 32, got 33",
+				"t.toml:5: resolver.client-prefix-ipv6: want a prefix length from 1 to 128, got 0"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nclient-prefix-ipv6 = \"/64\"\n", []string{"t.toml:3: resolver.client-prefix-ipv6: want an integer, got a string"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nresolution-timeout = \"0s\"\n", []string{"t.toml:3: resolver.resolution-timeout: must be positive"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-max-ttl = \"0s\"\ncache-min-ttl = \"1.5s\"\n",
 			[]string{"t.toml:3: resolver.cache-max-ttl: want whole seconds from 1s to 2147483647s, got 0s", "t.toml:4: resolver.cache-min-ttl: want whole seconds from 0s", "cache-min-ttl: 1.5s is more than cache-max-ttl (0s)"}},

@@ -35,7 +35,7 @@ type waiter struct {
 	// limit is the largest response the client takes (see
 	// Worker.limit).
 	limit  int
-	client netip.Addr
+	client netip.Prefix
 	// to is where the response goes for a response cache (to.box nil:
 	// nowhere).
 	to mailTo
@@ -58,28 +58,56 @@ type flight struct {
 
 // mesh runs resolutions, as Unbound's mesh does: each question in flight
 // once, however many clients ask it meanwhile; at most maxResolutions at
-// once; at most maxPerClient queries of one client waiting. Its lock is
-// taken only on the way into and out of a resolution, never on a query
-// answered without one.
+// once; at most lim.PerClient queries of one client (its address within
+// the client prefix) waiting, and at most lim.Waiting of all clients.
+// Its lock is taken only on the way into and out of a resolution, never
+// on a query answered without one.
 type mesh struct {
 	r              *Recursor
 	resolver       Resolver
 	maxResolutions int
-	maxPerClient   int
+	lim            waitLimits
 
 	mu        sync.Mutex
 	flights   map[question]*flight
-	perClient map[netip.Addr]int
+	perClient map[netip.Prefix]int
 	waiting   int
 	// closed is set by Recursor.Close: no resolution starts after it,
 	// so that none is added to the WaitGroup Close waits on.
 	closed bool
 }
 
-func newMesh(r *Recursor, res Resolver, maxResolutions, maxPerClient int) *mesh {
+// waitLimits bound the client queries waiting on resolutions.
+type waitLimits struct {
+	// PerClient bounds one client's; a client is its address within
+	// a prefix of PrefixIPv4 or PrefixIPv6 bits.
+	PerClient              int
+	PrefixIPv4, PrefixIPv6 int
+	// Waiting bounds all clients' together.
+	Waiting int
+}
+
+// client returns the prefix a client address counts in: one host on
+// IPv6 has a whole /64 to send from (RFC 4291 §2.5.4's interface IDs),
+// so counting per address would let it hold PerClient queries per
+// address it cares to use.
+func (l waitLimits) client(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := l.PrefixIPv6
+	if a.Is4() {
+		bits = l.PrefixIPv4
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return netip.PrefixFrom(a, a.BitLen()) // no address (a zero Addr)
+	}
+	return p
+}
+
+func newMesh(r *Recursor, res Resolver, maxResolutions int, lim waitLimits) *mesh {
 	return &mesh{
-		r: r, resolver: res, maxResolutions: maxResolutions, maxPerClient: maxPerClient,
-		flights: make(map[question]*flight), perClient: make(map[netip.Addr]int),
+		r: r, resolver: res, maxResolutions: maxResolutions, lim: lim,
+		flights: make(map[question]*flight), perClient: make(map[netip.Prefix]int),
 	}
 }
 
@@ -90,9 +118,14 @@ const (
 	// deferred: the query waits on a resolution; its answer will come
 	// through its reply.
 	deferred joined = iota
-	// overClient: the client has maxPerClient queries waiting already;
-	// the query gets no answer.
+	// overClient: the client (its prefix) has lim.PerClient queries
+	// waiting already; the query gets no answer.
 	overClient
+	// overWaiting: lim.Waiting queries of all clients wait already;
+	// the query gets no answer, as Unbound drops a query when its
+	// request list (num-queries-per-thread) is full and none can be
+	// jostled out: the client retries later, when there may be room.
+	overWaiting
 	// overResolutions: the question is not in flight and
 	// maxResolutions are, or the Recursor is closed: SERVFAIL now.
 	overResolutions
@@ -100,16 +133,21 @@ const (
 	noDefer
 )
 
-// join makes the query (a copy of which it keeps) wait on the
-// resolution of q, starting it if it is not in flight; its response is
-// built for limit and also mailed to to (when to.box is not nil). defer is
-// called, under the mesh's lock, only once the query is admitted, and
-// returns the query's reply (nil when it cannot be deferred).
-func (m *mesh) join(q question, query []byte, limit int, client netip.Addr, to mailTo, deferReply func() replier) joined {
+// join makes the query (a copy of which it keeps) of client address
+// from wait on the resolution of q, starting it if it is not in flight;
+// its response is built for limit and also mailed to to (when to.box is
+// not nil). defer is called, under the mesh's lock, only once the query
+// is admitted, and returns the query's reply (nil when it cannot be
+// deferred).
+func (m *mesh) join(q question, query []byte, limit int, from netip.Addr, to mailTo, deferReply func() replier) joined {
+	client := m.lim.client(from)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.perClient[client] >= m.maxPerClient {
+	if m.perClient[client] >= m.lim.PerClient {
 		return overClient
+	}
+	if m.waiting >= m.lim.Waiting {
+		return overWaiting
 	}
 	f := m.flights[q]
 	if f == nil && (len(m.flights) >= m.maxResolutions || m.closed) {

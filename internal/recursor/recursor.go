@@ -62,6 +62,16 @@ type Resolver interface {
 const (
 	DefaultMaxResolutions = 1024
 	DefaultMaxPerClient   = 32
+	// DefaultClientPrefixIPv4 and DefaultClientPrefixIPv6 are the
+	// prefixes a client counts in for MaxPerClient: an IPv4 address,
+	// an IPv6 /64 (the block one host or LAN gets; dnsdist's
+	// MaxQPSIPRule counts IPv6 clients so by default).
+	DefaultClientPrefixIPv4 = 32
+	DefaultClientPrefixIPv6 = 64
+	// DefaultMaxWaiting bounds the client queries waiting on
+	// resolutions, all clients together: Unbound's
+	// num-queries-per-thread (1024) for four threads.
+	DefaultMaxWaiting = 4096
 )
 
 // Options configure a Recursor.
@@ -79,9 +89,16 @@ type Options struct {
 	// MaxResolutions bounds the resolutions running at once; a query
 	// that needs one more gets SERVFAIL. 0 means DefaultMaxResolutions.
 	MaxResolutions int
-	// MaxPerClient bounds the queries of one client address waiting on
+	// MaxPerClient bounds the queries of one client waiting on
 	// resolutions; more are dropped. 0 means DefaultMaxPerClient.
 	MaxPerClient int
+	// ClientPrefixIPv4 and ClientPrefixIPv6 are the prefix lengths
+	// whose addresses count as one client for MaxPerClient; 0 means
+	// DefaultClientPrefixIPv4, DefaultClientPrefixIPv6.
+	ClientPrefixIPv4, ClientPrefixIPv6 int
+	// MaxWaiting bounds the queries of all clients waiting on
+	// resolutions; more are dropped. 0 means DefaultMaxWaiting.
+	MaxWaiting int
 	// ResponseCache is how many responses each UDP worker's response
 	// cache holds (cache.NewResponses); 0 means none.
 	ResponseCache int
@@ -126,15 +143,21 @@ func New(opt Options) *Recursor {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	maxRes, maxClient := opt.MaxResolutions, opt.MaxPerClient
-	if maxRes <= 0 {
-		maxRes = DefaultMaxResolutions
-	}
-	if maxClient <= 0 {
-		maxClient = DefaultMaxPerClient
-	}
-	r.mesh = newMesh(r, opt.Resolver, maxRes, maxClient)
+	r.mesh = newMesh(r, opt.Resolver, orDefault(opt.MaxResolutions, DefaultMaxResolutions), waitLimits{
+		PerClient:  orDefault(opt.MaxPerClient, DefaultMaxPerClient),
+		PrefixIPv4: orDefault(min(opt.ClientPrefixIPv4, 32), DefaultClientPrefixIPv4),
+		PrefixIPv6: orDefault(min(opt.ClientPrefixIPv6, 128), DefaultClientPrefixIPv6),
+		Waiting:    orDefault(opt.MaxWaiting, DefaultMaxWaiting),
+	})
 	return r
+}
+
+// orDefault returns n, or def when n is not positive.
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 // NewWorker returns a Worker for a UDP socket or for TCP connections.

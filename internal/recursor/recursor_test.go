@@ -628,3 +628,130 @@ func TestNSID(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitLimits: the bounds on queries waiting on resolutions, on the
+// wire. Each case's queries (each a question of its own, the resolver
+// blocked) come from its clients in order; want says which are deferred
+// (answered once the resolver is let go) and which are dropped (no
+// answer now, none later).
+func TestWaitLimits(t *testing.T) {
+	v6 := func(s string) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr(s), 5000) }
+	v4 := func(s string) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr(s), 5000) }
+	for _, tc := range []struct {
+		name    string
+		opt     Options
+		clients []netip.AddrPort
+		want    []bool // deferred
+	}{
+		{"addresses of one /64 share the per-client count", Options{MaxPerClient: 2},
+			[]netip.AddrPort{v6("2001:db8:1:2::1"), v6("2001:db8:1:2::2"), v6("2001:db8:1:2:ffff::3"), v6("2001:db8:1:3::1")},
+			[]bool{true, true, false, true}},
+		{"client-prefix-ipv6 128 counts per address", Options{MaxPerClient: 2, ClientPrefixIPv6: 128},
+			[]netip.AddrPort{v6("2001:db8:1:2::1"), v6("2001:db8:1:2::1"), v6("2001:db8:1:2::2"), v6("2001:db8:1:2::1")},
+			[]bool{true, true, true, false}},
+		{"IPv4 counts per address by default", Options{MaxPerClient: 1},
+			[]netip.AddrPort{v4("127.0.0.1"), v4("127.0.0.2"), v4("127.0.0.1")},
+			[]bool{true, true, false}},
+		{"client-prefix-ipv4 24", Options{MaxPerClient: 1, ClientPrefixIPv4: 24},
+			[]netip.AddrPort{v4("127.0.0.1"), v4("127.0.0.2"), v4("127.0.1.2"), v6("::ffff:127.0.0.3")},
+			[]bool{true, false, true, false}},
+		{"max-waiting bounds all clients together", Options{MaxPerClient: 2, MaxWaiting: 3},
+			[]netip.AddrPort{v4("127.0.0.1"), v4("127.0.0.2"), v4("127.0.0.3"), v4("127.0.0.4"), v6("2001:db8::1")},
+			[]bool{true, true, true, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeResolver{gate: make(chan struct{})}
+			tc.opt.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")}
+			r := newRecursor(t, f, tc.opt)
+			w := r.NewWorker(false)
+			chans := make([]chan []byte, len(tc.clients))
+			deferred := 0
+			for i, from := range tc.clients {
+				m := query("q"+strconv.Itoa(i)+".example.tld.", dns.TypeA, true, false)
+				m.Id = uint16(i + 1)
+				ch, resp := pending(t, w, m, from)
+				if resp != nil {
+					t.Fatalf("query %d from %s answered now: %x", i, from, resp)
+				}
+				chans[i] = ch
+				if tc.want[i] {
+					deferred++
+				}
+			}
+			if _, waiting := r.InFlight(); waiting != deferred {
+				t.Errorf("%d waiting, want %d", waiting, deferred)
+			}
+			close(f.gate)
+			for i, ch := range chans {
+				if !tc.want[i] {
+					continue
+				}
+				if m := wait(t, ch); m.Id != uint16(i+1) || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+					t.Errorf("query %d: %v", i, m)
+				}
+			}
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if n, waiting := r.InFlight(); n == 0 && waiting == 0 {
+					break
+				}
+			}
+			if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
+				t.Errorf("after: in flight %d, waiting %d", n, waiting)
+			}
+			// The dropped queries never got an answer.
+			for i, ch := range chans {
+				select {
+				case b := <-ch:
+					t.Errorf("query %d, dropped, answered %x", i, b)
+				default:
+				}
+			}
+			// Room again: the first client's next query is deferred.
+			ch, resp := pending(t, w, query("again.example.tld.", dns.TypeA, true, false), tc.clients[0])
+			if resp != nil {
+				t.Fatalf("after: answered now %x", resp)
+			}
+			wait(t, ch)
+		})
+	}
+}
+
+// countingReply is a replier that counts its Sends and Closes.
+type countingReply struct {
+	sends, closes *atomic.Int32
+}
+
+func (c countingReply) Send([]byte) error { c.sends.Add(1); return nil }
+func (c countingReply) Close()            { c.closes.Add(1) }
+
+// TestWaitLimitsNoLeak: a query over a bound gets no Reply at all (defer
+// is not called), and every query admitted has its Reply sent and closed
+// once its resolution ends, whatever the bounds refused meanwhile.
+func TestWaitLimitsNoLeak(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{MaxPerClient: 3, MaxWaiting: 5})
+	var made, sends, closes atomic.Int32
+	deferReply := func() replier { made.Add(1); return countingReply{&sends, &closes} }
+	pkt, _ := query("x.example.tld.", dns.TypeA, true, false).Pack()
+	got := map[joined]int{}
+	for i := range 12 {
+		from := netip.MustParseAddr("2001:db8::" + strconv.Itoa(i%3+1)) // one /64
+		if i >= 6 {
+			from = netip.MustParseAddr("2001:db8:0:" + strconv.Itoa(i) + "::1") // a /64 each
+		}
+		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, from, mailTo{}, deferReply)]++
+	}
+	if got[deferred] != 5 || got[overClient] != 3 || got[overWaiting] != 4 || made.Load() != 5 {
+		t.Fatalf("joined %v, %d replies made; want 5 deferred, 3 over the client's, 4 over the total, 5 made", got, made.Load())
+	}
+	close(f.gate)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && closes.Load() < 5; time.Sleep(time.Millisecond) {
+	}
+	r.Close()
+	if sends.Load() != 5 || closes.Load() != 5 {
+		t.Errorf("%d sent, %d closed; want 5, 5", sends.Load(), closes.Load())
+	}
+	if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
+		t.Errorf("after: in flight %d, waiting %d", n, waiting)
+	}
+}

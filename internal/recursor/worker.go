@@ -223,10 +223,10 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 
 // resolve defers the query until its question is resolved (see mesh),
 // or answers it SERVFAIL now when no resolution can start, or drops it
-// when its client has too many waiting already.
+// when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr().Unmap(), mailTo{w.box, w.zones}, func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr(), mailTo{w.box, w.zones}, func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
@@ -235,8 +235,9 @@ func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	switch got {
 	case deferred:
 		return nil
-	case overClient:
-		// DNSBomb: no answer. Over TCP nil closes the connection.
+	case overClient, overWaiting:
+		// DNSBomb, or too many waiting: no answer, as Unbound drops
+		// them. Over TCP nil closes the connection.
 		return nil
 	}
 	return w.errorResponse(req.Packet, out, wire.RcodeServFail, true, 0)
