@@ -27,7 +27,7 @@ func answer(q *dns.Msg, addr string) *dns.Msg {
 
 // udpServer listens on loopback and calls serve for every query read; it
 // stops with the test.
-func udpServer(t *testing.T, serve func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg)) *net.UDPConn {
+func udpServer(t testing.TB, serve func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg)) *net.UDPConn {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -38,7 +38,7 @@ func udpServer(t *testing.T, serve func(conn *net.UDPConn, from *net.UDPAddr, q 
 }
 
 // serveUDP calls serve for every query conn reads until the test ends.
-func serveUDP(t *testing.T, conn *net.UDPConn, serve func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg)) {
+func serveUDP(t testing.TB, conn *net.UDPConn, serve func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg)) {
 	t.Cleanup(func() { conn.Close() })
 	go func() {
 		buf := make([]byte, 65535)
@@ -113,5 +113,22 @@ func TestQueryFresh(t *testing.T) {
 	// Eight random 16-bit IDs (and ports) all equal by chance: 2^-112.
 	if len(ports) < 2 || len(ids) < 2 {
 		t.Errorf("%d distinct source ports, %d distinct IDs in 8 queries", len(ports), len(ids))
+	}
+}
+
+// BenchmarkExchangeUDP is one UDP exchange with a server on loopback: the
+// cost of each upstream query of a cold resolution (a new socket, the
+// query, the answer read and parsed).
+func BenchmarkExchangeUDP(b *testing.B) {
+	srv := udpServer(b, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
+		send(conn, from, answer(q, "192.0.2.1"))
+	})
+	c := &Client{}
+	server := addrPort(srv)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Exchange(context.Background(), server, question); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
