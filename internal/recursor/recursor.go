@@ -16,8 +16,11 @@
 //     expiry starts one background refresh (prefetch, de-duplicated by
 //     the mesh);
 //   - a question inside a zone this server serves from its own data is
-//     answered by the authoritative engine (auth), whatever RD says, RA
-//     set when RD is (Unbound answers its local and auth zones so);
+//     answered by the authoritative engine (auth), whatever RD says;
+//   - RA is set on every response but REFUSED to a client outside the
+//     allow list (RFC 1035 §4.1.1: it says recursion is available, to
+//     this client, whatever the query's RD; Unbound's local-zone, CHAOS
+//     and error responses carry it so);
 //   - RD=0 gets REFUSED (EDE 20, Not Authoritative): Unbound's default
 //     access control "allow" refuses non-recursive queries rather than
 //     answer them from the cache, which would let anyone see what its

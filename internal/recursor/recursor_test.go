@@ -175,6 +175,8 @@ func TestAnswer(t *testing.T) {
 	hs.Question[0].Qclass = dns.ClassHESIOD
 	chaos := query("id.server.", dns.TypeTXT, true, false)
 	chaos.Question[0].Qclass = dns.ClassCHAOS
+	chaosNoRD, hsNoRD := chaos.Copy(), hs.Copy()
+	chaosNoRD.RecursionDesired, hsNoRD.RecursionDesired = false, false
 	for _, tc := range []struct {
 		name     string
 		m        *dns.Msg
@@ -193,7 +195,11 @@ func TestAnswer(t *testing.T) {
 		{"client outside allow", query("www.example.tld.", dns.TypeA, true, true), outside, dns.RcodeRefused, false, false, false, 0, 18},
 		{"client outside allow, local data too", query("www.local.test.", dns.TypeA, true, true), outside, dns.RcodeRefused, false, false, false, 0, 18},
 		{"RD=0", query("www.example.tld.", dns.TypeA, false, true), client, dns.RcodeRefused, true, false, false, 0, 20},
-		{"RD=0 in a local zone", query("www.local.test.", dns.TypeA, false, true), client, dns.RcodeSuccess, false, true, false, 1, -1},
+		{"RD=0 in a local zone", query("www.local.test.", dns.TypeA, false, true), client, dns.RcodeSuccess, true, true, false, 1, -1},
+		{"RD=0 NXDOMAIN in a local zone", query("nx.local.test.", dns.TypeA, false, false), client, dns.RcodeNameError, true, true, false, 0, -1},
+		{"RD=0 below a local delegation", query("www.sub.local.test.", dns.TypeA, false, false), client, dns.RcodeRefused, true, false, false, 0, -1},
+		{"RD=0 CHAOS identity", chaosNoRD, client, dns.RcodeSuccess, true, true, false, 1, -1},
+		{"RD=0 class HS", hsNoRD, client, dns.RcodeRefused, true, false, false, 0, -1},
 		{"RD=1 in a local zone", query("www.local.test.", dns.TypeA, true, true), client, dns.RcodeSuccess, true, true, false, 1, -1},
 		{"NXDOMAIN in a local zone", query("nx.local.test.", dns.TypeA, true, false), client, dns.RcodeNameError, true, true, false, 0, -1},
 		{"below a local delegation: resolved", query("www.sub.local.test.", dns.TypeA, true, false), client, dns.RcodeSuccess, true, false, true, 1, -1},

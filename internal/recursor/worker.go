@@ -201,8 +201,7 @@ func (w *Worker) inLocalZone() bool {
 }
 
 // local answers from this server's own data (zones, CHAOS identity),
-// with RA set when RD is (as Unbound answers its local and auth zones),
-// or returns nil when the data holds no answer but a referral (AA
+// with RA set whatever RD says, or returns nil when the data holds no answer but a referral (AA
 // clear, NOERROR, nothing in the answer section): a delegation below a
 // local zone is resolved as any other name.
 func (w *Worker) local(req *server.Request, out []byte) []byte {
@@ -214,10 +213,13 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 	if flags&wire.FlagAA == 0 && flags&0xF == wire.RcodeSuccess && binary.BigEndian.Uint16(resp[6:]) == 0 && w.q.QClass == wire.ClassINET {
 		return nil
 	}
-	if w.q.Flags&wire.FlagRD != 0 {
-		flags |= wire.FlagRA
-		binary.BigEndian.PutUint16(resp[2:], flags)
-	}
+	// RFC 1035 §4.1.1: RA says whether the server offers recursion,
+	// not whether this query asked for it; on the resolver's listener
+	// it does (to this client: allowed), so every answer but the
+	// refusal of a client outside the allow list carries it, as
+	// Unbound's local-zone data and CHAOS answers and its error
+	// responses (REFUSED to RD=0 among them) do.
+	binary.BigEndian.PutUint16(resp[2:], flags|wire.FlagRA)
 	return resp
 }
 
