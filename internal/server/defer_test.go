@@ -27,7 +27,12 @@ type deferWorker struct {
 	// again is what a second Send of a datagram's deferred answer
 	// returned, by message.
 	again map[string]error
-	wg    *sync.WaitGroup
+	// done gets each deferred message once its answer is sent and its
+	// Reply closed. The tests wait on it rather than on wg: the race
+	// detector does not see the network order the worker's wg.Add
+	// before the test's wg.Wait, and reports WaitGroup misuse.
+	done chan string
+	wg   *sync.WaitGroup
 }
 
 func (w *deferWorker) Answer(req *server.Request, out []byte) []byte {
@@ -50,6 +55,7 @@ func (w *deferWorker) Answer(req *server.Request, out []byte) []byte {
 				w.mu.Unlock()
 			}
 			r.Close()
+			w.done <- msg
 		}()
 		return nil
 	case msg != "" && msg[0] == 's':
@@ -66,6 +72,7 @@ func (w *deferWorker) Answer(req *server.Request, out []byte) []byte {
 				}
 			}
 			r.Close()
+			w.done <- msg
 		}()
 		return nil
 	}
@@ -84,7 +91,7 @@ func (w batchingDeferWorker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 func startDeferring(t *testing.T, listen string, batching bool) (*server.Server, chan struct{}, *deferWorker) {
 	t.Helper()
 	release := make(chan struct{})
-	w := &deferWorker{release: release, mu: new(sync.Mutex), remotes: map[string]netip.AddrPort{}, again: map[string]error{}, wg: new(sync.WaitGroup)}
+	w := &deferWorker{release: release, mu: new(sync.Mutex), remotes: map[string]netip.AddrPort{}, again: map[string]error{}, done: make(chan string, 16), wg: new(sync.WaitGroup)}
 	s := server.New(server.Config{Listen: []string{listen}, Workers: 1}, server.HandlerFunc(func(bool) server.Worker {
 		if batching {
 			return batchingDeferWorker{w}
@@ -100,8 +107,10 @@ func startDeferring(t *testing.T, listen string, batching bool) (*server.Server,
 		default:
 			close(release)
 		}
-		w.wg.Wait()
+		// Close joins the workers, so every wg.Add they made happens
+		// before the Wait.
 		s.Close()
+		w.wg.Wait()
 	})
 	return s, release, w
 }
@@ -161,7 +170,7 @@ func TestDeferredUDP(t *testing.T) {
 		if got := read(); got != "Dd1" {
 			t.Errorf("batching %v: deferred answer %q, want Dd1", batching, got)
 		}
-		w.wg.Wait()
+		<-w.done
 		w.mu.Lock()
 		got, want := w.remotes["d1"], c.LocalAddr().(*net.UDPAddr).AddrPort()
 		again := w.again["d1"]
@@ -234,7 +243,8 @@ func TestDeferredTCP(t *testing.T) {
 	if rest, err := io.ReadAll(c); err != nil || len(rest) != 0 {
 		t.Errorf("after the deferred answers: %q, %v; want the connection closed", rest, err)
 	}
-	w.wg.Wait()
+	<-w.done
+	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.again["s3"]; err != nil {
@@ -282,15 +292,16 @@ func TestNewRequestReply(t *testing.T) {
 // size bytes.
 type streamWorker struct {
 	count, size int
-	wg          *sync.WaitGroup
-	errs        chan error
+	// done gets one value when the stream is sent and closed (see
+	// deferWorker.done on why not a WaitGroup).
+	done chan struct{}
+	errs chan error
 }
 
 func (w streamWorker) Answer(req *server.Request, out []byte) []byte {
 	r := req.Defer()
-	w.wg.Add(1)
 	go func() {
-		defer w.wg.Done()
+		defer func() { w.done <- struct{}{} }()
 		defer r.Close()
 		msg := bytes.Repeat([]byte{'z'}, w.size)
 		for range w.count {
@@ -310,7 +321,7 @@ func (w streamWorker) Answer(req *server.Request, out []byte) []byte {
 // pause broke it off).
 func TestDeferredStreamSlowReader(t *testing.T) {
 	const count, size = 100, 60000
-	w := streamWorker{count: count, size: size, wg: new(sync.WaitGroup), errs: make(chan error, 1)}
+	w := streamWorker{count: count, size: size, done: make(chan struct{}, 1), errs: make(chan error, 1)}
 	s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPIOTimeout: 20 * time.Millisecond, TCPIdleTimeout: 10 * time.Second},
 		server.HandlerFunc(func(bool) server.Worker { return w }))
 	if err := s.Start(context.Background()); err != nil {
@@ -337,7 +348,7 @@ func TestDeferredStreamSlowReader(t *testing.T) {
 			t.Fatalf("message %d of %d: %v (%d bytes)", i+1, count, err, n)
 		}
 	}
-	w.wg.Wait()
+	<-w.done
 	select {
 	case err := <-w.errs:
 		t.Errorf("stream: %v", err)
