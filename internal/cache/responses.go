@@ -25,11 +25,13 @@ import (
 // query with no larger limit than it was built for.
 //
 // As auth.Cache (the authoritative engine's) it is four-way
-// set-associative with LRU in the set, and a response is stored the
-// second time its key misses in its set (Set). Unlike auth.Cache its
-// entries age: a response expires
-// when its smallest TTL has passed, and the offsets of its TTL fields are
-// recorded when it is stored.
+// set-associative with LRU in the set (Set). Unlike auth.Cache it
+// stores a response when it is Put, not on its key's second miss: a
+// response Put here took a resolution, which is evidence enough that its
+// question is asked (auth.Cache answers from memory whatever it is asked,
+// and keeps one-off questions out so). And its entries age: a response
+// expires when its smallest TTL has passed, and the offsets of its TTL
+// fields are recorded when it is stored.
 type Responses struct {
 	shift uint // a hash's set is its top bits: h >> shift
 	seed  maphash.Seed
@@ -187,7 +189,7 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 }
 
 // Put stores resp, the response to q (parsed from pkt) built for the
-// size limit limit, at now, if the same key missed in its set before.
+// size limit limit, at now, so that the next query of its key hits.
 // Only NOERROR and NXDOMAIN responses with records (a NODATA's SOA counts)
 // and a smallest TTL above zero are stored, that fit a slot; their
 // question must be q's.
@@ -196,9 +198,6 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	h := r.hash(q, v)
 	i := h >> r.shift
 	set := &r.sets[i]
-	if !set.Admit(h) {
-		return
-	}
 	name := q.Name()
 	qlen := q.QuestionEnd - wire.HeaderLen
 	if qlen != len(name)+4 || len(resp) < q.QuestionEnd || binary.BigEndian.Uint16(resp[4:]) != 1 ||

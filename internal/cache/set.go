@@ -9,9 +9,10 @@ const Ways = 4
 // owned by one goroutine, as Responses and the authoritative engine's
 // response cache (auth.Cache) are: the hash of the key each slot holds,
 // when each was last used (a tick of the set's clock), and the last four
-// keys that missed in it. A key is admitted the second time it misses
-// (Admit), so that one-off keys cost a hash and a few compares and cannot
-// push out what repeats; it goes into its own slot, else an empty one,
+// keys that missed in it. auth.Cache admits a key the second time it
+// misses (Admit), so that one-off keys cost a hash and a few compares and
+// cannot push out what repeats (Responses stores at once: its responses
+// each took a resolution, see there); a key goes into its own slot, else an empty one,
 // else the one unused longest (Victim). Clients and benchmarks repeat
 // their names in cycles, and a cycle of more names than a set has ways
 // misses every time under LRU: with 2000 repeating names in 4096 slots,

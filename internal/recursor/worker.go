@@ -155,9 +155,11 @@ func (w *Worker) limit() int {
 
 // store puts the responses resolutions mailed into the response cache,
 // each as of the time it was built: a response that waited in the box
-// longer than its TTL is stored expired, and never served. (Responses.Put
-// stores a response the second time its question comes: one-off
-// questions do not push out what repeats.) Mail for queries that came
+// longer than its TTL is stored expired, and never served. Each is
+// stored as it comes, so that the next identical query hits: the
+// resolution it took is the evidence that its question is asked (the
+// authoritative engine's cache waits for a question's second miss, its
+// answers costing no resolution). Mail for queries that came
 // beside other local zones than the cache now is (cached emptied it for
 // the change) is dropped: the question may now be answered locally.
 func (w *Worker) store() {

@@ -80,9 +80,10 @@ func testServed(t *testing.T, e *env) {
 // RRset cache). Asked three times more than a second apart, every TTL
 // is lower each time; a loaded machine only makes the time longer, never
 // shorter. The questions include two asked nowhere else, so that their
-// second answer comes from the RRset cache and their third from the
-// response cache, which must age it from when it was built, not from
-// when its worker stored it.
+// first answer is resolved and their later ones come from the response
+// cache (the worker's that stored it; another's resolves from the RRset
+// cache), which must age it from when it was built, not from when its
+// worker stored it.
 func testServedTTLs(t *testing.T, e *env) {
 	addr := e.served
 	qs := []struct {
