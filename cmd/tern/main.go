@@ -1,5 +1,5 @@
 // Command tern is the Tern DNS server and its tools: one binary with
-// subcommands (serve, check, zone, resolve, perf, version).
+// subcommands (serve, check, zone, resolve, ctl, perf, version).
 package main
 
 import (
@@ -18,6 +18,7 @@ commands:
   check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
   zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3] | keys | ds
   resolve one iterative resolution from the root: tern resolve NAME [TYPE] [--trace] [--root-hints FILE]
+  ctl     control a running server: tern ctl [-c CONFIG | -s SOCKET] [--json] status | zones | reload [ZONE] | notify ZONE
   perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
   version print the version (also: tern --version)
 
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runZone(ctx, args[1:], stdout, stderr)
 	case "resolve":
 		return runResolve(ctx, args[1:], stdout, stderr)
+	case "ctl":
+		return runCtl(ctx, args[1:], stdout, stderr)
 	case "perf":
 		return runPerf(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
 	"sync/atomic"
 
@@ -74,12 +75,28 @@ func notifySource(listen []string) func(dst netip.AddrPort) netip.Addr {
 // changed is the zone manager's OnChange function: it starts the NOTIFYs
 // of the zone's new serial.
 func (nf *notifying) changed(origin string, z *zone.Zone) {
+	nf.send(origin, z) // a zone without a notify list has nothing to send
+}
+
+// send starts the NOTIFYs of z's serial to the zone's notify list and
+// returns the addresses, or why there is nothing to send.
+func (nf *notifying) send(origin string, z *zone.Zone) ([]string, error) {
 	targets := (*nf.targets.Load())[dns.CanonicalName(origin)]
-	if len(targets) == 0 || z.SOA == nil {
-		return
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("zone %s: no notify list (notify in its [[zone]] table)", origin)
+	}
+	if z.SOA == nil {
+		return nil, fmt.Errorf("zone %s: no data served (not loaded), nothing to announce", origin)
 	}
 	rr, err := z.SOARecord().Unpack()
-	if soa, ok := rr.(*dns.SOA); err == nil && ok {
-		nf.n.Notify(origin, soa, targets)
+	soa, ok := rr.(*dns.SOA)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("zone %s: its SOA record: %v", origin, err)
 	}
+	nf.n.Notify(origin, soa, targets)
+	addrs := make([]string, len(targets))
+	for i, t := range targets {
+		addrs[i] = t.Addr.String()
+	}
+	return addrs, nil
 }

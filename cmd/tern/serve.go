@@ -258,12 +258,30 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			strings.Join(addrs, ", "), strings.Join(r.Allow, ", "), digHint(addrs[0], false, ".", "NS"))
 	}
 
+	// The control socket's commands run here, one at a time, between
+	// the SIGHUPs' reloads: the reloader is the main loop's alone.
+	ctl := make(chan func())
+	if cfg.Server.Control != "" {
+		cs := newControl(ctx, cfg.Server.Control, ctl, &controlState{
+			rl: rl, zones: resp.Zones, started: started, resolver: rec != nil, demo: demo}, log)
+		if err := cs.Start(ctx); err != nil {
+			// DNS is served without it: a second server, or a test,
+			// must not take the socket of one running.
+			log.Error("no control socket", "err", err)
+		} else {
+			defer cs.Close()
+			log.Info("control socket", "path", cs.Path())
+		}
+	}
+
 	for {
 		select {
 		case <-ctx.Done():
 			return 0
 		case <-hup:
 			rl.reload(ctx)
+		case f := <-ctl:
+			f()
 		}
 	}
 }
@@ -381,12 +399,13 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 // zone that fails keeps its previous version) and the log level. Every
 // other changed setting is logged as needing a restart. A config with
 // errors changes nothing.
-func (rl *reloader) reload(ctx context.Context) {
+// It returns the config's errors, or the failed zones' (joined).
+func (rl *reloader) reload(ctx context.Context) error {
 	start := time.Now()
 	cfg, err := rl.flags.config()
 	if err != nil {
 		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return
+		return err
 	}
 	for _, c := range restartChanges(rl.running, cfg) {
 		rl.log.Warn("reload: "+c.key+" changed; it takes effect at the next restart", "running", c.running, "config", c.config)
@@ -395,7 +414,7 @@ func (rl *reloader) reload(ctx context.Context) {
 	access, err := newAccess(cfg)
 	if err != nil {
 		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
-		return
+		return err
 	}
 	rl.setAccess(access)
 	rl.notify.setTargets(cfg, access.Keys)
@@ -407,7 +426,7 @@ func (rl *reloader) reload(ctx context.Context) {
 			} else {
 				rl.log.Info("reloaded: no zones configured, still serving the demo zone", "took", time.Since(start))
 			}
-			return
+			return nil
 		}
 		if rl.running.Resolver != nil && len(rl.running.Zones) == 0 {
 			rl.log.Warn("reload: zones configured beside a resolver that runs alone: the resolver answers them from their data; server.listen opens at the next restart")
@@ -418,6 +437,7 @@ func (rl *reloader) reload(ctx context.Context) {
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
+	return err
 }
 
 // newAccess returns the TSIG keys and zone ACLs of cfg, for the

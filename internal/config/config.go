@@ -30,6 +30,7 @@ const (
 	defaultTCPIOTimeout      = 500 * time.Millisecond
 	defaultLogLevel          = "info"
 	defaultDataDir           = "/var/lib/tern"
+	defaultControl           = "/run/tern/control.sock"
 	defaultJournalMaxSize    = "64MiB"
 	defaultVersion           = "Tern"
 	// fallbackID is used for id.server. when the host name cannot be
@@ -98,6 +99,11 @@ type Server struct {
 	// JournalMaxSize bounds each zone's journal of differences (IXFR),
 	// as a size string: "64MiB". Default 64MiB.
 	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
+	// Control is the control socket's path (tern ctl talks to it); ""
+	// turns it off. Default $RUNTIME_DIRECTORY/control.sock (systemd's
+	// RuntimeDirectory=), else /run/tern/control.sock; a relative path
+	// is resolved against the configuration file's directory.
+	Control string `toml:"control"`
 }
 
 // Identity holds the [identity] table: how the server identifies itself via
@@ -265,6 +271,7 @@ func Default() *Config {
 			LogLevel:          defaultLogLevel,
 			DataDir:           defaultDataDirectory(),
 			JournalMaxSize:    defaultJournalMaxSize,
+			Control:           defaultControlSocket(),
 		},
 		Identity: Identity{
 			Enabled: &chaos,
@@ -282,6 +289,16 @@ func defaultDataDirectory() string {
 		return d
 	}
 	return defaultDataDir
+}
+
+// defaultControlSocket is server.control's default: control.sock in the
+// runtime directory systemd gives the service (RuntimeDirectory=; the
+// first of several), else /run/tern/control.sock.
+func defaultControlSocket() string {
+	if d, _, _ := strings.Cut(os.Getenv("RUNTIME_DIRECTORY"), ":"); d != "" {
+		return filepath.Join(d, "control.sock")
+	}
+	return defaultControl
 }
 
 // JournalMaxBytes is the bound of zone z's journal in octets: its own
@@ -355,6 +372,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Server.DataDir != "" && path != "" && !filepath.IsAbs(c.Server.DataDir) {
 		c.Server.DataDir = filepath.Join(filepath.Dir(path), c.Server.DataDir)
+	}
+	if c.Server.Control != "" && path != "" && !filepath.IsAbs(c.Server.Control) {
+		c.Server.Control = filepath.Join(filepath.Dir(path), c.Server.Control)
 	}
 	if c.Resolver != nil {
 		c.Resolver.resolvePaths(path)

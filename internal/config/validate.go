@@ -63,6 +63,11 @@ func (c *Config) Validate() error {
 	if s.DataDir == "" {
 		v.addf("server.data-dir", "server.data-dir: must not be empty")
 	}
+	// A unix socket's path fits sockaddr_un's sun_path: 108 octets on
+	// Linux with the terminating NUL, 104 on the BSDs.
+	if len(s.Control) > 103 {
+		v.addf("server.control", "server.control: %q is %d octets long, more than a unix socket path takes (103)", s.Control, len(s.Control))
+	}
 	if n, err := parseSize(s.JournalMaxSize); err != nil {
 		v.addf("server.journal-max-size", "server.journal-max-size: %v", err)
 	} else if n < minJournalSize {

@@ -35,6 +35,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	current map[string]*zone.Zone
+	states  map[string]loadState
 	signed  map[string]*signedZone
 	wake    chan struct{}
 
@@ -95,7 +96,7 @@ func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now fun
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{cfg: zones, publish: publish, log: log, now: now,
-		current: map[string]*zone.Zone{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1),
+		current: map[string]*zone.Zone{}, states: map[string]loadState{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1),
 		journals: map[string]*journal.Journal{}}
 }
 
@@ -260,6 +261,7 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 		if !configured[origin] {
 			delete(m.current, origin)
 			delete(m.signed, origin)
+			delete(m.states, origin)
 			m.log.Info("removed", "zone", origin)
 		}
 	}
@@ -267,47 +269,130 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 	var errs []error
 	var changed []*zone.Zone
 	for _, zc := range zones {
-		origin := originKey(zc.Origin)
-		start := time.Now()
-		z, err := m.load(ctx, zc)
-		took := time.Since(start).Round(time.Millisecond)
-		prev := m.current[origin]
-		zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
-		switch {
-		case err == nil:
-			if prev != nil && !prev.Unavailable {
-				zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
-			}
-			if prev == nil || prev.Unavailable {
-				m.checkJournal(origin, z)
-			}
-			m.record(origin, prev, z)
-			if newSerial(prev, z) {
-				changed = append(changed, z)
-			}
-			m.current[origin] = z
+		ok, ch, err := m.loadZoneLocked(ctx, zc)
+		if ok {
 			serving++
-			m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
-			continue
-		case prev != nil && !prev.Unavailable:
-			serving++
-			m.log.Error(fmt.Sprintf("kept serial %d: %s", prev.Serial, oneLine(err)), "zone", origin)
-		default:
-			p, perr := zone.Placeholder(origin)
-			if perr != nil {
-				err = errors.Join(err, perr)
-			} else {
-				m.current[origin] = p
-			}
-			m.log.Error("not loaded: "+oneLine(err), "zone", origin)
 		}
-		errs = append(errs, inZone(origin, err))
+		if ch != nil {
+			changed = append(changed, ch)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	m.cfg = zones
 	m.publishLocked()
 	m.announce(changed)
 	m.poke()
 	return serving, errors.Join(errs...)
+}
+
+// loadZoneLocked loads one configured zone into m.current (not yet
+// published): serving reports whether the zone serves data after it
+// (loaded, or its previous version kept), changed is the zone loaded when
+// its serial is new, err the failure, naming the zone.
+func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving bool, changed *zone.Zone, err error) {
+	origin := originKey(zc.Origin)
+	start := time.Now()
+	z, err := m.load(ctx, zc)
+	took := time.Since(start).Round(time.Millisecond)
+	prev := m.current[origin]
+	zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
+	switch {
+	case err == nil:
+		if prev != nil && !prev.Unavailable {
+			zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
+		}
+		if prev == nil || prev.Unavailable {
+			m.checkJournal(origin, z)
+		}
+		m.record(origin, prev, z)
+		if newSerial(prev, z) {
+			changed = z
+		}
+		m.current[origin] = z
+		m.states[origin] = loadState{loaded: m.now()}
+		m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
+		return true, changed, nil
+	case prev != nil && !prev.Unavailable:
+		serving = true
+		m.log.Error(fmt.Sprintf("kept serial %d: %s", prev.Serial, oneLine(err)), "zone", origin)
+	default:
+		p, perr := zone.Placeholder(origin)
+		if perr != nil {
+			err = errors.Join(err, perr)
+		} else {
+			m.current[origin] = p
+		}
+		m.log.Error("not loaded: "+oneLine(err), "zone", origin)
+	}
+	err = inZone(origin, err)
+	st := m.states[origin]
+	st.err = err
+	m.states[origin] = st
+	return serving, nil, err
+}
+
+// loadState is what the Manager remembers of a zone's loads for State.
+type loadState struct {
+	loaded time.Time // when the version served was loaded or signed
+	err    error     // the last load's failure; nil when it succeeded
+}
+
+// State is one configured zone as the Manager serves it.
+type State struct {
+	Origin, File string
+	// Zone is the version served; nil or Unavailable (a placeholder
+	// answering SERVFAIL) when the zone has no data.
+	Zone *zone.Zone
+	// Loaded is when Zone was loaded (or last signed).
+	Loaded time.Time
+	// Err is the last load's failure, naming the zone and file:line;
+	// nil when it succeeded.
+	Err error
+}
+
+// States returns every configured zone's state, in configuration order.
+func (m *Manager) States() []State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]State, 0, len(m.cfg))
+	for _, zc := range m.cfg {
+		out = append(out, m.stateLocked(zc))
+	}
+	return out
+}
+
+func (m *Manager) stateLocked(zc config.Zone) State {
+	origin := originKey(zc.Origin)
+	st := m.states[origin]
+	return State{Origin: origin, File: zc.File, Zone: m.current[origin], Loaded: st.loaded, Err: st.err}
+}
+
+// ErrNoZone is ReloadZone's error for a zone not in the configuration.
+var ErrNoZone = errors.New("no such zone configured")
+
+// ReloadZone re-reads one zone's file (the configuration as last loaded;
+// a changed configuration takes Reload) and publishes the result, as
+// Reload does for every zone: a failure keeps the version served. It
+// returns the zone's state after it and the failure, if any.
+func (m *Manager) ReloadZone(ctx context.Context, origin string) (State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := originKey(origin)
+	for _, zc := range m.cfg {
+		if originKey(zc.Origin) != key {
+			continue
+		}
+		_, changed, err := m.loadZoneLocked(ctx, zc)
+		m.publishLocked()
+		if changed != nil {
+			m.announce([]*zone.Zone{changed})
+		}
+		m.poke()
+		return m.stateLocked(zc), err
+	}
+	return State{Origin: key}, fmt.Errorf("zone %s: %w", key, ErrNoZone)
 }
 
 // inZone prefixes err with its zone, unless it names the zone already.
@@ -505,6 +590,7 @@ func (m *Manager) Maintain(ctx context.Context) error {
 			changed = append(changed, z)
 		}
 		m.current[origin] = z
+		m.states[origin] = loadState{loaded: m.now(), err: m.states[origin].err}
 		resigned = true
 	}
 	if resigned {

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/control"
+	"github.com/tern-dns/tern/internal/zone"
+	"github.com/tern-dns/tern/internal/zonedb"
+)
+
+// controlState is what the control commands read and act on, owned by
+// serve's main loop.
+type controlState struct {
+	rl       *reloader
+	zones    func() *zone.Set
+	started  time.Time
+	resolver bool
+	// demo: the server started serving the embedded demo zone (rl.mgr
+	// stays nil until a reload finds zones).
+	demo bool
+}
+
+// newControl returns the control server of serve: each command is run by
+// the main loop, which receives it on loop, so that it never runs beside
+// a SIGHUP's reload.
+func newControl(ctx context.Context, path string, loop chan<- func(), st *controlState, log *slog.Logger) *control.Server {
+	cs := control.New(path, log)
+	inLoop := func(h control.Handler) control.Handler {
+		return func(ctx context.Context, req control.Request) (any, error) {
+			var result any
+			var err error
+			done := make(chan struct{})
+			select {
+			case loop <- func() { result, err = h(ctx, req); close(done) }:
+			case <-ctx.Done():
+				return nil, errors.New("the server is stopping")
+			}
+			<-done
+			return result, err
+		}
+	}
+	cs.Handle(control.CommandStatus, inLoop(func(context.Context, control.Request) (any, error) {
+		return control.Status{
+			Version:  version(),
+			Started:  st.started.UTC().Truncate(time.Second),
+			Uptime:   int64(time.Since(st.started) / time.Second),
+			Zones:    len(st.zoneList()),
+			Resolver: st.resolver,
+		}, nil
+	}))
+	cs.Handle(control.CommandZones, inLoop(func(context.Context, control.Request) (any, error) {
+		return st.zoneList(), nil
+	}))
+	cs.Handle(control.CommandReload, inLoop(func(ctx context.Context, req control.Request) (any, error) {
+		if req.Zone == "" {
+			err := st.rl.reload(ctx)
+			return st.zoneList(), err
+		}
+		if st.rl.mgr == nil {
+			return nil, fmt.Errorf("zone %s: no zones are configured (serving %s)", req.Zone, st.servingWhat())
+		}
+		s, err := st.rl.mgr.ReloadZone(ctx, req.Zone)
+		if errors.Is(err, zonedb.ErrNoZone) {
+			return nil, err
+		}
+		return []control.Zone{controlZone(s)}, err
+	}))
+	cs.Handle(control.CommandNotify, inLoop(func(_ context.Context, req control.Request) (any, error) {
+		if req.Zone == "" {
+			return nil, errors.New("notify: which zone? (notify ZONE)")
+		}
+		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
+		for _, z := range st.zones().Zones() {
+			if zone.NameString(z.Origin) == origin {
+				return st.rl.notify.send(origin, z)
+			}
+		}
+		return nil, fmt.Errorf("zone %s: not served", origin)
+	}))
+	return cs
+}
+
+// servingWhat says what a server without a zone manager serves.
+func (st *controlState) servingWhat() string {
+	if st.demo {
+		return "the demo zone"
+	}
+	return "no zones: a resolver only"
+}
+
+// zoneList is every zone served, as the control commands show them.
+func (st *controlState) zoneList() []control.Zone {
+	out := []control.Zone{}
+	if st.rl.mgr != nil {
+		for _, s := range st.rl.mgr.States() {
+			out = append(out, controlZone(s))
+		}
+		return out
+	}
+	// The demo zone (or none, with a resolver alone).
+	for _, z := range st.zones().Zones() {
+		out = append(out, control.Zone{Origin: zone.NameString(z.Origin), Serial: z.Serial, Serving: true,
+			State: control.ZoneLoaded, Loaded: st.started.UTC().Truncate(time.Second), File: "(embedded demo zone)"})
+	}
+	return out
+}
+
+// controlZone is a zone manager's state of a zone as tern ctl shows it.
+func controlZone(s zonedb.State) control.Zone {
+	c := control.Zone{Origin: s.Origin, File: s.File, State: control.ZoneLoaded}
+	if !s.Loaded.IsZero() {
+		c.Loaded = s.Loaded.UTC().Truncate(time.Second)
+	}
+	if s.Zone != nil && !s.Zone.Unavailable {
+		c.Serial, c.Serving = s.Zone.Serial, true
+	}
+	if s.Err != nil {
+		c.State, c.Error = control.ZoneFailed, s.Err.Error()
+	}
+	return c
+}
+
+const ctlUsage = `usage: tern ctl [-c CONFIG | -s SOCKET] [--json] COMMAND
+
+commands:
+  status         version, uptime, zones, resolver on or off
+  zones          each zone: origin, serial, state, last load, file
+  reload [ZONE]  re-read the config and every zone, as SIGHUP does; or one zone's file
+  notify ZONE    send the zone's NOTIFYs now
+
+The socket is server.control of CONFIG (-c), else its default.
+`
+
+// runCtl implements 'tern ctl': one command to a running server's
+// control socket.
+func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tern ctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, ctlUsage); fs.PrintDefaults() }
+	cfgPath := fs.String("c", "", "config file: the socket is its server.control")
+	socket := fs.String("s", "", "control socket path")
+	asJSON := fs.Bool("json", false, "print the result as JSON, for scripts")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long (a reload of large zones takes a while)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if *cfgPath != "" && *socket != "" {
+		fmt.Fprintln(stderr, "tern ctl: -c and -s are exclusive")
+		return 2
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return 2
+	}
+	req := control.Request{Command: pos[0]}
+	want := 0
+	switch req.Command {
+	case control.CommandStatus, control.CommandZones:
+	case control.CommandReload:
+		want = -1 // optional
+	case control.CommandNotify:
+		want = 1
+	default:
+		fmt.Fprintf(stderr, "tern ctl: unknown command %q\n\n%s", req.Command, ctlUsage)
+		return 2
+	}
+	switch n := len(pos) - 1; {
+	case want == 1 && n != 1:
+		fmt.Fprintf(stderr, "tern ctl %s: want one ZONE\n", req.Command)
+		return 2
+	case want == 0 && n != 0, want == -1 && n > 1:
+		fmt.Fprintf(stderr, "tern ctl %s: unexpected argument %q\n", req.Command, pos[len(pos)-1])
+		return 2
+	case n == 1:
+		req.Zone = pos[1]
+	}
+	path := *socket
+	if path == "" {
+		cfg := config.Default()
+		if *cfgPath != "" {
+			if cfg, err = config.Load(*cfgPath); err != nil {
+				fmt.Fprintf(stderr, "tern ctl: %v\n", err)
+				return 1
+			}
+		}
+		if path = cfg.Server.Control; path == "" {
+			fmt.Fprintf(stderr, "tern ctl: %s: server.control is \"\": the server has no control socket\n", *cfgPath)
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	resp, err := control.Call(ctx, path, req)
+	if err != nil {
+		fmt.Fprintf(stderr, "tern ctl: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		var b bytes.Buffer
+		if err := json.Indent(&b, resp.Result, "", "  "); err == nil && len(resp.Result) > 0 {
+			fmt.Fprintln(stdout, b.String())
+		}
+	} else if err := printResult(stdout, req, resp.Result); err != nil {
+		fmt.Fprintf(stderr, "tern ctl: %s: %v\n", req.Command, err)
+		return 1
+	}
+	if resp.Error != "" {
+		for _, line := range strings.Split(resp.Error, "\n") {
+			fmt.Fprintf(stderr, "tern ctl: %s: %s\n", req.Command, line)
+		}
+		return 1
+	}
+	return 0
+}
+
+// printResult writes a command's result for a person to read.
+func printResult(w io.Writer, req control.Request, result json.RawMessage) error {
+	if len(result) == 0 {
+		return nil
+	}
+	switch req.Command {
+	case control.CommandStatus:
+		var s control.Status
+		if err := json.Unmarshal(result, &s); err != nil {
+			return err
+		}
+		resolver := "off"
+		if s.Resolver {
+			resolver = "on"
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "version:\t%s\n", s.Version)
+		fmt.Fprintf(tw, "started:\t%s (up %s)\n", s.Started.Format(time.RFC3339), time.Duration(s.Uptime)*time.Second)
+		fmt.Fprintf(tw, "zones:\t%d\n", s.Zones)
+		fmt.Fprintf(tw, "resolver:\t%s\n", resolver)
+		return tw.Flush()
+	case control.CommandZones, control.CommandReload:
+		var zs []control.Zone
+		if err := json.Unmarshal(result, &zs); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ZONE\tSERIAL\tSTATE\tLOADED\tFILE")
+		for _, z := range zs {
+			serial, loaded := "-", "-"
+			if z.Serving {
+				serial = fmt.Sprint(z.Serial)
+			}
+			if !z.Loaded.IsZero() {
+				loaded = z.Loaded.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", z.Origin, serial, z.State, loaded, z.File)
+		}
+		return tw.Flush()
+	case control.CommandNotify:
+		var addrs []string
+		if err := json.Unmarshal(result, &addrs); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "notify %s: sending to %s\n", dns.Fqdn(req.Zone), strings.Join(addrs, ", "))
+	}
+	return nil
+}
