@@ -3,6 +3,7 @@ package recursor
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,12 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (
 		return &resolve.Result{Answer: []dns.RR{rr(name + " 30 IN A 192.0.2.3")}, Stale: true}, nil
 	case strings.HasPrefix(name, "nx."):
 		return &resolve.Result{Rcode: dns.RcodeNameError, Authority: []dns.RR{rr("tld. 300 IN SOA ns.tld. h.tld. 1 2 3 4 300")}}, nil
+	case strings.HasPrefix(name, "signed."):
+		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1"), rr(name + " 60 IN RRSIG A 13 3 60 20300101000000 20200101000000 1 tld. AAAA")}}, nil
+	case strings.HasPrefix(name, "signednx."):
+		return &resolve.Result{Rcode: dns.RcodeNameError, Authority: []dns.RR{rr("tld. 300 IN SOA ns.tld. h.tld. 1 2 3 4 300"),
+			rr("tld. 300 IN RRSIG SOA 13 1 300 20300101000000 20200101000000 1 tld. AAAA"),
+			rr("a.tld. 300 IN NSEC z.tld. A RRSIG NSEC"), rr("a.tld. 300 IN RRSIG NSEC 13 2 300 20300101000000 20200101000000 1 tld. AAAA")}}, nil
 	case strings.HasPrefix(name, "big."):
 		res := &resolve.Result{}
 		for i := range 40 {
@@ -756,5 +763,49 @@ func TestWaitLimitsNoLeak(t *testing.T) {
 	}
 	if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
 		t.Errorf("after: in flight %d, waiting %d", n, waiting)
+	}
+}
+
+// TestDNSSECRecords: the RRSIG, NSEC and NSEC3 records of a resolution go
+// only to a client that set DO (RFC 4035 §3.2.1), or in the answer to one
+// that asked for their type; the response cache keeps the two apart
+// (a DO client asking first does not give RRSIGs to the next).
+func TestDNSSECRecords(t *testing.T) {
+	r := newRecursor(t, &fakeResolver{}, Options{})
+	w := r.NewWorker(false)
+	noDO := func(name string, qtype uint16) *dns.Msg {
+		m := query(name, qtype, true, true)
+		m.IsEdns0().SetDo(false)
+		return m
+	}
+	for _, tc := range []struct {
+		name               string
+		m                  *dns.Msg
+		answers, authority []uint16 // the types, in order
+	}{
+		{"DO: the RRSIG", query("signed.example.tld.", dns.TypeA, true, true), []uint16{dns.TypeA, dns.TypeRRSIG}, nil},
+		{"DO=0: no RRSIG", noDO("signed.example.tld.", dns.TypeA), []uint16{dns.TypeA}, nil},
+		{"DO=0 again, after the DO response was cached", noDO("signed.example.tld.", dns.TypeA), []uint16{dns.TypeA}, nil},
+		{"no EDNS: no RRSIG", query("signed.example.tld.", dns.TypeA, true, false), []uint16{dns.TypeA}, nil},
+		{"DO=0 asking for RRSIG: the RRSIG", noDO("signed.example.tld.", dns.TypeRRSIG), []uint16{dns.TypeA, dns.TypeRRSIG}, nil},
+		{"NXDOMAIN with DO: SOA, NSEC and RRSIGs", query("signednx.example.tld.", dns.TypeA, true, true), nil, []uint16{dns.TypeSOA, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeRRSIG}},
+		{"NXDOMAIN with DO=0: the SOA", noDO("signednx.example.tld.", dns.TypeA), nil, []uint16{dns.TypeSOA}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _ := exchange(t, w, tc.m, client, false)
+			if resp == nil {
+				t.Fatal("no answer")
+			}
+			types := func(rrs []dns.RR) []uint16 {
+				var out []uint16
+				for _, rr := range rrs {
+					out = append(out, rr.Header().Rrtype)
+				}
+				return out
+			}
+			if !slices.Equal(types(resp.Answer), tc.answers) || !slices.Equal(types(resp.Ns), tc.authority) {
+				t.Errorf("answer %v authority %v, want types %v %v", resp.Answer, resp.Ns, tc.answers, tc.authority)
+			}
+		})
 	}
 }

@@ -14,7 +14,8 @@ const rcodeServFail = dns.RcodeServerFailure
 
 // response builds the response to query (a client's query, which parsed)
 // from a resolution's result: the question as the client wrote it, RA
-// set, the answer and authority of the result, the client's OPT echoed
+// set, the answer and authority of the result (without their DNSSEC
+// records unless the client set DO), the client's OPT echoed
 // with our payload size and its DO bit, on a failure an EDE saying why
 // (RFC 8914) and on a stale answer EDE 3, and TC when it does not fit limit, the client's (RFC 2181
 // §9: the client then asks over TCP). nil when the query does not
@@ -30,6 +31,11 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 	m.Rcode = res.Rcode
 	m.Answer = res.Answer
 	m.Ns = res.Authority
+	if opt := q.IsEdns0(); opt == nil || !opt.Do() {
+		// RFC 4035 §3.2.1: the RRSIG, NSEC and NSEC3 records the
+		// resolution kept go only to a client that set DO.
+		m.Answer, m.Ns = res.WithoutDNSSEC(q.Question[0].Qtype)
+	}
 	m.Compress = true
 	if opt := q.IsEdns0(); opt != nil {
 		m.SetEdns0(uint16(r.payload), opt.Do())

@@ -35,7 +35,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	if e, ok := c.Get(name, qtype); ok && e.Rank >= cache.RankAnswer {
 		switch e.Kind {
 		case cache.Positive:
-			m.Answer = e.Records
+			m.Answer = append(e.Records, e.Sigs...)
 		case cache.NXDomain:
 			m.Rcode, m.Ns = dns.RcodeNameError, e.Records
 		case cache.NoData:
@@ -45,7 +45,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	}
 	if qtype != dns.TypeCNAME {
 		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
-			m.Answer = e.Records
+			m.Answer = append(e.Records, e.Sigs...)
 			return m, name, true
 		}
 	}
@@ -54,7 +54,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	for z := name; z != "."; {
 		z = parent(z)
 		if e, ok := c.Get(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
-			m.Answer = e.Records
+			m.Answer = append(e.Records, e.Sigs...)
 			return m, z, true
 		}
 	}
@@ -126,8 +126,8 @@ func parent(name string) string {
 }
 
 // learn stores what a server of zone answered to q, after sort dropped
-// its records out of the zone's bailiwick: a referral's NS records and
-// glue at the rank of a non-authoritative answer's authority and
+// its records out of the zone's bailiwick: a referral's NS records, DS
+// records and glue at the rank of a non-authoritative answer's authority and
 // additional sections; an answer's RRsets at the rank of its answer
 // section, its zone's NS records and their addresses, and the negative
 // answer at the end of its CNAME chain (RFC 2308 §5).
@@ -141,6 +141,12 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 		ns := owned(m.Ns, next.zone, dns.TypeNS)
 		ru.store(ns, cache.RankAdditional)
 		ru.store(glue(m.Extra, zone, ns), cache.RankAdditional)
+		// RFC 4035 §3.1.4: the child's DS RRset and its RRSIGs, which
+		// a validator needs to trust the child's keys; at the rank of
+		// the rest of a referral, so that a DS question is still
+		// answered by the parent's authoritative answer, but there for
+		// the validator to read (cache.Get takes any rank).
+		ru.store(withSigs(owned(m.Ns, next.zone, dns.TypeDS), m.Ns, next.zone, dns.TypeDS), cache.RankAdditional)
 		return
 	}
 	rank := cache.RankAnswer
@@ -258,41 +264,22 @@ func clampTTLs(c *cache.Cache, m *dns.Msg) {
 	}
 }
 
-// store puts the RRsets of rrs in the cache, each RRSIG with the RRset
-// it covers.
+// store puts the RRsets of rrs in the cache, each with the RRSIGs that
+// cover it (RRSIGs of records not in rrs are not stored).
 func (ru *run) store(rrs []dns.RR, rank cache.Rank) {
-	type set struct {
-		name string
-		t    uint16
-	}
-	var order []set
-	sets := map[set]*cache.Entry{}
-	entry := func(k set) *cache.Entry {
-		e := sets[k]
-		if e == nil {
-			e = &cache.Entry{Rank: rank}
-			sets[k] = e
-			order = append(order, k)
-		}
-		return e
-	}
+	in := make([]dns.RR, 0, len(rrs))
 	for _, rr := range rrs {
-		h := rr.Header()
-		if h.Class != dns.ClassINET {
-			continue
+		if rr.Header().Class == dns.ClassINET {
+			in = append(in, rr)
 		}
-		name := dns.CanonicalName(h.Name)
-		if sig, ok := rr.(*dns.RRSIG); ok {
-			e := entry(set{name, sig.TypeCovered})
-			e.Sigs = append(e.Sigs, rr)
-			continue
-		}
-		e := entry(set{name, h.Rrtype})
-		e.Records = append(e.Records, rr)
 	}
-	for _, k := range order {
-		if e := sets[k]; len(e.Records) > 0 {
-			ru.r.cache.Put(k.name, k.t, *e)
+	for _, set := range RRsets(in) {
+		if len(set.Records) > 0 {
+			e := cache.Entry{Rank: rank, Records: set.Records}
+			for _, sig := range set.Sigs {
+				e.Sigs = append(e.Sigs, sig)
+			}
+			ru.r.cache.Put(set.Name, set.Type, e)
 		}
 	}
 }
@@ -331,7 +318,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 			res.Stale = res.Stale || e.Stale
 			switch e.Kind {
 			case cache.Positive:
-				res.Answer = append(res.Answer, e.Records...)
+				res.Answer = append(append(res.Answer, e.Records...), e.Sigs...)
 			case cache.NXDomain:
 				res.Rcode, res.Authority = dns.RcodeNameError, e.Records
 			case cache.NoData:
@@ -347,7 +334,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 			break
 		}
 		res.Stale = res.Stale || e.Stale
-		res.Answer = append(res.Answer, e.Records...)
+		res.Answer = append(append(res.Answer, e.Records...), e.Sigs...)
 		cur = dns.CanonicalName(e.Records[0].(*dns.CNAME).Target)
 	}
 	return nil, false

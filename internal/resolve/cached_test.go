@@ -335,14 +335,15 @@ func TestAnswerOffChainNotCached(t *testing.T) {
 		"www.example.com. 300 IN RRSIG A 8 3 300 20300101000000 20200101000000 1 com. AAAA")
 	clk := &fakeClock{time.Unix(1_800_000_000, 0)}
 	r, _ := tracing(f, Options{Cache: cache.New(cache.Options{Now: clk.now}), Now: clk.now, NoMinimise: true})
+	signed := []string{"foo.com. 300 IN A 192.0.2.9", "foo.com. 300 IN RRSIG A 8 2 300 20300101000000 20200101000000 1 com. AAAA"}
 	res, err := r.Resolve(context.Background(), "foo.com.", dns.TypeA)
-	checkResult(t, res, err, 0, []string{"foo.com. 300 IN A 192.0.2.9"})
+	checkResult(t, res, err, 0, signed)
 	res, err = r.Resolve(context.Background(), "www.example.com.", dns.TypeA)
 	checkResult(t, res, err, 0, []string{"www.example.com. 300 IN A 192.0.2.1"})
 	// The chain's own records (and their signatures) are cached.
 	f.asked = nil
 	res, err = r.Resolve(context.Background(), "foo.com.", dns.TypeA)
-	checkResult(t, res, err, 0, []string{"foo.com. 300 IN A 192.0.2.9"})
+	checkResult(t, res, err, 0, signed)
 	if len(f.asked) != 0 {
 		t.Errorf("foo.com. asked again: %v", f.asked)
 	}

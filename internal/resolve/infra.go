@@ -422,7 +422,7 @@ func (ru *run) exchange(ctx context.Context, server netip.AddrPort, q dns.Questi
 	var rep upstream.Report
 	var err error
 	if ox, ok := ru.r.ex.(upstream.OptionsExchanger); ok {
-		m, rep, err = ox.ExchangeOptions(ctx, server, q, upstream.Options{UDPTimeout: wait, NoEDNS: noEDNS, Recursive: st.Recursive, ExactCase: st.CaseRandom})
+		m, rep, err = ox.ExchangeOptions(ctx, server, q, upstream.Options{UDPTimeout: wait, NoEDNS: noEDNS, Recursive: st.Recursive, ExactCase: st.CaseRandom, DNSSEC: !ru.r.noDNSSEC})
 	} else if st.Recursive {
 		// A plain Exchanger cannot set RD: a forwarder would answer
 		// as if asked by an authority's peer.

@@ -111,6 +111,12 @@ type Options struct {
 	// without it after a timeout. It needs an Exchanger that takes
 	// upstream.Options (upstream.Client does); with another it is off.
 	CaseRandom bool
+	// NoDNSSEC asks the authorities without the DO bit (on by default:
+	// RFC 4035 §3.2.1, a validating resolver asks for DNSSEC records):
+	// they then send no RRSIG, NSEC or NSEC3 records and nothing can be
+	// validated. It needs an Exchanger that takes upstream.Options; with
+	// another the DO bit is never set.
+	NoDNSSEC bool
 }
 
 // Zone is a domain whose servers are configured, not found from the root:
@@ -143,6 +149,8 @@ type Resolver struct {
 	// caseRandom is Options.CaseRandom, where the Exchanger can check
 	// the case of answers.
 	caseRandom bool
+	// noDNSSEC is Options.NoDNSSEC.
+	noDNSSEC bool
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -159,7 +167,7 @@ type Resolver struct {
 // New returns a Resolver that asks through ex.
 func New(ex upstream.Exchanger, opt Options) *Resolver {
 	r := &Resolver{ex: ex, hints: opt.Hints, limits: opt.Limits, port: opt.Port, trace: opt.Trace, now: opt.Now, infra: opt.Infra, cache: opt.Cache,
-		noMinimise: opt.NoMinimise}
+		noMinimise: opt.NoMinimise, noDNSSEC: opt.NoDNSSEC}
 	if r.hints == nil {
 		r.hints = RootHints()
 	}
@@ -216,16 +224,25 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 	return r
 }
 
-// Result is the outcome of a resolution, as a response to the client
-// would carry it.
+// Result is the outcome of a resolution, as a response to a client that
+// set DO would carry it (RFC 4035 §3.1): each RRset with the RRSIGs the
+// authorities sent for it, which a client without DO must not be given
+// (StripDNSSEC). RRsets splits a section into what the validator's
+// VerifyRRset takes (records and their signatures), and Authority's
+// NSEC and NSEC3 records are the proof its ProveDenial and ProveWildcard
+// take.
 type Result struct {
 	// Rcode is NOERROR (an answer or NODATA), NXDOMAIN or, with an
 	// error, SERVFAIL.
 	Rcode int
 	// Answer is the CNAME chain, if any, followed by the records of the
-	// type asked.
+	// type asked, each RRset followed by its RRSIGs (a CNAME made from a
+	// DNAME has none: RFC 6672 §5.3.1).
 	Answer []dns.RR
-	// Authority holds the SOA of a negative answer.
+	// Authority holds the SOA of a negative answer and its RRSIGs, and
+	// the NSEC or NSEC3 records (with their RRSIGs) of the answering
+	// zones: the proof of a negative answer (RFC 4035 §3.1.3.1-2), or
+	// that no closer name matched a wildcard answer (§3.1.3.3).
 	Authority []dns.RR
 	// Queries is the number of upstream queries the resolution sent.
 	Queries int
@@ -363,26 +380,31 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 				// not trusted but made again from the DNAME (as Unbound
 				// and BIND do), and both go into the answer, DNAME first
 				// (§3.1).
-				res.Answer = append(res.Answer, dn)
+				res.Answer = append(res.Answer, withSigs([]dns.RR{dn}, m.Answer, dn.Hdr.Name, dns.TypeDNAME)...)
 				cn, ok := synthesize(dn, cur)
 				if !ok {
 					// RFC 6672 §2.2: the name is too long to be
 					// redirected: YXDOMAIN, as the server says.
 					res.Rcode = dns.RcodeYXDomain
+					res.Authority = append(res.Authority, proof(m.Ns)...)
 					return res, nil
 				}
 				res.Answer = append(res.Answer, cn)
 				if qtype == dns.TypeCNAME {
 					res.Rcode = dns.RcodeSuccess
+					res.Authority = append(res.Authority, proof(m.Ns)...)
 					return res, nil
 				}
 				target = cn.Target
 			} else if rrs := owned(m.Answer, cur, qtype); len(rrs) > 0 {
-				res.Answer = append(res.Answer, rrs...)
+				res.Answer = append(res.Answer, withSigs(rrs, m.Answer, cur, qtype)...)
 				res.Rcode = dns.RcodeSuccess
+				// RFC 4035 §3.1.3.3: a wildcard answer comes with the
+				// proof that no closer name matched.
+				res.Authority = append(res.Authority, proof(m.Ns)...)
 				return res, nil
 			} else if cn := owned(m.Answer, cur, dns.TypeCNAME); len(cn) > 0 {
-				res.Answer = append(res.Answer, cn[0])
+				res.Answer = append(res.Answer, withSigs(cn[:1], m.Answer, cur, dns.TypeCNAME)...)
 				target = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
 			} else {
 				break
@@ -405,13 +427,19 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 			res.Rcode = m.Rcode
 			for _, rr := range m.Ns {
 				if rr.Header().Rrtype == dns.TypeSOA {
-					res.Authority = append(res.Authority, rr)
+					res.Authority = append(res.Authority, withSigs([]dns.RR{rr}, m.Ns, rr.Header().Name, dns.TypeSOA)...)
+					break
 				}
 			}
+			// RFC 4035 §3.1.3.1-2: the NSEC or NSEC3 records that prove
+			// the name or the type does not exist.
+			res.Authority = append(res.Authority, proof(m.Ns)...)
 			return res, nil
 		}
 		// The chain leaves the zone that answered: its next name is
-		// resolved from the root.
+		// resolved from the root; the proofs of wildcard links so far
+		// are kept.
+		res.Authority = append(res.Authority, proof(m.Ns)...)
 		name = cur
 	}
 }

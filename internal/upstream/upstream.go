@@ -66,6 +66,11 @@ type Options struct {
 	// the case of the name (0x20, draft-vixie-dnsext-dns0x20) to make a
 	// forged answer harder to guess. Others are dropped as mismatches.
 	ExactCase bool
+	// DNSSEC sets the DO bit of the query's OPT record (RFC 3225, RFC
+	// 4035 §3.2.1): the server then sends the RRSIG, NSEC and NSEC3
+	// records a validator needs. Without EDNS (NoEDNS, or a server that
+	// rejected it) there is no DO bit to set.
+	DNSSEC bool
 }
 
 // Report says how an exchange went, for the caller's memory of servers.
@@ -117,7 +122,7 @@ func (c *Client) ExchangeOptions(ctx context.Context, server netip.AddrPort, q d
 	if opt.NoEDNS {
 		size = 0
 	}
-	h := header{size: size, rd: opt.Recursive, exactCase: opt.ExactCase}
+	h := header{size: size, rd: opt.Recursive, exactCase: opt.ExactCase, do: opt.DNSSEC}
 	var rep Report
 	m, err := c.exchange(ctx, server, q, h, opt.UDPTimeout, &rep)
 	if err != nil {
@@ -147,6 +152,7 @@ type header struct {
 	size      uint16 // the EDNS payload size; 0: without EDNS
 	rd        bool   // Options.Recursive
 	exactCase bool   // Options.ExactCase
+	do        bool   // Options.DNSSEC: the DO bit, with EDNS only
 }
 
 // exchange asks once over UDP (with EDNS when h.size > 0), waiting at most
@@ -183,7 +189,7 @@ func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
 	m.Opcode = dns.OpcodeQuery
 	m.RecursionDesired = h.rd
 	if h.size > 0 {
-		m.SetEdns0(h.size, false)
+		m.SetEdns0(h.size, h.do)
 	}
 	pkt, err := m.Pack()
 	if err != nil {

@@ -132,3 +132,35 @@ func BenchmarkExchangeUDP(b *testing.B) {
 		}
 	}
 }
+
+// TestQueryDO: Options.DNSSEC sets the DO bit of the query's OPT record
+// (RFC 3225, RFC 4035 §3.2.1), and only there: without EDNS there is no
+// OPT to carry it.
+func TestQueryDO(t *testing.T) {
+	got := make(chan *dns.Msg, 1)
+	srv := udpServer(t, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
+		got <- q
+		send(conn, from, answer(q, "192.0.2.1"))
+	})
+	for _, tc := range []struct {
+		name     string
+		opt      Options
+		edns, do bool
+	}{
+		{"default", Options{}, true, false},
+		{"DNSSEC", Options{DNSSEC: true}, true, true},
+		{"DNSSEC without EDNS", Options{DNSSEC: true, NoEDNS: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Client{Timeout: 5 * time.Second}
+			if _, _, err := c.ExchangeOptions(context.Background(), addrPort(srv), question, tc.opt); err != nil {
+				t.Fatal(err)
+			}
+			q := <-got
+			o := q.IsEdns0()
+			if (o != nil) != tc.edns || (o != nil && o.Do() != tc.do) {
+				t.Errorf("OPT %v, want EDNS %v with DO %v", o, tc.edns, tc.do)
+			}
+		})
+	}
+}
