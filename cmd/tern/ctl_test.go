@@ -154,3 +154,37 @@ func TestCtl(t *testing.T) {
 		t.Logf("log:\n%s", logs.String())
 	}
 }
+
+// TestCtlNotify: tern ctl notify sends the zone's NOTIFYs again, beside
+// those of its load, and says to which addresses.
+func TestCtlNotify(t *testing.T) {
+	dir := t.TempDir()
+	ns2 := newNotifyReceiver(t, "127.0.0.1")
+	ctlZone(t, filepath.Join(dir, "example.zone"), 7, false)
+	cfg := filepath.Join(dir, "tern.toml")
+	text := fmt.Sprintf("[server]\nlisten = [\"127.0.0.1:0\"]\nworkers = 1\ncontrol = \"ctl.sock\"\n[[remote]]\nname = \"ns2\"\naddress = [%q]\n[[zone]]\norigin = \"example\"\nfile = \"example.zone\"\nnotify = [\"ns2\"]\n", ns2.conn.LocalAddr().String())
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, "-c", cfg)
+	ns2.wait(t, 7) // the load's
+	var code int
+	var out, errs string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if code, out, errs = runT("ctl", "-c", cfg, "notify", "example"); code == 0 || !strings.Contains(errs, "control socket") {
+			break
+		}
+	}
+	if want := "notify example.: sending to " + ns2.conn.LocalAddr().String(); code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("notify: %d %q %q, want %q", code, out, errs, want)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ns2.mu.Lock()
+		n := len(ns2.serials)
+		ns2.mu.Unlock()
+		if n >= 2 {
+			return
+		}
+	}
+	t.Fatalf("NOTIFYs received: %v, want the load's and the command's", ns2.serials)
+}

@@ -132,9 +132,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("control socket %s: %w", s.path, err)
 	}
-	// Between Listen and Chmod the socket has the umask's mode; the
-	// directory (0750, made above) keeps others out meanwhile when it is
-	// ours.
+	// Between Listen and Chmod the socket has the umask's mode (0755
+	// under the usual 022: no one else may connect, which takes write
+	// permission); the directory (0750 when made above) keeps others out
+	// too.
 	if err := os.Chmod(s.path, 0o600); err != nil {
 		ln.Close()
 		return fmt.Errorf("control socket %s: %w", s.path, err)
@@ -242,6 +243,8 @@ func (s *Server) Answer(ctx context.Context, line []byte) Response {
 	if h == nil {
 		return Response{Error: fmt.Sprintf("unknown command %q", req.Command)}
 	}
+	// As knotc's commands are in Knot's log: who changed what, and when.
+	s.log.Info("control command", "command", req.Command, "zone", req.Zone)
 	result, err := h(ctx, req)
 	var resp Response
 	if result != nil {
