@@ -127,7 +127,7 @@ func parent(name string) string {
 
 // learn stores what a server of zone answered to q, after sort dropped
 // its records out of the zone's bailiwick: a referral's NS records, DS
-// records and glue at the rank of a non-authoritative answer's authority and
+// records (or the NSEC or NSEC3 proving there are none) and glue at the rank of a non-authoritative answer's authority and
 // additional sections; an answer's RRsets at the rank of its answer
 // section, its zone's NS records and their addresses, and the negative
 // answer at the end of its CNAME chain (RFC 2308 §5).
@@ -147,6 +147,15 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 		// answered by the parent's authoritative answer, but there for
 		// the validator to read (cache.Get takes any rank).
 		ru.store(withSigs(owned(m.Ns, next.zone, dns.TypeDS), m.Ns, next.zone, dns.TypeDS), cache.RankAdditional)
+		// Without a DS, the NSEC or NSEC3 proving there is none (RFC
+		// 4035 §3.1.4.1, RFC 5155 §7.2.7): an NSEC is owned by the
+		// child's name, an NSEC3 by its hash in the parent (Get of the
+		// owner finds either; an Opt-Out NSEC3 covering the name is
+		// kept too, but only an ordered index would find it). The
+		// child's apex NSEC has the same owner and type: an
+		// authoritative answer's replaces this one, so a validator
+		// reading it must check the RRSIG's signer is the parent.
+		ru.store(proof(m.Ns), cache.RankAdditional)
 		return
 	}
 	rank := cache.RankAnswer
@@ -159,6 +168,16 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 	if m.Authoritative {
 		ru.store(ns, cache.RankAuthority)
 	}
+	// The NSEC and NSEC3 RRsets of a negative or wildcard answer's
+	// proof, each under its own owner with its RRSIGs: what a validator
+	// (and RFC 8198's aggressive use of them) looks up by name; a
+	// negative entry holds its proof as well, and answers keep using
+	// that.
+	proofRank := cache.RankAdditional
+	if m.Authoritative {
+		proofRank = cache.RankAuthority
+	}
+	ru.store(proof(m.Ns), proofRank)
 	ru.store(glue(m.Extra, zone, ns), cache.RankAdditional)
 	if !m.Authoritative || q.Qtype == dns.TypeANY || dname {
 		return

@@ -156,22 +156,65 @@ func TestSignedKept(t *testing.T) {
 	}
 }
 
-// TestReferralDSCached: the DS RRset of a referral is cached with its
-// RRSIG, for the validator, at the referral's rank (a DS question still
-// goes to the parent's servers).
-func TestReferralDSCached(t *testing.T) {
-	f := world(t)
-	m := f.answers[key{gtld, "example.com.", 0}]
-	m.Ns = append(m.Ns, rrs(t, dsCom, sigDS)...)
-	clk := &fakeClock{time.Unix(1_800_000_000, 0)}
-	c := cache.New(cache.Options{Now: clk.now})
-	r, _ := tracing(f, Options{Cache: c, Now: clk.now, NoMinimise: true})
-	if _, err := r.Resolve(context.Background(), "www.example.com.", dns.TypeA); err != nil {
-		t.Fatal(err)
-	}
-	e, ok := c.Get("example.com.", dns.TypeDS)
-	if !ok || e.Rank != cache.RankAdditional || !slices.Equal(records(e.Records), []string{dsCom}) || !slices.Equal(records(e.Sigs), []string{sigDS}) {
-		t.Errorf("cached DS %v %+v, want %s with %s at rank additional", ok, e, dsCom, sigDS)
+// TestProofsCached: the DS RRset of a referral, or the NSEC proving it
+// has none, and the NSEC and NSEC3 RRsets of negative answers' proofs
+// are cached under their owners with their RRSIGs, for the validator: a
+// referral's at its rank (a DS question still goes to the parent's
+// servers), an authoritative answer's at the authority section's.
+func TestProofsCached(t *testing.T) {
+	const (
+		nsecNoDS = "example.com. 3600 IN NSEC f.com. NS RRSIG NSEC"
+		sigNoDS  = "example.com. 3600 IN RRSIG NSEC 13 2 3600 20300101000000 20200101000000 5 com. AAAA"
+	)
+	for _, tc := range []struct {
+		name     string
+		referral []string // added to com.'s referral to example.com.
+		qname    string
+		qtype    uint16
+		setup    func(t *testing.T, f *fake)
+		owner    string
+		t        uint16
+		rank     cache.Rank
+		records  []string
+		sigs     []string
+	}{
+		{name: "a referral's DS", referral: []string{dsCom, sigDS}, qname: "www.example.com.", qtype: dns.TypeA,
+			owner: "example.com.", t: dns.TypeDS, rank: cache.RankAdditional, records: []string{dsCom}, sigs: []string{sigDS}},
+		{name: "a referral's proof of no DS", referral: []string{nsecNoDS, sigNoDS}, qname: "www.example.com.", qtype: dns.TypeA,
+			owner: "example.com.", t: dns.TypeNSEC, rank: cache.RankAdditional, records: []string{nsecNoDS}, sigs: []string{sigNoDS}},
+		{name: "an NXDOMAIN's NSEC", qname: "nx.example.com.", qtype: dns.TypeA,
+			setup: func(t *testing.T, f *fake) {
+				m := negative(t, dns.RcodeNameError, soaCom)
+				m.Ns = append(m.Ns, rrs(t, sigSOA, nsecNX, sigNSEC)...)
+				f.answers[key{exCom, "nx.example.com.", 0}] = m
+			},
+			owner: "mx.example.com.", t: dns.TypeNSEC, rank: cache.RankAuthority, records: []string{nsecNX}, sigs: []string{sigNSEC}},
+		{name: "a NODATA's NSEC3", qname: "www.example.com.", qtype: dns.TypeTXT,
+			setup: func(t *testing.T, f *fake) {
+				m := negative(t, dns.RcodeSuccess, soaCom)
+				m.Ns = append(m.Ns, rrs(t, sigSOA, nsec3, sigNSEC3)...)
+				f.answers[key{exCom, "www.example.com.", dns.TypeTXT}] = m
+			},
+			owner: "2vptu5timamqttgl4luu9kg21e0aor3s.example.com.", t: dns.TypeNSEC3, rank: cache.RankAuthority, records: []string{nsec3}, sigs: []string{sigNSEC3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := world(t)
+			m := f.answers[key{gtld, "example.com.", 0}]
+			m.Ns = append(m.Ns, rrs(t, tc.referral...)...)
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			clk := &fakeClock{time.Unix(1_800_000_000, 0)}
+			c := cache.New(cache.Options{Now: clk.now})
+			r, _ := tracing(f, Options{Cache: c, Now: clk.now, NoMinimise: true})
+			if _, err := r.Resolve(context.Background(), tc.qname, tc.qtype); err != nil {
+				t.Fatal(err)
+			}
+			e, ok := c.Get(tc.owner, tc.t)
+			if !ok || e.Rank != tc.rank || !slices.Equal(records(e.Records), tc.records) || !slices.Equal(records(e.Sigs), tc.sigs) {
+				t.Errorf("cached %v %+v, want %q with %q at rank %d", ok, e, tc.records, tc.sigs, tc.rank)
+			}
+		})
 	}
 }
 
