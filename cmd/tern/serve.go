@@ -266,8 +266,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			rl: rl, zones: resp.Zones, started: started, resolver: rec != nil, demo: demo}, log)
 		if err := cs.Start(ctx); err != nil {
 			// DNS is served without it: a second server, or a test,
-			// must not take the socket of one running.
-			log.Error("no control socket", "err", err)
+			// must not take the socket of one running, and a user
+			// trying the demo zone may not write /run. A warning: the
+			// server itself is whole.
+			log.Warn("no control socket: tern ctl cannot reach this server", "err", err)
 		} else {
 			defer cs.Close()
 			log.Info("control socket", "path", cs.Path())
