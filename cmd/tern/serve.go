@@ -346,7 +346,19 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		ResponseCache:    cfg.Server.ResponseCache,
 		NSID:             nsid,
 		Logger:           log,
+		// RFC 8767 §5's client response timer: only with a stale
+		// window is there stale data to answer with.
+		StaleClientTimeout: staleClientTimeout(rc),
 	}), nil
+}
+
+// staleClientTimeout is the recursor's client response timer: the
+// table's, with serve-stale on; off without.
+func staleClientTimeout(rc *config.Resolver) time.Duration {
+	if rc.ServeStale.Duration <= 0 {
+		return 0
+	}
+	return rc.StaleAnswerClientTimeout.Duration
 }
 
 // resolveZones are the forward or stub zones of the config for resolve.

@@ -110,6 +110,11 @@ const (
 // StaleTTL is the TTL of a stale answer (RFC 8767 §4: 30 seconds).
 const StaleTTL = 30
 
+// StaleClientTimeout is RFC 8767 §5's suggested client response timer:
+// how long a client waits on a resolution before it gets stale data
+// (Unbound: serve-expired-client-timeout 1800).
+const StaleClientTimeout = 1800 * time.Millisecond
+
 // Options configure a Cache; zero fields take the defaults.
 type Options struct {
 	// Size bounds the bytes the cache holds, entries and their share of

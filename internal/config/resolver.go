@@ -74,6 +74,13 @@ type Resolver struct {
 	// served when no authority answers (RFC 8767 max-stale-ttl; it
 	// suggests 1 to 3 days); 0s, the default, turns serve-stale off.
 	ServeStale Duration `toml:"serve-stale"`
+	// StaleAnswerClientTimeout is RFC 8767 §5's client response timer:
+	// with serve-stale on, a query whose resolution has not ended
+	// after it is answered from stale data when the cache holds some,
+	// the resolution going on (BIND's name for it; Unbound's
+	// serve-expired-client-timeout). Default 1.8s, the RFC's; 0s turns
+	// it off (clients wait for the resolution).
+	StaleAnswerClientTimeout Duration `toml:"stale-answer-client-timeout"`
 	// QNameMinimisation asks each server only as much of the name as it
 	// needs (RFC 9156, relaxed as Unbound's); default true.
 	QNameMinimisation bool `toml:"qname-minimisation"`
@@ -153,25 +160,26 @@ func parseServer(s string) (netip.AddrPort, error) {
 func DefaultResolver() *Resolver {
 	l := resolve.DefaultLimits
 	return &Resolver{
-		Allow:               append([]string(nil), defaultAllow...),
-		CacheSize:           defaultCacheSize,
-		QNameMinimisation:   true,
-		QueryIPv4:           true,
-		QueryIPv6:           true,
-		CacheMaxTTL:         Duration{cache.DefaultMaxTTL * time.Second},
-		CacheMaxNegativeTTL: Duration{cache.DefaultMaxNegativeTTL * time.Second},
-		MaxUpstreamQueries:  l.Queries,
-		MaxCNAMEChain:       l.CNAMEs,
-		MaxReferrals:        l.Referrals,
-		MaxNSNames:          l.NSNames,
-		MaxNSDepth:          l.Depth,
-		MaxRRsetRecords:     l.RRset,
-		ResolutionTimeout:   Duration{l.Timeout},
-		MaxResolutions:      defaultMaxResolutions,
-		MaxPerClient:        defaultMaxPerClient,
-		ClientPrefixIPv4:    defaultClientPrefixIPv4,
-		ClientPrefixIPv6:    defaultClientPrefixIPv6,
-		MaxWaiting:          defaultMaxWaiting,
+		Allow:                    append([]string(nil), defaultAllow...),
+		CacheSize:                defaultCacheSize,
+		QNameMinimisation:        true,
+		QueryIPv4:                true,
+		QueryIPv6:                true,
+		CacheMaxTTL:              Duration{cache.DefaultMaxTTL * time.Second},
+		CacheMaxNegativeTTL:      Duration{cache.DefaultMaxNegativeTTL * time.Second},
+		StaleAnswerClientTimeout: Duration{cache.StaleClientTimeout},
+		MaxUpstreamQueries:       l.Queries,
+		MaxCNAMEChain:            l.CNAMEs,
+		MaxReferrals:             l.Referrals,
+		MaxNSNames:               l.NSNames,
+		MaxNSDepth:               l.Depth,
+		MaxRRsetRecords:          l.RRset,
+		ResolutionTimeout:        Duration{l.Timeout},
+		MaxResolutions:           defaultMaxResolutions,
+		MaxPerClient:             defaultMaxPerClient,
+		ClientPrefixIPv4:         defaultClientPrefixIPv4,
+		ClientPrefixIPv6:         defaultClientPrefixIPv6,
+		MaxWaiting:               defaultMaxWaiting,
 	}
 }
 
@@ -380,6 +388,9 @@ func (v *validator) validateResolver(r *Resolver) {
 	}
 	if r.ServeStale.Duration < 0 {
 		v.addf("resolver.serve-stale", "resolver.serve-stale: must not be negative, got %s", r.ServeStale.Duration)
+	}
+	if r.StaleAnswerClientTimeout.Duration < 0 {
+		v.addf("resolver.stale-answer-client-timeout", "resolver.stale-answer-client-timeout: must not be negative, got %s", r.StaleAnswerClientTimeout.Duration)
 	}
 }
 

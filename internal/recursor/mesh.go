@@ -39,6 +39,9 @@ type waiter struct {
 	// to is where the response goes for a response cache (to.box nil:
 	// nowhere).
 	to mailTo
+	// joined is when the query began to wait (the monotonic clock; set
+	// only with the client response timer on).
+	joined time.Time
 }
 
 // mailTo is where a response goes for a worker's response cache: the
@@ -51,9 +54,15 @@ type mailTo struct {
 	zones *zone.Set
 }
 
-// flight is a resolution running, and the queries waiting on it.
+// flight is a resolution running, and the queries waiting on it. A
+// waiter answered before the resolution ends (from stale data, see
+// clientTimeout) stays, its reply nil, for its response cache's mail.
 type flight struct {
 	waiters []waiter
+	// timer is the client response timer (RFC 8767 §5) of the waiter
+	// that joined first among those still waiting, when it is on; nil
+	// when none is armed.
+	timer *time.Timer
 }
 
 // mesh runs resolutions, as Unbound's mesh does: each question in flight
@@ -67,6 +76,9 @@ type mesh struct {
 	resolver       Resolver
 	maxResolutions int
 	lim            waitLimits
+	// staleAfter is the client response timer (Options.StaleClientTimeout);
+	// 0: off.
+	staleAfter time.Duration
 
 	mu        sync.Mutex
 	flights   map[question]*flight
@@ -104,9 +116,9 @@ func (l waitLimits) client(a netip.Addr) netip.Prefix {
 	return p
 }
 
-func newMesh(r *Recursor, res Resolver, maxResolutions int, lim waitLimits) *mesh {
+func newMesh(r *Recursor, res Resolver, maxResolutions int, lim waitLimits, staleAfter time.Duration) *mesh {
 	return &mesh{
-		r: r, resolver: res, maxResolutions: maxResolutions, lim: lim,
+		r: r, resolver: res, maxResolutions: maxResolutions, lim: lim, staleAfter: max(staleAfter, 0),
 		flights: make(map[question]*flight), perClient: make(map[netip.Prefix]int),
 	}
 }
@@ -162,10 +174,84 @@ func (m *mesh) join(q question, query []byte, limit int, from netip.Addr, to mai
 		m.flights[q] = f
 		m.start(q, false)
 	}
-	f.waiters = append(f.waiters, waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, to: to})
+	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, to: to}
+	if m.staleAfter > 0 {
+		wt.joined = time.Now()
+		if f.timer == nil {
+			m.arm(q, f, m.staleAfter)
+		}
+	}
+	f.waiters = append(f.waiters, wt)
 	m.perClient[client]++
 	m.waiting++
 	return deferred
+}
+
+// arm starts f's client response timer, to fire after d; the caller
+// holds m.mu.
+func (m *mesh) arm(q question, f *flight, d time.Duration) {
+	f.timer = time.AfterFunc(d, func() { m.clientTimeout(q, f) })
+}
+
+// clientTimeout is RFC 8767 §5's client response timer firing for flight
+// f of q: the queries that have waited staleAfter or longer are answered
+// from the resolver's cache (stale data: TTL 30, EDE 3, Unbound's
+// serve-expired-client-timeout) when it holds an answer, and the
+// resolution goes on, its fresh response still mailed to their workers'
+// response caches; without one they wait for the resolution. The timer
+// is armed again for the first of the queries still waiting. Stale
+// answers are never mailed: a response cache keeps only resolutions'.
+func (m *mesh) clientTimeout(q question, f *flight) {
+	res, ok := m.resolver.Stale(q.name, q.qtype)
+	now := time.Now()
+	var due []waiter
+	m.mu.Lock()
+	f.timer = nil
+	if m.flights[q] != f || m.closed {
+		m.mu.Unlock()
+		return
+	}
+	var first time.Time
+	for i := range f.waiters {
+		w := &f.waiters[i]
+		switch {
+		case w.reply == nil:
+		case ok && now.Sub(w.joined) >= m.staleAfter:
+			due = append(due, *w)
+			w.reply = nil
+			m.release(w.client)
+		case first.IsZero() || w.joined.Before(first):
+			first = w.joined
+		}
+	}
+	if ok && !first.IsZero() {
+		m.arm(q, f, first.Add(m.staleAfter).Sub(now))
+	}
+	if len(due) == 0 {
+		m.mu.Unlock()
+		return
+	}
+	// Under the lock, not closed: Close's Wait comes after this Add.
+	m.r.wg.Add(1)
+	m.mu.Unlock()
+	defer m.r.wg.Done()
+	for _, w := range due {
+		if msg := m.r.response(w.query, w.limit, res, nil); msg != nil {
+			w.reply.Send(msg) // a client gone is no concern of ours
+		}
+		w.reply.Close()
+	}
+}
+
+// release takes a query of client off the counts of those waiting; the
+// caller holds m.mu.
+func (m *mesh) release(client netip.Prefix) {
+	if n := m.perClient[client]; n <= 1 {
+		delete(m.perClient, client)
+	} else {
+		m.perClient[client] = n - 1
+	}
+	m.waiting--
 }
 
 // prefetch starts the resolution of q, unless it is in flight already
@@ -227,19 +313,12 @@ func (m *mesh) finish(q question) []waiter {
 	defer m.mu.Unlock()
 	f := m.flights[q]
 	delete(m.flights, q)
-	for _, w := range f.waiters {
-		if w.reply == nil {
-			continue // a prefetch's
-		}
-		if n := m.perClient[w.client]; n <= 1 {
-			delete(m.perClient, w.client)
-		} else {
-			m.perClient[w.client] = n - 1
-		}
+	if f.timer != nil {
+		f.timer.Stop()
 	}
 	for _, w := range f.waiters {
-		if w.reply != nil {
-			m.waiting--
+		if w.reply != nil { // not a prefetch's, nor answered stale
+			m.release(w.client)
 		}
 	}
 	return f.waiters

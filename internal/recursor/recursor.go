@@ -26,7 +26,10 @@
 //     answer them from the cache, which would let anyone see what its
 //     clients asked (cache snooping; "allow_snoop" is the opt-in);
 //   - otherwise the query is deferred (server.Request.Defer) and joins the
-//     resolution of its question (see mesh).
+//     resolution of its question (see mesh); when that outlasts the client
+//     response timer (Options.StaleClientTimeout, RFC 8767 §5) and the
+//     resolver's cache holds stale data, the query is answered with it
+//     meanwhile (mesh.clientTimeout).
 //
 // Results and the per-worker response cache: a resolution runs on a
 // goroutine of its own, which must never write a worker's response cache
@@ -55,10 +58,13 @@ import (
 // Resolver resolves one question iteratively; *resolve.Resolver is the
 // one tern serve uses, tests use others. Refresh resolves it from its
 // authorities even when the resolver's cache holds the answer (a
-// prefetch).
+// prefetch). Stale answers it from the cache alone, past its TTL or not
+// (resolve.Resolver.Stale), for the clients of a resolution that
+// outlasts Options.StaleClientTimeout.
 type Resolver interface {
 	Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error)
 	Refresh(ctx context.Context, name string, qtype uint16) (*resolve.Result, error)
+	Stale(name string, qtype uint16) (*resolve.Result, bool)
 }
 
 // Defaults of Options' bounds.
@@ -113,6 +119,15 @@ type Options struct {
 	// for it (identity.nsid, as the authoritative listeners send it);
 	// nil for none.
 	NSID []byte
+	// StaleClientTimeout is RFC 8767 §5's client response timer: a
+	// query that has waited this long on its question's resolution is
+	// answered from the resolver's cache (Resolver.Stale: stale data,
+	// TTL 30, EDE 3) when it holds an answer, the resolution going on
+	// to refresh it; without one the query waits for the resolution.
+	// 0 turns the timer off (set it only with serve-stale on:
+	// without a stale window the cache has nothing to give);
+	// cache.StaleClientTimeout is RFC 8767's suggestion.
+	StaleClientTimeout time.Duration
 }
 
 // Recursor answers recursive queries. It is a server.Handler; its
@@ -151,7 +166,7 @@ func New(opt Options) *Recursor {
 		PrefixIPv4: orDefault(min(opt.ClientPrefixIPv4, 32), DefaultClientPrefixIPv4),
 		PrefixIPv6: orDefault(min(opt.ClientPrefixIPv6, 128), DefaultClientPrefixIPv6),
 		Waiting:    orDefault(opt.MaxWaiting, DefaultMaxWaiting),
-	})
+	}, opt.StaleClientTimeout)
 	return r
 }
 

@@ -20,12 +20,24 @@ import (
 )
 
 // fakeResolver answers from a table, counting its calls; with a gate it
-// waits for the gate to close before answering.
+// waits for the gate to close before answering. Its cache (Stale) holds
+// a stale answer for names under "expired.", nothing else.
 type fakeResolver struct {
-	mu        sync.Mutex
-	calls     map[string]int
-	refreshes int
-	gate      chan struct{}
+	mu          sync.Mutex
+	calls       map[string]int
+	refreshes   int
+	staleLookup int
+	gate        chan struct{}
+}
+
+func (f *fakeResolver) Stale(name string, qtype uint16) (*resolve.Result, bool) {
+	f.mu.Lock()
+	f.staleLookup++
+	f.mu.Unlock()
+	if !strings.HasPrefix(name, "expired.") {
+		return nil, false
+	}
+	return &resolve.Result{Answer: []dns.RR{rr(name + " 30 IN A 192.0.2.30")}, Stale: true}, true
 }
 
 func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error) {
@@ -424,6 +436,18 @@ func (f exchangerFunc) Exchange(ctx context.Context, s netip.AddrPort, q dns.Que
 	return f(ctx, s, q)
 }
 
+// hitAllocsNothing asks w name/A from client, a response-cache hit, and
+// checks that answering it allocates nothing.
+func hitAllocsNothing(t *testing.T, w *Worker, name string) {
+	t.Helper()
+	pkt, _ := query(name, dns.TypeA, true, true).Pack()
+	req := server.NewRequest(pkt, client, false, nil)
+	out := make([]byte, 0, server.BufferSize)
+	if n := testing.AllocsPerRun(100, func() { w.Answer(req, out) }); n != 0 {
+		t.Errorf("a hit: %v allocations", n)
+	}
+}
+
 // TestMailAged: a response mailed to a worker is stored with the time
 // it was built, not the time the worker next looks in its cache: a
 // worker that got no query for longer than the response's TTL must not
@@ -539,12 +563,7 @@ func TestResponseCache(t *testing.T) {
 	if resp, deferred = ask(8); deferred || resp.Answer[0].Header().Ttl != 30 {
 		t.Fatalf("30 s later: deferred %v, %v", deferred, resp)
 	}
-	pkt, _ := query("cached.example.tld.", dns.TypeA, true, true).Pack()
-	req := server.NewRequest(pkt, client, false, nil)
-	out := make([]byte, 0, server.BufferSize)
-	if n := testing.AllocsPerRun(100, func() { w.Answer(req, out) }); n != 0 {
-		t.Errorf("a hit: %v allocations", n)
-	}
+	hitAllocsNothing(t, w, "cached.example.tld.")
 	if n := f.count("cached.example.tld."); n != 1 {
 		t.Errorf("%d resolutions, want 1", n)
 	}
@@ -807,5 +826,111 @@ func TestDNSSECRecords(t *testing.T) {
 				t.Errorf("answer %v authority %v, want types %v %v", resp.Answer, resp.Ns, tc.answers, tc.authority)
 			}
 		})
+	}
+}
+
+// TestClientResponseTimer: RFC 8767 §5 on the wire. With the client
+// response timer on, queries whose resolution has not ended when it
+// fires are answered from the resolver's stale data (TTL 30, EDE 3)
+// while the resolution goes on; its fresh response still reaches the
+// worker's response cache, and the next query is a hit with it. A
+// question the cache holds nothing for keeps its client waiting for the
+// resolution. The resolver is blocked until the end: nothing here
+// depends on how long the timer takes.
+func TestClientResponseTimer(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{ResponseCache: 64, StaleClientTimeout: 20 * time.Millisecond})
+	w := r.NewWorker(false).(*Worker)
+	var staleChans []chan []byte
+	for id := range uint16(2) {
+		m := query("expired.example.tld.", dns.TypeA, true, true)
+		m.Id = id + 1
+		ch, resp := pending(t, w, m, client)
+		if resp != nil {
+			t.Fatalf("query %d answered now: %x", id, resp)
+		}
+		staleChans = append(staleChans, ch)
+	}
+	noData, resp := pending(t, w, query("nothing.example.tld.", dns.TypeA, true, true), client2)
+	if resp != nil {
+		t.Fatalf("answered now: %x", resp)
+	}
+	for i, ch := range staleChans {
+		m := wait(t, ch)
+		code, _, ok := edeOf(m)
+		if m.Id != uint16(i+1) || m.Rcode != dns.RcodeSuccess || !m.RecursionAvailable || len(m.Answer) != 1 ||
+			m.Answer[0].Header().Ttl != 30 || m.Answer[0].(*dns.A).A.String() != "192.0.2.30" || !ok || code != dns.ExtendedErrorCodeStaleAnswer {
+			t.Errorf("query %d: want the stale answer, TTL 30, EDE 3:\n%v", i, m)
+		}
+	}
+	// nothing.example.tld.'s timer fired (it is no longer armed) and
+	// found nothing: its client still waits.
+	nothing := question{"nothing.example.tld.", dns.TypeA}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		r.mesh.mu.Lock()
+		armed := r.mesh.flights[nothing].timer != nil
+		r.mesh.mu.Unlock()
+		if !armed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client response timer never fired")
+		}
+	}
+	if n, waiting := r.InFlight(); n != 2 || waiting != 1 {
+		t.Errorf("resolutions %d, waiting %d; want 2 (both go on), 1", n, waiting)
+	}
+	select {
+	case b := <-noData:
+		t.Errorf("no stale data, answered before the resolution: %x", b)
+	default:
+	}
+	close(f.gate)
+	if m := wait(t, noData); len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
+		t.Errorf("after the resolution: %v", m)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if n, _ := r.InFlight(); n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("resolutions never ended")
+		}
+	}
+	for i, ch := range staleChans {
+		select {
+		case b := <-ch:
+			t.Errorf("query %d answered twice: %x", i, b)
+		default:
+		}
+	}
+	if n := f.count("expired.example.tld."); n != 1 {
+		t.Errorf("%d resolutions of expired.example.tld., want 1", n)
+	}
+	// The resolution went on and its response was mailed: a hit, fresh.
+	m, deferred := exchange(t, w, query("expired.example.tld.", dns.TypeA, true, true), client, false)
+	if _, _, ok := edeOf(m); deferred || ok || len(m.Answer) != 1 || m.Answer[0].Header().Ttl != 60 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
+		t.Errorf("after the resolution: deferred %v, want the fresh answer from the response cache:\n%v", deferred, m)
+	}
+	hitAllocsNothing(t, w, "expired.example.tld.")
+}
+
+// TestClientResponseTimerOff: without the timer a client waits for the
+// resolution, stale data or not, and the cache is not looked at.
+func TestClientResponseTimerOff(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{})
+	ch, resp := pending(t, r.NewWorker(false), query("expired.example.tld.", dns.TypeA, true, true), client)
+	if resp != nil {
+		t.Fatalf("answered now: %x", resp)
+	}
+	close(f.gate)
+	if m := wait(t, ch); len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
+		t.Errorf("%v", m)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.staleLookup != 0 {
+		t.Errorf("%d stale lookups with the timer off", f.staleLookup)
 	}
 }

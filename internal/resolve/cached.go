@@ -321,9 +321,21 @@ func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 	return out
 }
 
-// stale answers name/qtype from cache entries past their TTL (RFC 8767),
-// following cached CNAMEs, when a resolution failed; only when the cache
-// keeps stale entries and one was needed.
+// Stale answers name/qtype from the cache alone, following cached
+// CNAMEs: from entries past their TTL within the stale window (RFC 8767,
+// Result.Stale set) as well as live ones. It is the answer RFC 8767 §5
+// gives a client whose question's resolution has outlasted the client
+// response timer, while the resolution goes on. ok is false when the
+// cache holds no whole answer.
+func (r *Resolver) Stale(name string, qtype uint16) (*Result, bool) {
+	return (&run{r: r}).stale(dns.CanonicalName(name), qtype)
+}
+
+// stale answers name/qtype from the cache's entries, live or past their
+// TTL within the stale window (RFC 8767), following cached CNAMEs; ok is
+// false when the cache holds no whole answer. A failed resolution takes
+// it only when some of it is stale (res.Stale): a live answer would have
+// been found before asking.
 func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 	c := ru.r.cache
 	if c == nil {
@@ -343,7 +355,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 			case cache.NoData:
 				res.Authority = e.Records
 			}
-			return res, res.Stale
+			return res, true
 		}
 		if qtype == dns.TypeCNAME {
 			break

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ type lookup struct {
 	stale     bool
 	fail      bool // a SERVFAIL with an error
 	refresh   bool // Refresh instead of Resolve
+	cacheOnly bool // Stale (the cache alone) instead of Resolve; fail: it has nothing
 }
 
 func TestCached(t *testing.T) {
@@ -220,6 +222,16 @@ func TestCached(t *testing.T) {
 				rcode: dns.RcodeNameError, authority: []string{"example.com. 30 IN SOA ns1.example.com. h.example.com. 1 2 3 4 300"}, stale: true},
 		},
 	}, {
+		name: "Stale answers from the cache alone: live, then stale within the window, then nothing (RFC 8767 §5's client response timer)",
+		opt:  cache.Options{Stale: time.Hour},
+		lookups: []lookup{
+			{qname: "www.example.com.", qtype: dns.TypeA, asked: []string{root, gtld, exCom}, answer: wwwA},
+			{after: 100 * time.Second, qname: "www.example.com.", qtype: dns.TypeA, cacheOnly: true, answer: []string{"www.example.com. 200 IN A 192.0.2.1"}},
+			{after: 300 * time.Second, qname: "WWW.example.com.", qtype: dns.TypeA, cacheOnly: true, answer: []string{"www.example.com. 30 IN A 192.0.2.1"}, stale: true},
+			{qname: "other.example.com.", qtype: dns.TypeA, cacheOnly: true, fail: true},
+			{after: time.Hour, qname: "www.example.com.", qtype: dns.TypeA, cacheOnly: true, fail: true},
+		},
+	}, {
 		name: "serve-stale on: a live answer is not stale; past the window it is gone",
 		opt:  cache.Options{Stale: time.Hour},
 		lookups: []lookup{
@@ -254,7 +266,16 @@ func TestCached(t *testing.T) {
 				if l.refresh {
 					resolve = r.Refresh
 				}
-				res, err := resolve(context.Background(), l.qname, l.qtype)
+				var res *Result
+				var err error
+				if l.cacheOnly {
+					var ok bool
+					if res, ok = r.Stale(l.qname, l.qtype); !ok {
+						err = errors.New("no answer in the cache")
+					}
+				} else {
+					res, err = resolve(context.Background(), l.qname, l.qtype)
+				}
 				if (err != nil) != l.fail {
 					t.Fatalf("lookup %d: error %v, want failure %v", i, err, l.fail)
 				}

@@ -324,7 +324,7 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 		r.fails.put(name, qtype, err, r.now())
 	}
 	if err != nil {
-		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok {
+		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok && res.Stale {
 			res.Queries = ru.queries
 			return res, nil
 		}
