@@ -18,14 +18,14 @@ import (
 )
 
 // runResolve is 'tern resolve NAME [TYPE]': one iterative resolution from
-// the root, printed as dig prints an answer; with --trace every upstream
-// query first. It exits 0 with an answer (NXDOMAIN and NODATA included),
+// the root, printed as dig prints an answer (with --dnssec as dig
+// +dnssec does); with --trace every upstream query first. It exits 0 with an answer (NXDOMAIN and NODATA included),
 // 1 on SERVFAIL and 2 on bad arguments.
 func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--dnssec] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
 		fs.PrintDefaults()
 	}
 	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
@@ -34,6 +34,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
 	noMinimise := fs.Bool("no-minimise", false, "ask every server the full name (no QNAME minimisation, RFC 9156)")
 	caseRandom := fs.Bool("0x20", false, "send names in random case, accept only answers that repeat it (0x20)")
+	showDNSSEC := fs.Bool("dnssec", false, "print the RRSIG, NSEC and NSEC3 records kept with the answer (dig +dnssec)")
 	only4 := fs.Bool("4", false, "ask servers at IPv4 addresses only")
 	only6 := fs.Bool("6", false, "ask servers at IPv6 addresses only")
 	var forward, stub zonesFlag
@@ -91,10 +92,15 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, ";; EDE: %d: %s\n;; %s\n", code, text, e)
 	}
 	fmt.Fprintf(stdout, "\n;; QUESTION SECTION:\n;%s\t\tIN\t%s\n", name, dns.Type(qtype))
+	answer, authority := res.Answer, res.Authority
+	if !*showDNSSEC {
+		// As dig without +dnssec shows them (RFC 4035 §3.2.1).
+		answer, authority = res.WithoutDNSSEC(qtype)
+	}
 	for _, sec := range []struct {
 		name string
 		rrs  []dns.RR
-	}{{"ANSWER", res.Answer}, {"AUTHORITY", res.Authority}} {
+	}{{"ANSWER", answer}, {"AUTHORITY", authority}} {
 		if len(sec.rrs) == 0 {
 			continue
 		}

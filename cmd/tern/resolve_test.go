@@ -27,15 +27,7 @@ w2.test. A 192.0.2.1
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := auth.New(zone.NewSet(z), auth.Options{})
-	srv := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, handler(resp, 0))
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Addrs()[0])
-	hints := filepath.Join(t.TempDir(), "root.hints")
-	os.WriteFile(hints, []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.1\n"), 0o644)
+	port, hints := serveRoot(t, z)
 
 	code, out, errs := runT("resolve", "www.test", "--trace", "--root-hints", hints, "--port", port)
 	for _, want := range []string{
@@ -101,4 +93,52 @@ w2.test. A 192.0.2.1
 			t.Errorf("resolve %q: exit code %d, want 2", args, code)
 		}
 	}
+}
+
+// TestResolveDNSSEC: the authorities are asked with DO, and the RRSIGs
+// they send are printed with --dnssec only, as dig +dnssec prints them.
+// (The zone has a DNSKEY, so that it is served as signed; nothing is
+// validated.)
+func TestResolveDNSSEC(t *testing.T) {
+	z, err := zone.Read(strings.NewReader(`$TTL 3600
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+. DNSKEY 257 3 13 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==
+a.root. A 127.0.0.1
+w2.test. A 192.0.2.1
+w2.test. RRSIG A 13 2 3600 20300101000000 20200101000000 1 . AAAA
+`), "root", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, hints := serveRoot(t, z)
+	const sig = "w2.test.\t3600\tIN\tRRSIG\tA 13 2 3600 20300101000000 20200101000000 1 . AAAA"
+	for _, show := range []bool{false, true} {
+		args := []string{"resolve", "w2.test", "--root-hints", hints, "--port", port}
+		if show {
+			args = append(args, "--dnssec")
+		}
+		code, out, _ := runT(args...)
+		if code != 0 || !strings.Contains(out, "w2.test.\t3600\tIN\tA\t192.0.2.1") || strings.Contains(out, sig) != show {
+			t.Errorf("--dnssec %v: code %d, want the RRSIG printed %v; out\n%s", show, code, show, out)
+		}
+	}
+}
+
+// serveRoot serves the root zone z on a kernel-picked loopback port until
+// the test ends, and returns the port and a root hints file naming
+// 127.0.0.1.
+func serveRoot(t *testing.T, z *zone.Zone) (port, hints string) {
+	t.Helper()
+	srv := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, handler(auth.New(zone.NewSet(z), auth.Options{}), 0))
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	_, port, _ = net.SplitHostPort(srv.Addrs()[0])
+	hints = filepath.Join(t.TempDir(), "root.hints")
+	if err := os.WriteFile(hints, []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return port, hints
 }
