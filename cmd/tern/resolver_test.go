@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,19 +310,17 @@ resolution-timeout = "60s"
 	}
 }
 
-// TestServeForward: a [[resolver.forward]] zone of the config sends the
-// questions at or below it to its forwarder, in full and with RD=1, and
-// the forwarder's answer (RA, no AA) reaches the client through the
-// resolver's listener. The forwarder is a fake on a kernel-picked port of
-// 127.0.0.88; the root hints point at 127.0.0.89, where nothing listens,
-// so that a question leaving the zone could not reach the internet.
-func TestServeForward(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.88:0")
+// fakeServer answers DNS queries over UDP on a kernel-picked port of ip
+// with what handle returns for each (nil: no answer), until the test
+// ends; it returns the address. The test is skipped when ip cannot be
+// bound.
+func fakeServer(t *testing.T, ip string, handle func(q *dns.Msg) *dns.Msg) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", ip+":0")
 	if err != nil {
-		t.Skipf("127.0.0.88: %v", err)
+		t.Skipf("%s: %v", ip, err)
 	}
-	defer pc.Close()
-	asked := make(chan dns.Msg, 16)
+	t.Cleanup(func() { pc.Close() })
 	go func() {
 		buf := make([]byte, 1500)
 		for {
@@ -333,26 +332,41 @@ func TestServeForward(t *testing.T) {
 			if q.Unpack(buf[:n]) != nil || len(q.Question) != 1 {
 				continue
 			}
-			select {
-			case asked <- *q.Copy():
-			default:
-			}
-			r := new(dns.Msg)
-			r.SetReply(q)
-			r.RecursionAvailable = true
-			if q.Question[0].Qtype == dns.TypeA {
-				rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.77")
-				r.Answer = []dns.RR{rr}
-			}
-			if opt := q.IsEdns0(); opt != nil {
-				r.SetEdns0(1232, false)
-			}
-			out, err := r.Pack()
-			if err == nil {
-				pc.WriteTo(out, from)
+			if r := handle(q); r != nil {
+				if out, err := r.Pack(); err == nil {
+					pc.WriteTo(out, from)
+				}
 			}
 		}
 	}()
+	return pc.LocalAddr().String()
+}
+
+// askUDP asks the resolver at addr name/A with EDNS from 127.0.0.1 over
+// UDP, up to three times (a datagram lost on a loaded machine).
+func askUDP(t *testing.T, addr, name string) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.SetEdns0(1232, false)
+	var err error
+	for range 3 {
+		var r *dns.Msg
+		if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
+			return r
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// forwardConfig writes, in a new directory, root hints pointing at
+// 127.0.0.89, where nothing listens (a question leaving the forward zone
+// cannot reach the internet), and a config whose resolver listens on
+// 127.0.0.80 with the settings of extra and forwards zone to server;
+// it returns the config's path.
+func forwardConfig(t *testing.T, zone, server, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hints"), []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.89\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -363,27 +377,47 @@ listen = ["127.0.0.80:0"]
 allow = ["127.0.0.1/32"]
 root-hints = "hints"
 query-loopback = true
+` + extra + `
 [[resolver.forward]]
-name = "Corp.Example"
-servers = ["` + pc.LocalAddr().String() + `"]
+name = "` + zone + `"
+servers = ["` + server + `"]
 `
-	if err := os.WriteFile(filepath.Join(dir, "tern.toml"), []byte(config), 0o644); err != nil {
+	path := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"), "--workers", "1")
+	return path
+}
 
-	m := new(dns.Msg)
-	m.SetQuestion("a.b.www.corp.example.", dns.TypeA)
-	m.SetEdns0(1232, false)
-	var r *dns.Msg
-	for range 3 { // a datagram lost on a loaded machine
-		if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
-			break
+// TestServeForward: a [[resolver.forward]] zone of the config sends the
+// questions at or below it to its forwarder, in full and with RD=1, and
+// the forwarder's answer (RA, no AA) reaches the client through the
+// resolver's listener. The forwarder is a fake on a kernel-picked port of
+// 127.0.0.88; the root hints point at 127.0.0.89, where nothing listens,
+// so that a question leaving the zone could not reach the internet.
+func TestServeForward(t *testing.T) {
+	asked := make(chan dns.Msg, 16)
+	fwd := fakeServer(t, "127.0.0.88", func(q *dns.Msg) *dns.Msg {
+		select {
+		case asked <- *q.Copy():
+		default:
 		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		r := new(dns.Msg)
+		r.SetReply(q)
+		r.RecursionAvailable = true
+		if q.Question[0].Qtype == dns.TypeA {
+			rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.77")
+			r.Answer = []dns.RR{rr}
+		}
+		if opt := q.IsEdns0(); opt != nil {
+			r.SetEdns0(1232, false)
+		}
+		return r
+	})
+	config := forwardConfig(t, "Corp.Example", fwd, "")
+	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", config, "--workers", "1")
+
+	r := askUDP(t, addr, "a.b.www.corp.example.")
 	if r.Rcode != dns.RcodeSuccess || !r.RecursionAvailable || r.Authoritative || len(r.Answer) != 1 ||
 		r.Answer[0].String() != "a.b.www.corp.example.\t300\tIN\tA\t192.0.2.77" {
 		t.Errorf("answer through the forwarder: %v", r)
@@ -396,5 +430,82 @@ servers = ["` + pc.LocalAddr().String() + `"]
 		}
 	default:
 		t.Error("the forwarder was not asked")
+	}
+}
+
+// TestServeStaleClientTimeout: with serve-stale on, tern serve's
+// resolver answers a query whose resolution outlasts
+// stale-answer-client-timeout from its stale data (TTL 30, EDE 3), and
+// the resolution goes on: the forwarder (a fake on a kernel-picked port
+// of 127.0.0.87) is asked again after the client has its answer. It
+// answers the first query with TTL 1, is then silent until the stale
+// answer has come, then answers anew (the resolution's retry), and the
+// fresh answer reaches the client. Without the timer the stale answer
+// would come only once the resolution had failed, and nothing would be
+// asked after it.
+func TestServeStaleClientTimeout(t *testing.T) {
+	const (
+		first = iota
+		silent
+		fresh
+	)
+	var mode atomic.Int32
+	asked := make(chan struct{}, 1024)
+	fwd := fakeServer(t, "127.0.0.87", func(q *dns.Msg) *dns.Msg {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		rdata := map[int32]string{first: " 1 IN A 192.0.2.77", fresh: " 300 IN A 192.0.2.78"}[mode.Load()]
+		if rdata == "" {
+			return nil
+		}
+		r := new(dns.Msg)
+		r.SetReply(q)
+		r.RecursionAvailable = true
+		rr, _ := dns.NewRR(q.Question[0].Name + rdata)
+		r.Answer = []dns.RR{rr}
+		if q.IsEdns0() != nil {
+			r.SetEdns0(1232, false)
+		}
+		return r
+	})
+	config := forwardConfig(t, "corp.example", fwd, "serve-stale = \"1h\"\nstale-answer-client-timeout = \"100ms\"\nresolution-timeout = \"60s\"")
+	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", config, "--workers", "1")
+	ask := func() *dns.Msg { return askUDP(t, addr, "www.corp.example.") }
+	staleEDE := func(r *dns.Msg) bool {
+		for _, o := range r.IsEdns0().Option {
+			if e, ok := o.(*dns.EDNS0_EDE); ok && e.InfoCode == dns.ExtendedErrorCodeStaleAnswer {
+				return true
+			}
+		}
+		return false
+	}
+	if r := ask(); len(r.Answer) != 1 || r.Answer[0].String() != "www.corp.example.\t1\tIN\tA\t192.0.2.77" {
+		t.Fatalf("first answer: %v", r)
+	}
+	mode.Store(silent)
+	time.Sleep(1100 * time.Millisecond) // the TTL of 1 runs out
+	r := ask()
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].String() != "www.corp.example.\t30\tIN\tA\t192.0.2.77" || !staleEDE(r) {
+		t.Fatalf("with the forwarder silent: want the stale answer, TTL 30, EDE 3:\n%v", r)
+	}
+	for len(asked) > 0 {
+		<-asked
+	}
+	mode.Store(fresh)
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing asked after the stale answer: the resolution did not go on")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := ask()
+		if len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "192.0.2.78" && !staleEDE(r) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fresh answer never came: %v", r)
+		}
 	}
 }
