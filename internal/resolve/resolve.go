@@ -28,6 +28,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/upstream"
+	"github.com/tern-dns/tern/internal/validator"
 )
 
 // Limits bound the work one resolution may do, against loops and the
@@ -117,6 +118,14 @@ type Options struct {
 	// validated. It needs an Exchanger that takes upstream.Options; with
 	// another the DO bit is never set.
 	NoDNSSEC bool
+	// Validate turns DNSSEC validation on (off by default for now): each
+	// Result gets a Security from the chain of trust built down from
+	// Anchors (validate.go). It needs the DO bit (not NoDNSSEC).
+	Validate bool
+	// Anchors are the trust anchors; nil means validator.RootAnchors.
+	Anchors validator.Anchors
+	// Validator configures the checks (its clock, its limits).
+	Validator validator.Options
 }
 
 // Zone is a domain whose servers are configured, not found from the root:
@@ -151,6 +160,9 @@ type Resolver struct {
 	caseRandom bool
 	// noDNSSEC is Options.NoDNSSEC.
 	noDNSSEC bool
+	// validator is set when Options.Validate is, with anchors.
+	validator *validator.Validator
+	anchors   validator.Anchors
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -172,6 +184,12 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		r.hints = RootHints()
 	}
 	r.noIPv4, r.noIPv6 = opt.NoIPv4, opt.NoIPv6
+	if opt.Validate {
+		r.validator, r.anchors = validator.New(opt.Validator), opt.Anchors
+		if r.anchors == nil {
+			r.anchors = validator.RootAnchors()
+		}
+	}
 	if _, ok := ex.(upstream.OptionsExchanger); ok {
 		r.caseRandom = opt.CaseRandom
 	}
@@ -250,6 +268,12 @@ type Result struct {
 	// given because no authority answered (RFC 8767; EDE 3, Stale
 	// Answer).
 	Stale bool
+	// Security is the DNSSEC validation state with Options.Validate
+	// (cache.Unchecked without): Secure, Insecure or Bogus, the latter
+	// with EDE (RFC 8914 INFO-CODE) and Why saying why.
+	Security cache.Security
+	EDE      uint16
+	Why      string
 }
 
 // Step is one upstream query, as the trace hook sees it.
@@ -330,6 +354,9 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 		}
 		return &Result{Rcode: dns.RcodeServerFailure, Queries: ru.queries}, err
 	}
+	if r.validator != nil && !ru.noValidate {
+		r.validate(parent, name, qtype, res)
+	}
 	res.Queries = ru.queries
 	return res, nil
 }
@@ -350,6 +377,9 @@ type run struct {
 	// fresh is the question a Refresh asks the authorities, not the
 	// cache.
 	fresh dns.Question
+	// noValidate is set on the resolutions of DS and DNSKEY records the
+	// validator's chain makes: the chain checks them.
+	noValidate bool
 }
 
 // hit notes a limit hit.

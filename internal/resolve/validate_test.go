@@ -1,0 +1,213 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnssec"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/upstream"
+	"github.com/tern-dns/tern/internal/validator"
+	"github.com/tern-dns/tern/internal/wire"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// authFake is an Exchanger whose servers are Tern's authoritative engine
+// in-process, one zone per address: a signed hierarchy without sockets.
+type authFake struct {
+	servers map[netip.Addr]*auth.Worker
+}
+
+func (f *authFake) ExchangeOptions(ctx context.Context, s netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	w, ok := f.servers[s.Addr()]
+	if !ok {
+		return nil, upstream.Report{}, fmt.Errorf("authFake: no server at %s: %w", s, context.DeadlineExceeded)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(q.Name, q.Qtype)
+	m.RecursionDesired = false
+	m.SetEdns0(4096, opt.DNSSEC)
+	pkt, err := m.Pack()
+	if err != nil {
+		return nil, upstream.Report{}, err
+	}
+	out := w.Answer(server.NewRequest(pkt, netip.MustParseAddrPort("192.0.2.9:53"), true, nil), make([]byte, 0, server.BufferSize))
+	a := new(dns.Msg)
+	if err := a.Unpack(out); err != nil {
+		return nil, upstream.Report{}, err
+	}
+	return a, upstream.Report{}, nil
+}
+
+func (f *authFake) Exchange(ctx context.Context, s netip.AddrPort, q dns.Question) (*dns.Msg, error) {
+	m, _, err := f.ExchangeOptions(ctx, s, q, upstream.Options{DNSSEC: true})
+	return m, err
+}
+
+// signTime is when the test hierarchy is signed; it is validated at
+// checkTime, inside the signatures' validity.
+var (
+	signTime  = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	checkTime = signTime.Add(24 * time.Hour)
+)
+
+// signedHierarchy signs and serves: the root (10.0.1.1), test.
+// (10.0.1.2), which delegates signed.test. (10.0.1.3, with DS),
+// unsigned.test. (10.0.1.4, without DS) and broken.test. (10.0.1.5, with
+// DS, its www record changed after signing). It returns the Exchanger and
+// the root's DS, the trust anchor.
+func signedHierarchy(t testing.TB) (*authFake, []*dns.DS) {
+	t.Helper()
+	f := &authFake{servers: map[netip.Addr]*auth.Worker{}}
+	serve := func(addr, origin, text string, sign bool, tamper func(dns.RR)) []*dns.DS {
+		var rrs []dns.RR
+		zp := dns.NewZoneParser(strings.NewReader(text), origin, "")
+		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+			rrs = append(rrs, rr)
+		}
+		if err := zp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		var ds []*dns.DS
+		if sign {
+			k, err := dnssec.GenerateKey(origin, dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.SignZone = true
+			if rrs, err = dnssec.SignZone(context.Background(), rrs, origin, []*dnssec.Key{k}, dnssec.Options{}, signTime); err != nil {
+				t.Fatal(err)
+			}
+			ds = []*dns.DS{k.DNSKEY.ToDS(dns.SHA256)}
+		}
+		var b strings.Builder
+		for _, rr := range rrs {
+			if tamper != nil {
+				tamper(rr)
+			}
+			fmt.Fprintln(&b, rr.String())
+		}
+		z, err := zone.Read(strings.NewReader(b.String()), origin, origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.servers[netip.MustParseAddr(addr)] = auth.New(zone.NewSet(z), auth.Options{}).NewWorker(true, 0)
+		return ds
+	}
+	child := func(name string, ds []*dns.DS) string {
+		var b strings.Builder
+		for _, d := range ds {
+			d.Hdr = dns.RR_Header{Name: name, Rrtype: dns.TypeDS, Class: dns.ClassINET, Ttl: 3600}
+			fmt.Fprintln(&b, d.String())
+		}
+		return b.String()
+	}
+	signedDS := serve("10.0.1.3", "signed.test.", `$TTL 300
+@ SOA ns h 1 7200 3600 1209600 300
+@ NS ns
+ns A 10.0.1.3
+www A 192.0.2.1
+*.wild A 192.0.2.7
+`, true, nil)
+	serve("10.0.1.4", "unsigned.test.", `$TTL 300
+@ SOA ns h 1 7200 3600 1209600 300
+@ NS ns
+ns A 10.0.1.4
+www A 192.0.2.2
+`, false, nil)
+	brokenDS := serve("10.0.1.5", "broken.test.", `$TTL 300
+@ SOA ns h 1 7200 3600 1209600 300
+@ NS ns
+ns A 10.0.1.5
+www A 192.0.2.3
+`, true, func(rr dns.RR) {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "www.broken.test." {
+			a.A = netip.MustParseAddr("192.0.2.66").AsSlice()
+		}
+	})
+	testDS := serve("10.0.1.2", "test.", `$TTL 3600
+@ SOA a.nic h 1 7200 3600 1209600 300
+@ NS a.nic
+a.nic A 10.0.1.2
+signed NS ns.signed
+ns.signed A 10.0.1.3
+unsigned NS ns.unsigned
+ns.unsigned A 10.0.1.4
+broken NS ns.broken
+ns.broken A 10.0.1.5
+`+child("signed.test.", signedDS)+child("broken.test.", brokenDS), true, nil)
+	rootDS := serve("10.0.1.1", ".", `$TTL 86400
+. SOA a.root. h. 1 7200 3600 1209600 300
+. NS a.root.
+a.root. A 10.0.1.1
+test. NS a.nic.test.
+a.nic.test. A 10.0.1.2
+`+child("test.", testDS), true, nil)
+	return f, rootDS
+}
+
+// TestValidate: answers of the signed hierarchy validated from the root's
+// DS: Secure, Insecure under an unsigned delegation (its absence of DS
+// proved), Bogus with the EDE saying why.
+func TestValidate(t *testing.T) {
+	f, anchor := signedHierarchy(t)
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+		sec   cache.Security
+		ede   uint16
+	}{
+		{"www.signed.test.", dns.TypeA, dns.RcodeSuccess, cache.Secure, 0},
+		{"x.wild.signed.test.", dns.TypeA, dns.RcodeSuccess, cache.Secure, 0},
+		{"nx.signed.test.", dns.TypeA, dns.RcodeNameError, cache.Secure, 0},
+		{"www.signed.test.", dns.TypeTXT, dns.RcodeSuccess, cache.Secure, 0},
+		{"signed.test.", dns.TypeDNSKEY, dns.RcodeSuccess, cache.Secure, 0},
+		{"www.unsigned.test.", dns.TypeA, dns.RcodeSuccess, cache.Insecure, 0},
+		{"nx.unsigned.test.", dns.TypeA, dns.RcodeNameError, cache.Insecure, 0},
+		{"www.broken.test.", dns.TypeA, dns.RcodeSuccess, cache.Bogus, wire.EDEDNSSECBogus},
+		{"nx.test.", dns.TypeA, dns.RcodeNameError, cache.Secure, 0},
+	} {
+		for _, withCache := range []bool{false, true} {
+			opt := Options{
+				Hints:      []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}, Why: "root hint"}},
+				Validate:   true,
+				Anchors:    validator.Anchors{".": anchor},
+				Validator:  validator.Options{Now: func() time.Time { return checkTime }},
+				NoMinimise: !withCache,
+			}
+			if withCache {
+				opt.Cache = cache.New(cache.Options{})
+			}
+			r := New(f, opt)
+			for round := range 2 {
+				res, err := r.Resolve(context.Background(), tc.name, tc.qtype)
+				if err != nil {
+					t.Fatalf("%s %s: %v", tc.name, dns.TypeToString[tc.qtype], err)
+				}
+				if res.Rcode != tc.rcode || res.Security != tc.sec || res.EDE != tc.ede {
+					t.Errorf("%s %s (cache %v, round %d): rcode %s security %v EDE %d (%s), want %s %v EDE %d", tc.name, dns.TypeToString[tc.qtype], withCache, round,
+						dns.RcodeToString[res.Rcode], res.Security, res.EDE, res.Why, dns.RcodeToString[tc.rcode], tc.sec, tc.ede)
+				}
+			}
+		}
+	}
+}
+
+// TestValidateOff: without Options.Validate nothing is checked.
+func TestValidateOff(t *testing.T) {
+	f, _ := signedHierarchy(t)
+	r := New(f, Options{Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}}})
+	res, err := r.Resolve(context.Background(), "www.broken.test.", dns.TypeA)
+	if err != nil || res.Security != cache.Unchecked || len(res.Answer) == 0 {
+		t.Fatalf("got %v %v %v", res.Security, res.Answer, err)
+	}
+}
