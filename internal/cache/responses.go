@@ -18,7 +18,7 @@ import (
 // (TestResponsesZeroAllocs).
 //
 // The key is the question (its name case-folded, type and class) and the
-// query's flags that change the response: RD, CD, DO, whether it has an
+// query's flags that change the response: RD, CD, AD, DO, whether it has an
 // OPT record, NSID, and the class of the size limit the response was
 // built for (512, below 1232, below 4096, larger). A response is served
 // only to a query whose limit it fits, and a truncated one only to a
@@ -111,6 +111,10 @@ func respVariant(q *wire.Query, limit int) uint32 {
 	}
 	if q.NSID {
 		v |= 16
+	}
+	if q.Flags&wire.FlagAD != 0 {
+		// RFC 6840 §5.7: AD in the query asks for AD in the response.
+		v |= 1 << 7
 	}
 	switch {
 	case limit <= 512:

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
@@ -67,6 +68,12 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (
 		return &resolve.Result{Rcode: dns.RcodeNameError, Authority: []dns.RR{rr("tld. 300 IN SOA ns.tld. h.tld. 1 2 3 4 300"),
 			rr("tld. 300 IN RRSIG SOA 13 1 300 20300101000000 20200101000000 1 tld. AAAA"),
 			rr("a.tld. 300 IN NSEC z.tld. A RRSIG NSEC"), rr("a.tld. 300 IN RRSIG NSEC 13 2 300 20300101000000 20200101000000 1 tld. AAAA")}}, nil
+	case strings.HasPrefix(name, "secure."):
+		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}, Security: cache.Secure}, nil
+	case strings.HasPrefix(name, "insecure."):
+		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}, Security: cache.Insecure}, nil
+	case strings.HasPrefix(name, "bogus."):
+		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}, Security: cache.Bogus, EDE: dns.ExtendedErrorCodeSignatureExpired, Why: "expired"}, nil
 	case strings.HasPrefix(name, "big."):
 		res := &resolve.Result{}
 		for i := range 40 {
@@ -932,5 +939,64 @@ func TestClientResponseTimerOff(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.staleLookup != 0 {
 		t.Errorf("%d stale lookups with the timer off", f.staleLookup)
+	}
+}
+
+// TestValidated: a resolution's validation state on the wire. AD on
+// Secure data to a client that set DO or AD (RFC 4035 §3.2.3, RFC 6840
+// §5.7), never on Insecure; Bogus data refused (SERVFAIL, the EDE saying
+// why, RFC 8914) unless the client set CD (RFC 4035 §3.2.2). Each query
+// asked twice: the second is a response-cache hit, which must not carry
+// another client's flags.
+func TestValidated(t *testing.T) {
+	r := newRecursor(t, &fakeResolver{}, Options{ResponseCache: 64})
+	w := r.NewWorker(false).(*Worker)
+	ask := func(name string, do, ad, cd bool) *dns.Msg {
+		m := query(name, dns.TypeA, true, true)
+		m.IsEdns0().SetDo(do)
+		m.AuthenticatedData, m.CheckingDisabled = ad, cd
+		return m
+	}
+	for _, tc := range []struct {
+		name       string
+		m          *dns.Msg
+		rcode      int
+		ad         bool
+		answers    int
+		ede        uint16
+		edePresent bool
+	}{
+		{"secure, DO: AD", ask("secure.tld.", true, false, false), dns.RcodeSuccess, true, 1, 0, false},
+		{"secure, AD: AD", ask("secure.tld.", false, true, false), dns.RcodeSuccess, true, 1, 0, false},
+		{"secure, neither: no AD", ask("secure.tld.", false, false, false), dns.RcodeSuccess, false, 1, 0, false},
+		{"insecure, DO: no AD", ask("insecure.tld.", true, false, false), dns.RcodeSuccess, false, 1, 0, false},
+		{"bogus: SERVFAIL with the EDE", ask("bogus.tld.", true, false, false), dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeSignatureExpired, true},
+		{"bogus, CD: the data", ask("bogus.tld.", true, false, true), dns.RcodeSuccess, false, 1, 0, false},
+		{"bogus again without CD: SERVFAIL", ask("bogus.tld.", false, false, false), dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeSignatureExpired, true},
+	} {
+		for round := range 2 {
+			m := tc.m.Copy()
+			m.Id = uint16(round + 1)
+			resp, deferred := exchange(t, w, m, client, false)
+			if resp == nil {
+				t.Fatalf("%s: no answer", tc.name)
+			}
+			if deferred && resp.Rcode == dns.RcodeSuccess {
+				if round == 1 {
+					t.Errorf("%s: second query not a response-cache hit", tc.name)
+				}
+				// Its response is mailed to the response cache.
+				for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no response mailed")
+					}
+				}
+			}
+			code, _, ok := edeOf(resp)
+			if resp.Rcode != tc.rcode || resp.AuthenticatedData != tc.ad || len(resp.Answer) != tc.answers || ok != tc.edePresent || code != tc.ede {
+				t.Errorf("%s (round %d): rcode %s AD %v answers %d EDE %d %v, want %s %v %d %d %v", tc.name, round, dns.RcodeToString[resp.Rcode], resp.AuthenticatedData,
+					len(resp.Answer), code, ok, dns.RcodeToString[tc.rcode], tc.ad, tc.answers, tc.ede, tc.edePresent)
+			}
+		}
 	}
 }

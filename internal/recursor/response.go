@@ -6,6 +6,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/wire"
 )
@@ -16,7 +17,8 @@ const rcodeServFail = dns.RcodeServerFailure
 // from a resolution's result: the question as the client wrote it, RA
 // set, the answer and authority of the result (without their DNSSEC
 // records unless the client set DO), the client's OPT echoed
-// with our payload size and its DO bit, on a failure an EDE saying why
+// with our payload size and its DO bit, AD on data validated Secure, a
+// SERVFAIL for Bogus data unless the client set CD, on a failure an EDE saying why
 // (RFC 8914) and on a stale answer EDE 3, and TC when it does not fit limit, the client's (RFC 2181
 // §9: the client then asks over TCP). nil when the query does not
 // unpack (it parsed once: never).
@@ -31,10 +33,20 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 	m.Rcode = res.Rcode
 	m.Answer = res.Answer
 	m.Ns = res.Authority
+	do := q.IsEdns0() != nil && q.IsEdns0().Do()
+	// RFC 4035 §3.2.3, RFC 6840 §5.7: AD on data validated Secure, to a
+	// client that set DO or AD.
+	m.AuthenticatedData = res.Security == cache.Secure && (do || q.AuthenticatedData)
 	if opt := q.IsEdns0(); opt == nil || !opt.Do() {
 		// RFC 4035 §3.2.1: the RRSIG, NSEC and NSEC3 records the
 		// resolution kept go only to a client that set DO.
 		m.Answer, m.Ns = res.WithoutDNSSEC(q.Question[0].Qtype)
+	}
+	bogus := res.Security == cache.Bogus && !q.CheckingDisabled
+	if bogus {
+		// RFC 4035 §5.5: bogus data is not given, but to a client that
+		// set CD (§3.2.2: it validates for itself).
+		m.Rcode, m.Answer, m.Ns = rcodeServFail, nil, nil
 	}
 	m.Compress = true
 	if opt := q.IsEdns0(); opt != nil {
@@ -44,6 +56,9 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: hex.EncodeToString(r.nsid)})
 		}
 		switch {
+		case bogus:
+			// RFC 8914: why the data was bogus.
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_EDE{InfoCode: res.EDE, ExtraText: res.Why})
 		case res.Rcode == rcodeServFail:
 			m.IsEdns0().Option = append(m.IsEdns0().Option, ede(err))
 		case res.Stale:
