@@ -15,12 +15,12 @@ import (
 	"github.com/tern-dns/tern/internal/peer"
 )
 
-// secondary is a peer server to run as a secondary of Tern: its address
+// peerSecondary is a peer server to run as a secondary of Tern: its address
 // and the configuration it runs with, given its directory, its port,
 // Tern's address and port, and the TSIG key's name when tsig is set;
 // logIXFR is what its log says of each incremental transfer in from Tern
 // (a format of Tern's address and port; "": nothing).
-type secondary struct {
+type peerSecondary struct {
 	name, addr string
 	tool       string
 	args       func(conf string) []string
@@ -70,20 +70,20 @@ zone:
 // of issue 13's addresses: each with a Tern of its own.
 var ixfrSecondaries = []struct {
 	tern string
-	sec  secondary
+	sec  peerSecondary
 }{
-	{"127.0.0.125", secondary{name: "knot", addr: "127.0.0.126", tool: "knotd",
+	{"127.0.0.125", peerSecondary{name: "knot", addr: "127.0.0.126", tool: "knotd",
 		args:    func(conf string) []string { return []string{"-c", conf} },
 		config:  knotSecondary,
 		logIXFR: "[a.test.] IXFR, incoming, remote %s@%s, finished"}},
 	// The same with TSIG: NOTIFYs, SOA queries and transfers signed, the
 	// incremental streams message by message (RFC 8945 §5.3.1). The
 	// addresses are the first case's: the cases run one after another.
-	{"127.0.0.125", secondary{name: "knot with TSIG", addr: "127.0.0.126", tool: "knotd",
+	{"127.0.0.125", peerSecondary{name: "knot with TSIG", addr: "127.0.0.126", tool: "knotd",
 		args:    func(conf string) []string { return []string{"-c", conf} },
 		config:  knotSecondary,
 		logIXFR: "[a.test.] IXFR, incoming, remote %s@%s, finished", tsig: true}},
-	{"127.0.0.127", secondary{name: "nsd", addr: "127.0.0.128", tool: "nsd",
+	{"127.0.0.127", peerSecondary{name: "nsd", addr: "127.0.0.128", tool: "nsd",
 		args: func(conf string) []string { return []string{"-d", "-c", conf} },
 		config: func(dir string, port int, tern, ternPort, _ string) string {
 			return fmt.Sprintf(`server:
@@ -125,7 +125,7 @@ func TestSecondariesFollowByIXFR(t *testing.T) {
 	}
 }
 
-func followByIXFR(t *testing.T, ternAddr string, sec secondary) {
+func followByIXFR(t *testing.T, ternAddr string, sec peerSecondary) {
 	path := peerTool(t, sec.tool)
 	dir := t.TempDir()
 	zoneFile := filepath.Join(dir, "a.zone")

@@ -115,12 +115,23 @@ func serve(t *testing.T, args ...string) string {
 // serveLog is serve that also returns what the server logs.
 func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
-	return serveUntil(t, regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`), args...)
+	return serveUntil(t, serveAddr, args...)
 }
+
+// serveAddr matches the address tern serve prints.
+var serveAddr = regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`)
 
 // serveUntil starts tern serve with args and waits until what it prints
 // matches re; it returns re's first group and what the server logs.
 func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	addr, logs, _ := serveStoppable(t, re, args...)
+	return addr, logs
+}
+
+// serveStoppable is serveUntil that also returns a function stopping
+// the server (and waiting for it to end), for a restart within a test.
+func serveStoppable(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncBuffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
@@ -130,14 +141,16 @@ func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncB
 		code = run(ctx, append([]string{"serve"}, args...), &out, &errb)
 		close(done)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	// Unloaded, serve prints its address within milliseconds; on a
 	// loaded machine loading (and signing) the zones can take seconds.
 	// The wait ends at once if serve returns.
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], &errb
+			return m[1], &errb, stop
 		}
 		select {
 		case <-done:
@@ -146,7 +159,7 @@ func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncB
 		}
 	}
 	t.Fatalf("serve printed %q, stderr %q", out.String(), errb.String())
-	return "", nil
+	return "", nil, nil
 }
 
 func TestServeDemo(t *testing.T) {

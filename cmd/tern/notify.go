@@ -24,32 +24,35 @@ type notifying struct {
 
 // setTargets takes the notify lists of cfg; keys are its TSIG keys.
 func (nf *notifying) setTargets(cfg *config.Config, keys *tsig.Keyring) {
-	remotes := make(map[string]*config.Remote, len(cfg.Remotes))
-	for i := range cfg.Remotes {
-		remotes[cfg.Remotes[i].Name] = &cfg.Remotes[i]
-	}
 	m := make(map[string][]notify.Target)
 	for _, zc := range cfg.Zones {
 		origin := dns.CanonicalName(zc.Origin)
-		for _, name := range zc.Notify {
-			r := remotes[name]
-			if r == nil {
-				continue // config.Validate reports it
-			}
-			for _, a := range r.Address {
-				ap, err := config.ParseRemoteAddress(a)
-				if err != nil {
-					continue // config.Validate reports it
-				}
-				t := notify.Target{Remote: r.Name, Addr: ap}
-				if r.Key != "" {
-					t.Key = keys.Key(r.Key)
-				}
-				m[origin] = append(m[origin], t)
+		eachRemoteAddr(cfg, zc.Notify, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
+			m[origin] = append(m[origin], notify.Target{Remote: remote, Addr: ap, Key: key})
+		})
+	}
+	nf.targets.Store(&m)
+}
+
+// eachRemoteAddr calls fn with every address of the remotes names (in
+// order), and the remote's key (nil: none). Undefined remotes and bad
+// addresses are skipped: config.Validate reports them.
+func eachRemoteAddr(cfg *config.Config, names []string, keys *tsig.Keyring, fn func(remote string, ap netip.AddrPort, key *tsig.Key)) {
+	for _, name := range names {
+		r := cfg.Remote(name)
+		if r == nil {
+			continue
+		}
+		var key *tsig.Key
+		if r.Key != "" {
+			key = keys.Key(r.Key)
+		}
+		for _, a := range r.Address {
+			if ap, err := config.ParseRemoteAddress(a); err == nil {
+				fn(r.Name, ap, key)
 			}
 		}
 	}
-	nf.targets.Store(&m)
 }
 
 // notifySource returns, for notify.Options.Source, the first address of

@@ -26,6 +26,7 @@ import (
 	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/secondary"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/upstream"
@@ -191,6 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
+	defer rl.closeSecondaries()
 	demo := len(cfg.Zones) == 0 && !resolverOnly
 	if demo {
 		z, err := zone.Read(bytes.NewReader(demoZone), "demo.zone", demoOrigin)
@@ -207,13 +209,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		gc := debug.SetGCPercent(400)
 		serving, err := rl.mgr.Load(ctx)
 		debug.SetGCPercent(gc)
-		if serving == 0 {
+		if serving == 0 && err != nil {
 			// Each failed zone is logged; start anyway unless nothing
-			// at all can be served.
+			// at all can be served (secondaries waiting for their
+			// first transfer are not failures).
 			fmt.Fprintf(stderr, "tern serve: no zone could be loaded: %v\n", err)
 			return 1
 		}
 		go rl.mgr.Run(ctx)
+		rl.secondaries.Set(ctx, secondaryZones(cfg, access.Keys))
 	}
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
@@ -230,6 +234,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if !z.Unavailable {
 				names = append(names, zone.NameString(z.Origin))
 			}
+		}
+		if len(names) == 0 {
+			// Only secondaries, none transferred yet.
+			names = append(names, cfg.Zones[0].Origin)
 		}
 		addrs := srv.Addrs()
 		log.Info("serving", "zones", len(names), "listen", strings.Join(addrs, ","), "took", time.Since(started).Round(time.Millisecond))
@@ -396,6 +404,15 @@ type reloader struct {
 	mgr *zonedb.Manager
 	// notify sends the zones' NOTIFYs.
 	notify *notifying
+	// secondaries refreshes the secondary zones of mgr (nil with it).
+	secondaries *secondary.Secondaries
+}
+
+// closeSecondaries stops the secondary zones' refreshes.
+func (rl *reloader) closeSecondaries() {
+	if rl.secondaries != nil {
+		rl.secondaries.Close()
+	}
 }
 
 // newManager returns the zone manager for cfg's zones, keeping journals
@@ -405,6 +422,7 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
 	m.OnChange(rl.notify.changed)
 	rl.setJournals(m)
+	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
 	return m
 }
 
@@ -449,6 +467,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		go rl.mgr.Run(ctx)
 	}
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
+	rl.secondaries.Set(ctx, secondaryZones(cfg, access.Keys))
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
 	return err

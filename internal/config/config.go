@@ -127,7 +127,9 @@ type Zone struct {
 	// Origin is the zone apex, normalized by Parse to a lowercase FQDN.
 	Origin string `toml:"origin"`
 	// File is the zone file; Parse resolves relative paths against the
-	// directory of the configuration file.
+	// directory of the configuration file, or, for a secondary zone,
+	// against server.data-dir, where it defaults to ORIGIN + "zone"
+	// (the transferred copy, written by Tern).
 	File string `toml:"file"`
 	// Signing, when present, makes the server sign the zone itself and
 	// keep it signed: keys, rollovers and signature refresh.
@@ -140,14 +142,17 @@ type Zone struct {
 	ACL []string `toml:"acl" want:"a list of acl names"`
 	// JournalMaxSize overrides server.journal-max-size for this zone.
 	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
-	// Primary names the remotes a secondary zone is fetched from. It is
-	// checked, but secondary zones are not served yet: Validate rejects
-	// a zone that has it.
+	// Primary names the remotes a secondary zone is fetched from (by
+	// AXFR), tried in order.
 	Primary []string `toml:"primary" want:"a list of remote names"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.
 	Line int `toml:"-"`
 }
+
+// Secondary reports whether the zone is fetched from primaries rather
+// than read from a file of the operator's.
+func (z *Zone) Secondary() bool { return len(z.Primary) > 0 }
 
 // Key is one [[key]] table: a TSIG key (RFC 8945).
 type Key struct {
@@ -366,12 +371,23 @@ func Parse(path string, data []byte) (*Config, error) {
 		if sg := z.Signing; sg != nil && sg.KeyDir != "" && path != "" && !filepath.IsAbs(sg.KeyDir) {
 			sg.KeyDir = filepath.Join(filepath.Dir(path), sg.KeyDir)
 		}
-		if z.File != "" && path != "" && !filepath.IsAbs(z.File) {
+		if z.File != "" && path != "" && !filepath.IsAbs(z.File) && !z.Secondary() {
 			z.File = filepath.Join(filepath.Dir(path), z.File)
 		}
 	}
 	if c.Server.DataDir != "" && path != "" && !filepath.IsAbs(c.Server.DataDir) {
 		c.Server.DataDir = filepath.Join(filepath.Dir(path), c.Server.DataDir)
+	}
+	for i := range c.Zones {
+		// A secondary's file is Tern's own state, kept with the journals.
+		if z := &c.Zones[i]; z.Secondary() && c.Server.DataDir != "" {
+			if z.File == "" && z.Origin != "" {
+				z.File = z.Origin + "zone"
+			}
+			if z.File != "" && !filepath.IsAbs(z.File) {
+				z.File = filepath.Join(c.Server.DataDir, z.File)
+			}
+		}
 	}
 	if c.Server.Control != "" && path != "" && !filepath.IsAbs(c.Server.Control) {
 		c.Server.Control = filepath.Join(filepath.Dir(path), c.Server.Control)

@@ -113,10 +113,6 @@ func TestReadmeListsEveryKey(t *testing.T) {
 // "# id = ...", "# [zone.signing]", and captures it without the "# ".
 var commentedKey = regexp.MustCompile(`^# ?((\[+[a-z.-]+\]+)|([a-z0-9-]+ *=.*))$`)
 
-// notYetSupported matches the lines of keys that parse but that Validate
-// refuses for now: zone.primary, until secondary zones are served.
-var notYetSupported = regexp.MustCompile(`^primary *=`)
-
 // TestExampleListsEveryKey checks that examples/tern.toml shows every key
 // Parse accepts, set or commented out, and that with its commented keys
 // put back it still parses, with the documented defaults for signing.
@@ -133,15 +129,7 @@ func TestExampleListsEveryKey(t *testing.T) {
 		}
 	}
 	all := []byte(strings.Join(lines, "\n"))
-	// A key the example shows but Validate rejects (zone.primary, until
-	// secondary zones exist) is left out of the parse, not of the keys shown.
-	var parsed []string
-	for _, line := range lines {
-		if !notYetSupported.MatchString(line) {
-			parsed = append(parsed, line)
-		}
-	}
-	c, err := Parse(path, []byte(strings.Join(parsed, "\n")))
+	c, err := Parse(path, all)
 	if err != nil {
 		t.Fatalf("examples/tern.toml with its commented keys put back: %v", err)
 	}

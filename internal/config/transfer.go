@@ -91,9 +91,6 @@ func (v *validator) validateTransfer() {
 		v.refs(at+".acl", name, "acl", z.ACL, acls)
 		v.refs(at+".notify", name, "remote", z.Notify, remotes)
 		v.refs(at+".primary", name, "remote", z.Primary, remotes)
-		if len(z.Primary) > 0 {
-			v.addf(at+".primary", "%s: primary: secondary zones are not supported yet (issue 13); serve the zone from a file", name)
-		}
 	}
 }
 

@@ -185,7 +185,6 @@ file = "z"
 primary = ["ns1", "ns0"]
 `, []string{
 			`tern.toml:9: zone "example.net.": remote "ns0" is not defined`,
-			`tern.toml:9: zone "example.net.": primary: secondary zones are not supported yet`,
 		}},
 		{"types", `
 [[acl]]
@@ -218,5 +217,36 @@ secret = 5
 				t.Errorf("%d errors, want %d:\n%v", len(lines), len(tc.want), err)
 			}
 		})
+	}
+}
+
+// TestSecondaryFile: a secondary zone's file defaults to ORIGIN + "zone"
+// under server.data-dir, where a relative file goes too; a primary
+// zone's relative file stays beside the config.
+func TestSecondaryFile(t *testing.T) {
+	c, err := Parse("/etc/tern/tern.toml", []byte(`
+[server]
+data-dir = "/var/lib/tern"
+[[remote]]
+name = "ns1"
+address = ["192.0.2.1"]
+[[zone]]
+origin = "Example.NET"
+primary = ["ns1"]
+[[zone]]
+origin = "example.org"
+primary = ["ns1"]
+file = "copies/org.zone"
+[[zone]]
+origin = "example.com"
+file = "com.zone"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"/var/lib/tern/example.net.zone", "/var/lib/tern/copies/org.zone", "/etc/tern/com.zone"} {
+		if got := c.Zones[i].File; got != want {
+			t.Errorf("zone %s: file %q, want %q", c.Zones[i].Origin, got, want)
+		}
 	}
 }

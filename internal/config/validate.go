@@ -97,7 +97,7 @@ func (c *Config) Validate() error {
 				origins[canon] = i
 			}
 		}
-		if z.File == "" {
+		if z.File == "" && !z.Secondary() {
 			v.addZone(at, "%s: missing file", name)
 		}
 		if z.JournalMaxSize != "" {

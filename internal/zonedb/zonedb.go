@@ -294,24 +294,26 @@ func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, err
 func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving bool, changed *zone.Zone, err error) {
 	origin := originKey(zc.Origin)
 	start := time.Now()
+	prev := m.current[origin]
+	if zc.Secondary() {
+		if _, serr := os.Stat(zc.File); errors.Is(serr, os.ErrNotExist) {
+			// No stored copy yet: SERVFAIL until the first transfer (or
+			// the version transferred, kept across a reload).
+			if prev == nil {
+				if p, perr := zone.Placeholder(origin); perr == nil {
+					m.current[origin] = p
+				}
+				m.log.Info("secondary: no stored copy yet, answered SERVFAIL until transferred", "zone", origin, "file", zc.File)
+			}
+			return prev != nil && !prev.Unavailable, nil, nil
+		}
+	}
 	z, err := m.load(ctx, zc)
 	took := time.Since(start).Round(time.Millisecond)
-	prev := m.current[origin]
 	zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
 	switch {
 	case err == nil:
-		if prev != nil && !prev.Unavailable {
-			zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
-		}
-		if prev == nil || prev.Unavailable {
-			m.checkJournal(origin, z)
-		}
-		m.record(origin, prev, z)
-		if newSerial(prev, z) {
-			changed = z
-		}
-		m.current[origin] = z
-		m.states[origin] = loadState{loaded: m.now()}
+		changed = m.installLocked(origin, z)
 		m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
 		return true, changed, nil
 	case prev != nil && !prev.Unavailable:
@@ -331,6 +333,82 @@ func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving b
 	st.err = err
 	m.states[origin] = st
 	return serving, nil, err
+}
+
+// installLocked makes z the version of origin served (once published),
+// recording the difference in the journal; it returns z when its serial
+// is new (to announce), else nil.
+func (m *Manager) installLocked(origin string, z *zone.Zone) (changed *zone.Zone) {
+	prev := m.current[origin]
+	if prev != nil && !prev.Unavailable {
+		zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
+	}
+	if prev == nil || prev.Unavailable {
+		m.checkJournal(origin, z)
+	}
+	m.record(origin, prev, z)
+	if newSerial(prev, z) {
+		changed = z
+	}
+	m.current[origin] = z
+	m.states[origin] = loadState{loaded: m.now()}
+	return changed
+}
+
+// Install serves z, a new version of the configured zone origin that
+// was obtained elsewhere (a secondary's transfer, already stored), as a
+// reload would: recorded in the journal, published, announced.
+func (m *Manager) Install(origin string, z *zone.Zone) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := originKey(origin)
+	if !m.configuredLocked(key) {
+		return fmt.Errorf("zone %s: %w", key, ErrNoZone)
+	}
+	changed := m.installLocked(key, z)
+	m.publishLocked()
+	if changed != nil {
+		m.announce([]*zone.Zone{changed})
+	}
+	return nil
+}
+
+// Expire stops serving the data of zone origin (a secondary not
+// refreshed within its SOA expire time, RFC 1035 §3.3.13): it is
+// answered SERVFAIL until a version is installed again. why is kept as
+// the zone's state.
+func (m *Manager) Expire(origin string, why error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := originKey(origin)
+	if !m.configuredLocked(key) {
+		return fmt.Errorf("zone %s: %w", key, ErrNoZone)
+	}
+	p, err := zone.Placeholder(key)
+	if err != nil {
+		return err
+	}
+	m.current[key] = p
+	m.states[key] = loadState{err: inZone(key, why)}
+	m.publishLocked()
+	return nil
+}
+
+// Served returns the version of origin served: nil when there is none,
+// or a placeholder (Unavailable).
+func (m *Manager) Served(origin string) *zone.Zone {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current[originKey(origin)]
+}
+
+func (m *Manager) configuredLocked(key string) bool {
+	for _, zc := range m.cfg {
+		if originKey(zc.Origin) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // loadState is what the Manager remembers of a zone's loads for State.
@@ -627,6 +705,9 @@ func (m *Manager) Run(ctx context.Context) {
 func Check(zs []config.Zone, warn func(origin string, ws []zone.Warning)) error {
 	var errs []error
 	for _, zc := range zs {
+		if _, err := os.Stat(zc.File); zc.Secondary() && errors.Is(err, os.ErrNotExist) {
+			continue // not transferred yet
+		}
 		z, err := zone.Load(zc.File, zc.Origin)
 		warn(zc.Origin, zone.Warnings(z, err))
 		if err != nil {

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"net/netip"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/secondary"
+	"github.com/tern-dns/tern/internal/tsig"
+)
+
+// secondaryZones lists cfg's secondary zones with their primaries'
+// addresses and keys; keys are cfg's TSIG keys.
+func secondaryZones(cfg *config.Config, keys *tsig.Keyring) []secondary.Zone {
+	var out []secondary.Zone
+	for _, zc := range cfg.Zones {
+		if !zc.Secondary() {
+			continue
+		}
+		z := secondary.Zone{Origin: dns.CanonicalName(zc.Origin), File: zc.File}
+		eachRemoteAddr(cfg, zc.Primary, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
+			z.Primaries = append(z.Primaries, secondary.Primary{Remote: remote, Addr: ap, Key: key})
+		})
+		out = append(out, z)
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest"
+)
+
+// Secondary zones, on issue 13's loopback block: a Tern primary on
+// 127.0.0.101, a Tern secondary of it on 127.0.0.102, and 127.0.0.103
+// for a primary that is down; kernel-picked ports.
+const (
+	secPrimary = "127.0.0.101"
+	secServer  = "127.0.0.102"
+	secDown    = "127.0.0.103"
+)
+
+// secHeader is the start of both servers' configs: state and control
+// socket in the config's directory, key xfr (a format of its secret).
+const secHeader = `
+[server]
+data-dir = "data"
+control = "ctl.sock"
+
+[[key]]
+name = "xfr"
+algorithm = "hmac-sha256"
+secret = %q
+`
+
+// secZone writes the zone sec.test with serial, www's address ending in
+// serial; refresh and retry are 1s so that a test sees the refresh, and
+// expire is expire seconds.
+func secZone(t *testing.T, path string, serial, expire int) {
+	t.Helper()
+	text := fmt.Sprintf("$ORIGIN sec.test.\n$TTL 300\n@ SOA ns1 h %d 1 1 %d 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.%d\n", serial, expire, serial)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secPrimaryServe starts a Tern primary of sec.test (transfers allowed
+// with key xfr) and refused.test (transfers allowed only to 192.0.2.0/24:
+// refused to the secondary). It returns its address, the zone file and
+// the config (for tern ctl), and a function stopping it.
+func secPrimaryServe(t *testing.T, expire int) (addr, file, cfg string, stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	file = filepath.Join(dir, "sec.test.zone")
+	secZone(t, file, 1, expire)
+	refused := filepath.Join(dir, "refused.test.zone")
+	if err := os.WriteFile(refused, []byte("$ORIGIN refused.test.\n$TTL 300\n@ SOA ns1 h 1 1 1 3600 300\n@ NS ns1\nns1 A 192.0.2.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(secHeader+`
+[[acl]]
+name = "by-key"
+key = ["xfr"]
+action = ["transfer"]
+
+[[acl]]
+name = "elsewhere"
+address = ["192.0.2.0/24"]
+action = ["transfer"]
+
+[[zone]]
+origin = "sec.test"
+file = "sec.test.zone"
+acl = ["by-key"]
+
+[[zone]]
+origin = "refused.test"
+file = "refused.test.zone"
+acl = ["elsewhere"]
+`, xfrSecret)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, _, stop = serveStoppable(t, serveAddr, "-c", cfg, "--listen", secPrimary+":0", "--workers", "1")
+	return addr, file, cfg, stop
+}
+
+// secSecondaryConfig writes the config of a Tern secondary of sec.test
+// and refused.test from primary (with key xfr) into dir.
+func secSecondaryConfig(t *testing.T, dir, primary string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(secHeader+`
+[[remote]]
+name = "ns1"
+address = [%q]
+key = "xfr"
+
+[[zone]]
+origin = "sec.test"
+primary = ["ns1"]
+
+[[zone]]
+origin = "refused.test"
+primary = ["ns1"]
+`, xfrSecret, primary)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// secAsk asks addr for name/qtype over UDP and returns the answer.
+func secAsk(t *testing.T, addr, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	r, err := dnstest.Exchange(m, "udp", addr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	return r
+}
+
+// secWaitFor asks addr for www.sec.test A until the answer is want (an
+// address), for up to a minute (the machine is loaded: nothing timed).
+func secWaitFor(t *testing.T, addr, want string) {
+	t.Helper()
+	var last *dns.Msg
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		last = secAsk(t, addr, "www.sec.test.", dns.TypeA)
+		if len(last.Answer) == 1 {
+			if a, ok := last.Answer[0].(*dns.A); ok && a.A.String() == want && last.Authoritative {
+				return
+			}
+		}
+	}
+	t.Fatalf("www.sec.test. A: never %s; last answer:\n%v", want, last)
+}
+
+// TestSecondary: a Tern secondary of a Tern primary fetches the zone at
+// start (AXFR with TSIG), stores it and serves it; follows a change on
+// the primary (edit + reload) on the SOA refresh timer; a zone whose
+// transfer the primary's ACL refuses is logged and answered SERVFAIL.
+// Restarted with the primary down, it serves the stored copy.
+func TestSecondary(t *testing.T) {
+	paddr, pfile, pcfg, _ := secPrimaryServe(t, 3600)
+	dir := t.TempDir()
+	cfg := secSecondaryConfig(t, dir, paddr)
+	saddr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg, "--listen", secServer+":0", "--workers", "1")
+
+	secWaitFor(t, saddr, "192.0.2.1")
+	stored := filepath.Join(dir, "data", "sec.test.zone")
+	if _, err := os.Stat(stored); err != nil {
+		t.Errorf("stored copy: %v", err)
+	}
+	if r := secAsk(t, saddr, "refused.test.", dns.TypeSOA); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("refused.test. SOA: rcode %s, want SERVFAIL (transfer refused)", dns.RcodeToString[r.Rcode])
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(logs.String(), "zone=refused.test. retry-in=30s err=\"ns1 ("+paddr+"): AXFR: answered REFUSED\""); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the refused transfer is not logged:\n%s", logs.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "refused.test.zone")); err == nil {
+		t.Error("a refused transfer left a stored copy")
+	}
+
+	// A change on the primary reaches the secondary on its refresh timer
+	// (1s here): no NOTIFY is sent.
+	secZone(t, pfile, 2, 3600)
+	if code, out, errs := runT("ctl", "-c", pcfg, "reload", "sec.test"); code != 0 {
+		t.Fatalf("reload on the primary: %d %q %q", code, out, errs)
+	}
+	secWaitFor(t, saddr, "192.0.2.2")
+	if soa := secAsk(t, saddr, "sec.test.", dns.TypeSOA); len(soa.Answer) != 1 || soa.Answer[0].(*dns.SOA).Serial != 2 {
+		t.Errorf("SOA after the refresh: %v", soa.Answer)
+	}
+
+	// Restarted with its primary down: the stored copy is served.
+	stop()
+	cfg = secSecondaryConfig(t, dir, fmt.Sprintf("%s:%d", secDown, freePort(t, secDown)))
+	saddr, logs = serveLog(t, "-c", cfg, "--listen", secServer+":0", "--workers", "1")
+	secWaitFor(t, saddr, "192.0.2.2")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(logs.String(), "refresh failed"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed refresh is not logged:\n%s", logs.String())
+		}
+	}
+	secWaitFor(t, saddr, "192.0.2.2") // still served after the failure
+}
+
+// TestSecondaryExpire: a secondary whose primary goes away serves its
+// copy until the SOA expire time (2s here) has passed without a
+// successful refresh, then answers SERVFAIL.
+func TestSecondaryExpire(t *testing.T) {
+	paddr, _, _, stopPrimary := secPrimaryServe(t, 2)
+	cfg := secSecondaryConfig(t, t.TempDir(), paddr)
+	saddr, logs := serveLog(t, "-c", cfg, "--listen", secServer+":0", "--workers", "1")
+	secWaitFor(t, saddr, "192.0.2.1")
+	stopPrimary()
+	var r *dns.Msg
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r = secAsk(t, saddr, "www.sec.test.", dns.TypeA); r.Rcode == dns.RcodeServerFailure {
+			break
+		}
+	}
+	if r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("www.sec.test. A after expire: %v", r)
+	}
+	if !strings.Contains(logs.String(), "expired, answered SERVFAIL") {
+		t.Errorf("the expiry is not logged:\n%s", logs.String())
+	}
+}

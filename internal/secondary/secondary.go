@@ -1,0 +1,383 @@
+// Package secondary keeps secondary zones: each is fetched by AXFR
+// (RFC 5936) from the first of its primaries that answers, checked by
+// the zone reader, stored atomically and served, then kept fresh on its
+// SOA timers (RFC 1034 §4.3.5, RFC 1035 §3.3.13): a SOA query every
+// refresh interval and a transfer only when the primary's serial is
+// newer (RFC 1982), a retry interval after a failure, and no data
+// (SERVFAIL) once expire has passed without a successful refresh. A
+// transfer that fails, or yields a zone that does not load, changes
+// nothing: the version served stays.
+package secondary
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/durable"
+	"github.com/tern-dns/tern/internal/tsig"
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// Primary is one address a zone is fetched from.
+type Primary struct {
+	// Remote is the [[remote]]'s name, for the log.
+	Remote string
+	Addr   netip.AddrPort
+	// Key signs the SOA query and the transfer request and verifies the
+	// answers (RFC 8945); nil: unsigned.
+	Key *tsig.Key
+}
+
+// Zone is one secondary zone.
+type Zone struct {
+	Origin string // a lowercase FQDN
+	// File is where the transferred copy is kept.
+	File      string
+	Primaries []Primary
+}
+
+// Store is the served set, as the secondaries change it.
+type Store interface {
+	// Served returns the version served: nil or Unavailable when none.
+	Served(origin string) *zone.Zone
+	// Install serves a new version.
+	Install(origin string, z *zone.Zone) error
+	// Expire serves no data for origin (SERVFAIL) until the next Install.
+	Expire(origin string, why error) error
+}
+
+// Options are the timing; the zero value takes the defaults.
+type Options struct {
+	// Timeout bounds one SOA query, and each read of a transfer
+	// (default 10s).
+	Timeout time.Duration
+	// FirstRetry is how long to wait before trying again when there is
+	// no SOA to take the retry interval from: no copy yet (default 30s).
+	FirstRetry time.Duration
+	// MinRefresh is the shortest refresh or retry interval used, however
+	// small the SOA's (default 1s): a primary is not polled in a loop.
+	MinRefresh time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.FirstRetry <= 0 {
+		o.FirstRetry = 30 * time.Second
+	}
+	if o.MinRefresh <= 0 {
+		o.MinRefresh = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Secondaries runs the refresh of every secondary zone, one goroutine per
+// zone, so a slow transfer of one never delays another.
+type Secondaries struct {
+	store Store
+	log   *slog.Logger
+	opts  Options
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns Secondaries that change store; Set starts the zones.
+func New(store Store, log *slog.Logger, opts Options) *Secondaries {
+	opts.defaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Secondaries{store: store, log: log, opts: opts}
+}
+
+// Set replaces the zones refreshed by zones (at start, and on each
+// reload): the refreshes of the old set stop, and each zone of the new
+// one is refreshed at once (a SOA query; a transfer if the primary has a
+// newer serial or the zone has no data).
+func (s *Secondaries) Set(ctx context.Context, zones []Zone) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+		s.wg.Wait()
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	for _, z := range zones {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.run(ctx, z)
+		}()
+	}
+}
+
+// Close stops every refresh and waits for them to end.
+func (s *Secondaries) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+		s.wg.Wait()
+		s.cancel = nil
+	}
+}
+
+// run keeps one zone fresh until ctx ends.
+func (s *Secondaries) run(ctx context.Context, z Zone) {
+	log := s.log.With("zone", z.Origin)
+	// The last successful refresh: the stored copy's time (the file is
+	// touched on every refresh that finds the serial current), so a
+	// restart expires a copy that was already stale.
+	var last time.Time
+	if fi, err := os.Stat(z.File); err == nil {
+		last = fi.ModTime()
+	}
+	for {
+		err := s.refresh(ctx, z, log)
+		if ctx.Err() != nil {
+			return
+		}
+		now := s.opts.Now()
+		served := s.store.Served(z.Origin)
+		soa := soaOf(served)
+		var wait time.Duration
+		switch {
+		case err == nil:
+			last = now
+			wait = s.interval(soa, func(s *dns.SOA) uint32 { return s.Refresh })
+		default:
+			if soa != nil && !last.IsZero() && now.Sub(last) >= seconds(soa.Expire) {
+				// RFC 1035 §3.3.13: past expire, the zone is no longer
+				// authoritative.
+				why := fmt.Errorf("expired: not refreshed since %s (SOA expire %ds): %w", last.Format(time.RFC3339), soa.Expire, err)
+				if eerr := s.store.Expire(z.Origin, why); eerr == nil {
+					log.Error("secondary: expired, answered SERVFAIL until a transfer succeeds", "err", why)
+				}
+				last = time.Time{}
+			}
+			wait = s.interval(soa, func(s *dns.SOA) uint32 { return s.Retry })
+			if soa != nil {
+				log.Warn(fmt.Sprintf("secondary: refresh failed, serial %d stays served", soa.Serial), "retry-in", wait, "err", err)
+			} else {
+				log.Warn("secondary: transfer failed, no data to serve (SERVFAIL)", "retry-in", wait, "err", err)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// interval is the SOA field get as a duration, FirstRetry without a SOA,
+// never below MinRefresh.
+func (s *Secondaries) interval(soa *dns.SOA, get func(*dns.SOA) uint32) time.Duration {
+	d := s.opts.FirstRetry
+	if soa != nil {
+		d = seconds(get(soa))
+	}
+	return max(d, s.opts.MinRefresh)
+}
+
+func seconds(n uint32) time.Duration { return time.Duration(n) * time.Second }
+
+// soaOf is the SOA of z, nil when z has no data.
+func soaOf(z *zone.Zone) *dns.SOA {
+	if z == nil || z.Unavailable || z.SOA == nil {
+		return nil
+	}
+	rr, err := z.SOARecord().Unpack()
+	if err != nil {
+		return nil
+	}
+	soa, _ := rr.(*dns.SOA)
+	return soa
+}
+
+// refresh asks the primaries in turn until one answers: its serial is
+// compared with the one served, and the zone transferred when newer (or
+// when nothing is served). It returns nil when one primary answered and
+// the zone is current after it, else every primary's failure.
+func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) error {
+	served := s.store.Served(z.Origin)
+	have := soaOf(served)
+	var errs []error
+	for _, p := range z.Primaries {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		serial, err := s.querySOA(ctx, z.Origin, p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): SOA query: %w", p.Remote, p.Addr, err))
+			continue
+		}
+		if have != nil && !newer(serial, have.Serial) {
+			log.Debug("secondary: serial current", "serial", have.Serial, "primary", p.Remote)
+			touch(z.File, s.opts.Now())
+			return nil
+		}
+		start := time.Now()
+		nz, err := s.transfer(ctx, z, p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
+			continue
+		}
+		if err := s.store.Install(z.Origin, nz); err != nil {
+			return err
+		}
+		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	if len(errs) == 0 {
+		return errors.New("no primary configured")
+	}
+	return errors.Join(errs...)
+}
+
+// newer reports whether serial a is greater than b in RFC 1982 §3.2
+// serial number arithmetic (their difference, as a signed 32-bit number,
+// is positive).
+func newer(a, b uint32) bool { return int32(a-b) > 0 }
+
+// touch marks the stored copy as refreshed at now (its time is the last
+// refresh a restart starts from); a failure only makes a restart expire
+// the copy earlier.
+func touch(path string, now time.Time) { _ = os.Chtimes(path, now, now) }
+
+// client returns a dns.Client for p over network, with its key.
+func (s *Secondaries) client(network string, p Primary) *dns.Client {
+	c := &dns.Client{Net: network, Timeout: s.opts.Timeout}
+	if p.Key != nil {
+		c.TsigSecret = map[string]string{p.Key.Name: p.Key.Secret}
+	}
+	return c
+}
+
+// sign adds p's TSIG to m, when p has a key.
+func sign(m *dns.Msg, p Primary) {
+	if p.Key != nil {
+		m.SetTsig(p.Key.Name, p.Key.Algorithm, tsig.Fudge, time.Now().Unix())
+	}
+}
+
+// querySOA asks p for origin's SOA serial (over UDP, over TCP when the
+// answer is truncated).
+func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (uint32, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(origin, dns.TypeSOA)
+	m.RecursionDesired = false
+	sign(m, p)
+	r, _, err := s.client("udp", p).ExchangeContext(ctx, m, p.Addr.String())
+	if err == nil && r.Truncated {
+		sign(m, p)
+		r, _, err = s.client("tcp", p).ExchangeContext(ctx, m, p.Addr.String())
+	}
+	if err != nil {
+		return 0, err
+	}
+	if p.Key != nil && r.IsTsig() == nil {
+		// RFC 8945 §5.3: an answer to a signed request is signed.
+		return 0, errors.New("unsigned answer to a signed query")
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return 0, fmt.Errorf("answered %s", dns.RcodeToString[r.Rcode])
+	}
+	for _, rr := range r.Answer {
+		if soa, ok := rr.(*dns.SOA); ok && dns.CanonicalName(soa.Hdr.Name) == origin {
+			return soa.Serial, nil
+		}
+	}
+	return 0, errors.New("no SOA in the answer")
+}
+
+// transfer fetches origin from p by AXFR, checks that it loads with the
+// zone reader (from the text stored, so a restart reads what was
+// checked), stores it atomically and returns it. Nothing is stored when
+// any step fails.
+func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary) (*zone.Zone, error) {
+	m := new(dns.Msg)
+	m.SetAxfr(z.Origin)
+	sign(m, p)
+	tr := &dns.Transfer{DialTimeout: s.opts.Timeout, ReadTimeout: s.opts.Timeout, WriteTimeout: s.opts.Timeout}
+	if p.Key != nil {
+		tr.TsigSecret = map[string]string{p.Key.Name: p.Key.Secret}
+	}
+	ch, err := tr.In(m, p.Addr.String())
+	if err != nil {
+		return nil, err
+	}
+	var text bytes.Buffer
+	fmt.Fprintf(&text, ";; %s transferred from %s (%s) by AXFR\n", z.Origin, p.Remote, p.Addr)
+	n := 0
+	var ferr error
+	for env := range ch {
+		// Drain the channel whatever happens, so the reader ends.
+		if ferr != nil {
+			continue
+		}
+		if env.Error != nil {
+			ferr = rcodeError(env.Error)
+			continue
+		}
+		if ctx.Err() != nil {
+			ferr = ctx.Err()
+			continue
+		}
+		for _, rr := range env.RR {
+			// RFC 5936 §2.2: the closing SOA repeats the opening one.
+			if n > 0 && rr.Header().Rrtype == dns.TypeSOA {
+				continue
+			}
+			text.WriteString(rr.String())
+			text.WriteByte('\n')
+			n++
+		}
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	if n == 0 {
+		return nil, errors.New("empty transfer")
+	}
+	nz, err := zone.Read(bytes.NewReader(text.Bytes()), z.File, z.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("the transferred zone does not load: %w", err)
+	}
+	if err := durable.MkdirAll(filepath.Dir(z.File), 0o755); err != nil {
+		return nil, err
+	}
+	if err := durable.WriteFile(z.File, text.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("storing the transferred zone: %w", err)
+	}
+	return nz, nil
+}
+
+// rcodeError names the rcode in miekg/dns's error for a transfer
+// answered with one ("dns: bad xfr rcode: 5"): "answered REFUSED".
+func rcodeError(err error) error {
+	var rcode int
+	if _, serr := fmt.Sscanf(err.Error(), "dns: bad xfr rcode: %d", &rcode); serr == nil {
+		return fmt.Errorf("answered %s", dns.RcodeToString[rcode])
+	}
+	return err
+}
