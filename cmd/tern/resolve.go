@@ -25,7 +25,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("tern resolve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--dnssec] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
+		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--dnssec] [--validate [--trust-anchor FILE]] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
 		fs.PrintDefaults()
 	}
 	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
@@ -35,6 +35,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noMinimise := fs.Bool("no-minimise", false, "ask every server the full name (no QNAME minimisation, RFC 9156)")
 	caseRandom := fs.Bool("0x20", false, "send names in random case, accept only answers that repeat it (0x20)")
 	showDNSSEC := fs.Bool("dnssec", false, "print the RRSIG, NSEC and NSEC3 records kept with the answer (dig +dnssec)")
+	validate := fs.Bool("validate", false, "validate the answer with DNSSEC (RFC 4035): prints the security state, and refuses bogus data")
+	anchorFile := fs.String("trust-anchor", "", "trust anchors, DS or DNSKEY records in zone-file form (default: the embedded root anchors)")
 	only4 := fs.Bool("4", false, "ask servers at IPv4 addresses only")
 	only6 := fs.Bool("6", false, "ask servers at IPv6 addresses only")
 	var forward, stub zonesFlag
@@ -78,6 +80,13 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// a CNAME chain across zones does not resolve the same name
 		// server again for each link.
 		Cache: cache.New(cache.Options{Size: 16 << 20})}
+	if *validate {
+		if opt.Anchors, err = trustAnchors(*anchorFile); err != nil {
+			fmt.Fprintf(stderr, "tern resolve: trust anchor: %v\n", err)
+			return 1
+		}
+		opt.Validate = true
+	}
 	if *trace {
 		opt.Trace = func(s resolve.Step) { printStep(stdout, s) }
 	}
@@ -85,17 +94,28 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	res, err := resolve.New(&upstream.Client{}, opt).Resolve(ctx, name, qtype)
 	took := time.Since(start)
 
-	fmt.Fprintf(stdout, ";; ->>HEADER<<- opcode: QUERY, status: %s\n", dns.RcodeToString[res.Rcode])
+	status := dns.RcodeToString[res.Rcode]
+	if res.Security == cache.Bogus {
+		status = dns.RcodeToString[dns.RcodeServerFailure]
+	}
+	fmt.Fprintf(stdout, ";; ->>HEADER<<- opcode: QUERY, status: %s\n", status)
 	var e *resolve.Error
 	if errors.As(err, &e) {
 		code, text := e.EDE()
 		fmt.Fprintf(stdout, ";; EDE: %d: %s\n;; %s\n", code, text, e)
+	}
+	if *validate {
+		fmt.Fprintf(stdout, ";; security: %s\n", security(res))
 	}
 	fmt.Fprintf(stdout, "\n;; QUESTION SECTION:\n;%s\t\tIN\t%s\n", name, dns.Type(qtype))
 	answer, authority := res.Answer, res.Authority
 	if !*showDNSSEC {
 		// As dig without +dnssec shows them (RFC 4035 §3.2.1).
 		answer, authority = res.WithoutDNSSEC(qtype)
+	}
+	if res.Security == cache.Bogus {
+		// As a validating resolver answers (RFC 4035 §5.5): no data.
+		answer, authority = nil, nil
 	}
 	for _, sec := range []struct {
 		name string
@@ -110,10 +130,24 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	fmt.Fprintf(stdout, "\n;; Resolution time: %d msec, %d upstream queries\n", took.Milliseconds(), res.Queries)
-	if err != nil {
+	if err != nil || res.Security == cache.Bogus {
 		return 1
 	}
 	return 0
+}
+
+// security says what validation found: secure, insecure, or bogus with
+// its EDE and why.
+func security(res *resolve.Result) string {
+	switch res.Security {
+	case cache.Secure:
+		return "secure (AD)"
+	case cache.Insecure:
+		return "insecure: " + res.Why
+	case cache.Bogus:
+		return fmt.Sprintf("bogus, EDE %d (%s): %s", res.EDE, dns.ExtendedErrorCodeToString[res.EDE], res.Why)
+	}
+	return "not validated"
 }
 
 // printStep prints one upstream query of a trace, indented by the depth of

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/dnssec"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
@@ -141,4 +146,71 @@ func serveRoot(t *testing.T, z *zone.Zone) (port, hints string) {
 		t.Fatal(err)
 	}
 	return port, hints
+}
+
+// TestResolveValidate: --validate with --trust-anchor: a root zone signed
+// here (its DS the anchor) validates Secure; a record changed after
+// signing is bogus, refused (SERVFAIL, exit 1) with its EDE; without
+// --validate the same data is printed.
+func TestResolveValidate(t *testing.T) {
+	var rrs []dns.RR
+	zp := dns.NewZoneParser(strings.NewReader(`$TTL 3600
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+a.root. A 127.0.0.1
+w.test. A 192.0.2.1
+bad.test. A 192.0.2.2
+`), ".", "")
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		rrs = append(rrs, rr)
+	}
+	k, err := dnssec.GenerateKey(".", dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.SignZone = true
+	signed, err := dnssec.SignZone(context.Background(), rrs, ".", []*dnssec.Key{k}, dnssec.Options{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, rr := range signed {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "bad.test." {
+			a.A = net.IPv4(192, 0, 2, 66)
+		}
+		fmt.Fprintln(&text, rr)
+	}
+	z, err := zone.Read(strings.NewReader(text.String()), "root", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, hints := serveRoot(t, z)
+	anchor := filepath.Join(t.TempDir(), "root.key")
+	if err := os.WriteFile(anchor, []byte(k.DNSKEY.ToDS(dns.SHA256).String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		validate bool
+		code     int
+		want     []string
+	}{
+		{"w.test", true, 0, []string{"security: secure (AD)", "w.test.\t3600\tIN\tA\t192.0.2.1"}},
+		{"bad.test", true, 1, []string{"status: SERVFAIL", "security: bogus, EDE 6"}},
+		{"bad.test", false, 0, []string{"status: NOERROR", "bad.test.\t3600\tIN\tA\t192.0.2.66"}},
+	} {
+		args := []string{"resolve", tc.name, "--root-hints", hints, "--port", port}
+		if tc.validate {
+			args = append(args, "--validate", "--trust-anchor", anchor)
+		}
+		code, out, _ := runT(args...)
+		for _, w := range tc.want {
+			if code != tc.code || !strings.Contains(out, w) {
+				t.Errorf("%v: code %d, want %d and %q; out\n%s", args, code, tc.code, w, out)
+			}
+		}
+		if tc.validate && tc.code != 0 && strings.Contains(out, "192.0.2.66") {
+			t.Errorf("%v: bogus data printed\n%s", args, out)
+		}
+	}
 }

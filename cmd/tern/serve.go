@@ -30,6 +30,7 @@ import (
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/upstream"
+	"github.com/tern-dns/tern/internal/validator"
 	"github.com/tern-dns/tern/internal/zone"
 	"github.com/tern-dns/tern/internal/zonedb"
 )
@@ -312,6 +313,20 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 	}
 }
 
+// trustAnchors reads the trust anchors of file (DS or DNSKEY records),
+// or returns the embedded root anchors when file is "".
+func trustAnchors(file string) (validator.Anchors, error) {
+	if file == "" {
+		return validator.RootAnchors(), nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return validator.ReadAnchors(f, file)
+}
+
 // newRecursor builds the resolver of cfg's [resolver] table, answering
 // the questions inside resp's zones from their data. It is built once:
 // a reload keeps it, and its caches, whatever changed.
@@ -322,6 +337,13 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		var err error
 		if hints, err = resolve.LoadHints(rc.RootHints); err != nil {
 			return nil, fmt.Errorf("resolver.root-hints: %w", err)
+		}
+	}
+	var anchors validator.Anchors
+	if rc.Validation {
+		var err error
+		if anchors, err = trustAnchors(rc.TrustAnchor); err != nil {
+			return nil, fmt.Errorf("resolver.trust-anchor: %w", err)
 		}
 	}
 	var ex upstream.Exchanger = &upstream.Client{}
@@ -342,6 +364,8 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 			NoIPv6:     !rc.QueryIPv6,
 			Forward:    resolveZones(rc.Forward),
 			Stub:       resolveZones(rc.Stub),
+			Validate:   rc.Validation,
+			Anchors:    anchors,
 		}),
 		Auth:             resp,
 		Allow:            rc.AllowPrefixes(),
@@ -619,6 +643,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if r.RootHints != "" {
 				if _, err := resolve.LoadHints(r.RootHints); err != nil {
 					fmt.Fprintf(stderr, "%s: resolver.root-hints: %v\n", pos[0], err)
+					return 1
+				}
+			}
+			if r.Validation {
+				if _, err := trustAnchors(r.TrustAnchor); err != nil {
+					fmt.Fprintf(stderr, "%s: resolver.trust-anchor: %v\n", pos[0], err)
 					return 1
 				}
 			}
