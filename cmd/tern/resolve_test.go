@@ -153,40 +153,14 @@ func serveRoot(t *testing.T, z *zone.Zone) (port, hints string) {
 // signing is bogus, refused (SERVFAIL, exit 1) with its EDE; without
 // --validate the same data is printed.
 func TestResolveValidate(t *testing.T) {
-	var rrs []dns.RR
-	zp := dns.NewZoneParser(strings.NewReader(`$TTL 3600
-. SOA a.root. h.root. 1 7200 3600 1209600 300
-. NS a.root.
-a.root. A 127.0.0.1
-w.test. A 192.0.2.1
-bad.test. A 192.0.2.2
-`), ".", "")
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		rrs = append(rrs, rr)
-	}
-	k, err := dnssec.GenerateKey(".", dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.SignZone = true
-	signed, err := dnssec.SignZone(context.Background(), rrs, ".", []*dnssec.Key{k}, dnssec.Options{}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	for _, rr := range signed {
-		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "bad.test." {
-			a.A = net.IPv4(192, 0, 2, 66)
-		}
-		fmt.Fprintln(&text, rr)
-	}
-	z, err := zone.Read(strings.NewReader(text.String()), "root", ".")
+	text, ds := signedRootText(t)
+	z, err := zone.Read(strings.NewReader(text+"a.root. 3600 IN A 127.0.0.1\n"), "root", ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port, hints := serveRoot(t, z)
 	anchor := filepath.Join(t.TempDir(), "root.key")
-	if err := os.WriteFile(anchor, []byte(k.DNSKEY.ToDS(dns.SHA256).String()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(anchor, []byte(ds+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -213,4 +187,39 @@ bad.test. A 192.0.2.2
 			t.Errorf("%v: bogus data printed\n%s", args, out)
 		}
 	}
+}
+
+// signedRootText is a root zone signed now with one Ed25519 key (the
+// names w.test. and bad.test., the latter's address changed after
+// signing: bogus), in zone-file form, and its key's DS record. a.root.'s
+// address is left to the caller (unsigned: the server's address).
+func signedRootText(t *testing.T) (text, ds string) {
+	t.Helper()
+	var rrs []dns.RR
+	zp := dns.NewZoneParser(strings.NewReader(`$TTL 3600
+. SOA a.root. h.root. 1 7200 3600 1209600 300
+. NS a.root.
+w.test. A 192.0.2.1
+bad.test. A 192.0.2.2
+`), ".", "")
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		rrs = append(rrs, rr)
+	}
+	k, err := dnssec.GenerateKey(".", dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.SignZone = true
+	signed, err := dnssec.SignZone(context.Background(), rrs, ".", []*dnssec.Key{k}, dnssec.Options{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, rr := range signed {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "bad.test." {
+			a.A = net.IPv4(192, 0, 2, 66)
+		}
+		fmt.Fprintln(&b, rr)
+	}
+	return b.String(), k.DNSKEY.ToDS(dns.SHA256).String()
 }

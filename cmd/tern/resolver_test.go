@@ -509,3 +509,73 @@ func TestServeStaleClientTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestServeResolverValidation: tern serve with validation = true and a
+// trust-anchor file (the DS of a root zone signed here, served on port
+// 53 of 127.0.0.81-99) on the wire: AD on a secure answer to a client
+// that set DO, none to one that set neither DO nor AD; a record changed
+// after signing is SERVFAIL with EDE 6 (DNSSEC Bogus), and its data goes
+// to a client that set CD.
+func TestServeResolverValidation(t *testing.T) {
+	zoneText, ds := signedRootText(t)
+	h := hierarchy.Start(t, 81, 99, 1, []hierarchy.Zone{{Server: 0, Origin: ".", Text: zoneText + "a.root. 3600 IN A {0}\n"}})
+	if h.Port != 53 {
+		t.Skipf("the hierarchy is on port %d, not 53 (not root): a resolver asks authorities on 53", h.Port)
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{"hints": h.Hints(), "root.key": ds + "\n", "tern.toml": `
+[server]
+listen = ["127.0.0.1:0"]
+workers = 1
+[resolver]
+listen = ["127.0.0.80:0"]
+allow = ["127.0.0.1/32"]
+root-hints = "hints"
+query-loopback = true
+validation = true
+trust-anchor = "root.key"
+`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"))
+	for _, tc := range []struct {
+		name        string
+		do, cd      bool
+		rcode       int
+		ad          bool
+		answers     int
+		ede         uint16
+		edeExpected bool
+	}{
+		{"w.test.", true, false, dns.RcodeSuccess, true, 2, 0, false}, // A and its RRSIG
+		{"w.test.", false, false, dns.RcodeSuccess, false, 1, 0, false},
+		{"bad.test.", true, false, dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeDNSBogus, true},
+		{"bad.test.", true, true, dns.RcodeSuccess, false, 2, 0, false},
+	} {
+		m := new(dns.Msg)
+		m.SetQuestion(tc.name, dns.TypeA)
+		m.SetEdns0(1232, tc.do)
+		m.CheckingDisabled = tc.cd
+		var r *dns.Msg
+		var err error
+		for range 3 { // a datagram lost on a loaded machine
+			if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		code, ok := uint16(0), false
+		for _, o := range r.IsEdns0().Option {
+			if e, isEDE := o.(*dns.EDNS0_EDE); isEDE {
+				code, ok = e.InfoCode, true
+			}
+		}
+		if r.Rcode != tc.rcode || r.AuthenticatedData != tc.ad || len(r.Answer) != tc.answers || code != tc.ede || ok != tc.edeExpected {
+			t.Errorf("%s DO %v CD %v: %v", tc.name, tc.do, tc.cd, r)
+		}
+	}
+}
