@@ -63,11 +63,12 @@ var (
 // (10.0.1.2), which delegates signed.test. (10.0.1.3, with DS),
 // unsigned.test. (10.0.1.4, without DS) and broken.test. (10.0.1.5, with
 // DS, its www record changed after signing). It returns the Exchanger and
-// the root's DS, the trust anchor.
-func signedHierarchy(t testing.TB) (*authFake, []*dns.DS) {
+// the root's DS, the trust anchor. opts sign test. and signed.test.
+// (NSEC or NSEC3, with or without opt-out).
+func signedHierarchy(t testing.TB, opts dnssec.Options) (*authFake, []*dns.DS) {
 	t.Helper()
 	f := &authFake{servers: map[netip.Addr]*auth.Worker{}}
-	serve := func(addr, origin, text string, sign bool, tamper func(dns.RR)) []*dns.DS {
+	serve := func(addr, origin, text string, sign bool, opts dnssec.Options, tamper func(dns.RR)) []*dns.DS {
 		var rrs []dns.RR
 		zp := dns.NewZoneParser(strings.NewReader(text), origin, "")
 		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
@@ -83,7 +84,7 @@ func signedHierarchy(t testing.TB) (*authFake, []*dns.DS) {
 				t.Fatal(err)
 			}
 			k.SignZone = true
-			if rrs, err = dnssec.SignZone(context.Background(), rrs, origin, []*dnssec.Key{k}, dnssec.Options{}, signTime); err != nil {
+			if rrs, err = dnssec.SignZone(context.Background(), rrs, origin, []*dnssec.Key{k}, opts, signTime); err != nil {
 				t.Fatal(err)
 			}
 			ds = []*dns.DS{k.DNSKEY.ToDS(dns.SHA256)}
@@ -116,19 +117,19 @@ func signedHierarchy(t testing.TB) (*authFake, []*dns.DS) {
 ns A 10.0.1.3
 www A 192.0.2.1
 *.wild A 192.0.2.7
-`, true, nil)
+`, true, opts, nil)
 	serve("10.0.1.4", "unsigned.test.", `$TTL 300
 @ SOA ns h 1 7200 3600 1209600 300
 @ NS ns
 ns A 10.0.1.4
 www A 192.0.2.2
-`, false, nil)
+`, false, opts, nil)
 	brokenDS := serve("10.0.1.5", "broken.test.", `$TTL 300
 @ SOA ns h 1 7200 3600 1209600 300
 @ NS ns
 ns A 10.0.1.5
 www A 192.0.2.3
-`, true, func(rr dns.RR) {
+`, true, dnssec.Options{}, func(rr dns.RR) {
 		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "www.broken.test." {
 			a.A = netip.MustParseAddr("192.0.2.66").AsSlice()
 		}
@@ -143,22 +144,30 @@ unsigned NS ns.unsigned
 ns.unsigned A 10.0.1.4
 broken NS ns.broken
 ns.broken A 10.0.1.5
-`+child("signed.test.", signedDS)+child("broken.test.", brokenDS), true, nil)
+`+child("signed.test.", signedDS)+child("broken.test.", brokenDS), true, opts, nil)
 	rootDS := serve("10.0.1.1", ".", `$TTL 86400
 . SOA a.root. h. 1 7200 3600 1209600 300
 . NS a.root.
 a.root. A 10.0.1.1
 test. NS a.nic.test.
 a.nic.test. A 10.0.1.2
-`+child("test.", testDS), true, nil)
+`+child("test.", testDS), true, dnssec.Options{}, nil)
 	return f, rootDS
 }
 
 // TestValidate: answers of the signed hierarchy validated from the root's
 // DS: Secure, Insecure under an unsigned delegation (its absence of DS
-// proved), Bogus with the EDE saying why.
+// proved), Bogus with the EDE saying why; test. and signed.test. signed
+// with NSEC, NSEC3, and NSEC3 with opt-out (the unsigned delegation left
+// out of the chain, its DS absence proved by the covering opt-out NSEC3).
 func TestValidate(t *testing.T) {
-	f, anchor := signedHierarchy(t)
+	for _, opts := range []dnssec.Options{{}, {NSEC3: true}, {NSEC3: true, OptOut: true}} {
+		t.Run(fmt.Sprintf("NSEC3 %v opt-out %v", opts.NSEC3, opts.OptOut), func(t *testing.T) { validateHierarchy(t, opts) })
+	}
+}
+
+func validateHierarchy(t *testing.T, opts dnssec.Options) {
+	f, anchor := signedHierarchy(t, opts)
 	for _, tc := range []struct {
 		name  string
 		qtype uint16
@@ -176,6 +185,11 @@ func TestValidate(t *testing.T) {
 		{"www.broken.test.", dns.TypeA, dns.RcodeSuccess, cache.Bogus, wire.EDEDNSSECBogus},
 		{"nx.test.", dns.TypeA, dns.RcodeNameError, cache.Secure, 0},
 	} {
+		if opts.OptOut && tc.rcode == dns.RcodeNameError {
+			// RFC 5155 §9.2: an NXDOMAIN proved by an opt-out NSEC3
+			// may hide an unsigned delegation: not authenticated.
+			tc.sec = cache.Insecure
+		}
 		for _, withCache := range []bool{false, true} {
 			opt := Options{
 				Hints:      []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}, Why: "root hint"}},
@@ -204,7 +218,7 @@ func TestValidate(t *testing.T) {
 
 // TestValidateOff: without Options.Validate nothing is checked.
 func TestValidateOff(t *testing.T) {
-	f, _ := signedHierarchy(t)
+	f, _ := signedHierarchy(t, dnssec.Options{})
 	r := New(f, Options{Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}}})
 	res, err := r.Resolve(context.Background(), "www.broken.test.", dns.TypeA)
 	if err != nil || res.Security != cache.Unchecked || len(res.Answer) == 0 {
