@@ -61,8 +61,9 @@ var (
 
 // signedHierarchy signs and serves: the root (10.0.1.1), test.
 // (10.0.1.2), which delegates signed.test. (10.0.1.3, with DS),
-// unsigned.test. (10.0.1.4, without DS) and broken.test. (10.0.1.5, with
-// DS, its www record changed after signing). It returns the Exchanger and
+// unsigned.test. (10.0.1.4, without DS), broken.test. (10.0.1.5, with
+// DS, its www record changed after signing) and wrongds.test. (10.0.1.6,
+// with the DS of a key it does not hold). It returns the Exchanger and
 // the root's DS, the trust anchor. opts sign test. and signed.test.
 // (NSEC or NSEC3, with or without opt-out).
 func signedHierarchy(t testing.TB, opts dnssec.Options) (*authFake, []*dns.DS) {
@@ -134,6 +135,17 @@ www A 192.0.2.3
 			a.A = netip.MustParseAddr("192.0.2.66").AsSlice()
 		}
 	})
+	serve("10.0.1.6", "wrongds.test.", `$TTL 300
+@ SOA ns h 1 7200 3600 1209600 300
+@ NS ns
+ns A 10.0.1.6
+www A 192.0.2.4
+`, true, opts, nil)
+	// The DS test. publishes for wrongds.test. is another key's.
+	other, err := dnssec.GenerateKey("wrongds.test.", dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testDS := serve("10.0.1.2", "test.", `$TTL 3600
 @ SOA a.nic h 1 7200 3600 1209600 300
 @ NS a.nic
@@ -144,7 +156,9 @@ unsigned NS ns.unsigned
 ns.unsigned A 10.0.1.4
 broken NS ns.broken
 ns.broken A 10.0.1.5
-`+child("signed.test.", signedDS)+child("broken.test.", brokenDS), true, opts, nil)
+wrongds NS ns.wrongds
+ns.wrongds A 10.0.1.6
+`+child("signed.test.", signedDS)+child("broken.test.", brokenDS)+child("wrongds.test.", []*dns.DS{other.DNSKEY.ToDS(dns.SHA256)}), true, opts, nil)
 	rootDS := serve("10.0.1.1", ".", `$TTL 86400
 . SOA a.root. h. 1 7200 3600 1209600 300
 . NS a.root.
@@ -184,6 +198,7 @@ func validateHierarchy(t *testing.T, opts dnssec.Options) {
 		{"nx.unsigned.test.", dns.TypeA, dns.RcodeNameError, cache.Insecure, 0},
 		{"www.broken.test.", dns.TypeA, dns.RcodeSuccess, cache.Bogus, wire.EDEDNSSECBogus},
 		{"nx.test.", dns.TypeA, dns.RcodeNameError, cache.Secure, 0},
+		{"www.wrongds.test.", dns.TypeA, dns.RcodeSuccess, cache.Bogus, wire.EDEDNSKEYMissing},
 	} {
 		if opts.OptOut && tc.rcode == dns.RcodeNameError {
 			// RFC 5155 §9.2: an NXDOMAIN proved by an opt-out NSEC3
@@ -213,6 +228,23 @@ func validateHierarchy(t *testing.T, opts dnssec.Options) {
 				}
 			}
 		}
+	}
+}
+
+// TestValidateExpired: at a clock past the signatures' expiration the
+// chain fails at its first step, the root's DNSKEY RRset: EDE 7,
+// Signature Expired.
+func TestValidateExpired(t *testing.T) {
+	f, anchor := signedHierarchy(t, dnssec.Options{})
+	r := New(f, Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return signTime.AddDate(1, 0, 0) }},
+	})
+	res, err := r.Resolve(context.Background(), "www.signed.test.", dns.TypeA)
+	if err != nil || res.Security != cache.Bogus || res.EDE != wire.EDESignatureExpired {
+		t.Fatalf("security %v EDE %d (%s), err %v; want bogus, EDE 7", res.Security, res.EDE, res.Why, err)
 	}
 }
 
