@@ -40,7 +40,13 @@ secret = %q
 // expire is expire seconds.
 func secZone(t *testing.T, path string, serial, expire int) {
 	t.Helper()
-	text := fmt.Sprintf("$ORIGIN sec.test.\n$TTL 300\n@ SOA ns1 h %d 1 1 %d 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.%d\n", serial, expire, serial)
+	secZoneRefresh(t, path, serial, 1, expire)
+}
+
+// secZoneRefresh is secZone with refresh seconds.
+func secZoneRefresh(t *testing.T, path string, serial, refresh, expire int) {
+	t.Helper()
+	text := fmt.Sprintf("$ORIGIN sec.test.\n$TTL 300\n@ SOA ns1 h %d %d 1 %d 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.%d\n", serial, refresh, expire, serial)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +58,16 @@ func secZone(t *testing.T, path string, serial, expire int) {
 // the config (for tern ctl), and a function stopping it.
 func secPrimaryServe(t *testing.T, expire int) (addr, file, cfg string, stop func()) {
 	t.Helper()
+	return secPrimaryServeWith(t, 1, expire, "", secPrimary+":0")
+}
+
+// secPrimaryServeWith is secPrimaryServe with sec.test's refresh, more
+// config for sec.test (after its acl) and the address to listen on.
+func secPrimaryServeWith(t *testing.T, refresh, expire int, more, listen string) (addr, file, cfg string, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
 	file = filepath.Join(dir, "sec.test.zone")
-	secZone(t, file, 1, expire)
+	secZoneRefresh(t, file, 1, refresh, expire)
 	refused := filepath.Join(dir, "refused.test.zone")
 	if err := os.WriteFile(refused, []byte("$ORIGIN refused.test.\n$TTL 300\n@ SOA ns1 h 1 1 1 3600 300\n@ NS ns1\nns1 A 192.0.2.1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -75,21 +88,29 @@ action = ["transfer"]
 origin = "sec.test"
 file = "sec.test.zone"
 acl = ["by-key"]
+%s
 
 [[zone]]
 origin = "refused.test"
 file = "refused.test.zone"
 acl = ["elsewhere"]
-`, xfrSecret)), 0o644); err != nil {
+`, xfrSecret, more)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr, _, stop = serveStoppable(t, serveAddr, "-c", cfg, "--listen", secPrimary+":0", "--workers", "1")
+	addr, _, stop = serveStoppable(t, serveAddr, "-c", cfg, "--listen", listen, "--workers", "1")
 	return addr, file, cfg, stop
 }
 
 // secSecondaryConfig writes the config of a Tern secondary of sec.test
 // and refused.test from primary (with key xfr) into dir.
 func secSecondaryConfig(t *testing.T, dir, primary string) string {
+	t.Helper()
+	return secSecondaryConfigWith(t, dir, primary, "")
+}
+
+// secSecondaryConfigWith is secSecondaryConfig with more config for
+// sec.test (after its primary).
+func secSecondaryConfigWith(t *testing.T, dir, primary, more string) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "tern.toml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(secHeader+`
@@ -101,11 +122,12 @@ key = "xfr"
 [[zone]]
 origin = "sec.test"
 primary = ["ns1"]
+%s
 
 [[zone]]
 origin = "refused.test"
 primary = ["ns1"]
-`, xfrSecret, primary)), 0o644); err != nil {
+`, xfrSecret, primary, more)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -211,5 +233,41 @@ func TestSecondaryExpire(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "expired, answered SERVFAIL") {
 		t.Errorf("the expiry is not logged:\n%s", logs.String())
+	}
+}
+
+// TestSecondaryNotify: a NOTIFY from the primary (signed with its key,
+// as its remote says; allowed by the zone's acl) makes the secondary
+// refresh at once, with an hour's SOA refresh; one the acl does not
+// allow (unsigned) is REFUSED and logged.
+func TestSecondaryNotify(t *testing.T) {
+	secPort := freePort(t, secServer)
+	more := fmt.Sprintf("notify = [\"sec\"]\n\n[[remote]]\nname = \"sec\"\naddress = [\"%s:%d\"]\nkey = \"xfr\"", secServer, secPort)
+	paddr, pfile, pcfg, _ := secPrimaryServeWith(t, 3600, 3600, more, secPrimary+":0")
+	cfg := secSecondaryConfigWith(t, t.TempDir(), paddr, "acl = [\"from-ns1\"]\n\n[[acl]]\nname = \"from-ns1\"\nremote = [\"ns1\"]\naction = [\"notify\"]")
+	saddr, logs := serveLog(t, "-c", cfg, "--listen", fmt.Sprintf("%s:%d", secServer, secPort), "--workers", "1")
+	secWaitFor(t, saddr, "192.0.2.1")
+
+	secZoneRefresh(t, pfile, 2, 3600, 3600)
+	if code, out, errs := runT("ctl", "-c", pcfg, "reload", "sec.test"); code != 0 {
+		t.Fatalf("reload on the primary: %d %q %q", code, out, errs)
+	}
+	secWaitFor(t, saddr, "192.0.2.2")
+	if !strings.Contains(logs.String(), "NOTIFY received") {
+		t.Errorf("the refresh was not the NOTIFY's:\n%s", logs.String())
+	}
+
+	// Unsigned, from an address the acl does not name: REFUSED.
+	m := new(dns.Msg)
+	m.SetNotify("sec.test.")
+	r, err := dnstest.Exchange(m, "udp", saddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rcode != dns.RcodeRefused || r.Opcode != dns.OpcodeNotify {
+		t.Errorf("NOTIFY not allowed: %v", r)
+	}
+	if !strings.Contains(logs.String(), "NOTIFY refused") {
+		t.Errorf("the refused NOTIFY is not logged:\n%s", logs.String())
 	}
 }

@@ -189,7 +189,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals,
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify,
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
@@ -424,6 +424,8 @@ type reloader struct {
 	// where IXFR finds the zones' differences.
 	setAccess   func(*auth.Access)
 	setJournals func(auth.Journals)
+	// onNotify sets what an accepted NOTIFY does.
+	onNotify func(func(origin string))
 	// mgr is nil while the demo zone is served.
 	mgr *zonedb.Manager
 	// notify sends the zones' NOTIFYs.
@@ -447,6 +449,8 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m.OnChange(rl.notify.changed)
 	rl.setJournals(m)
 	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
+	sec := rl.secondaries
+	rl.onNotify(func(origin string) { sec.Notify(origin) })
 	return m
 }
 

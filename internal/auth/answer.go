@@ -47,6 +47,9 @@ type Options struct {
 // Responder answers queries from the zones published to it.
 type Responder struct {
 	zones atomic.Pointer[published]
+	// notified is called with each NOTIFY accepted (OnNotify); nil:
+	// NOTIFY is not implemented.
+	notified atomic.Pointer[func(origin string)]
 	// access holds the TSIG keys and the zones' ACLs (SetAccess); nil:
 	// no keys, no transfers.
 	access atomic.Pointer[Access]
@@ -206,6 +209,10 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	flags := wire.ReplyFlags(q.Flags)
 	b.Header(q.ID, flags)
 	if res == wire.Error {
+		if rcode == wire.RcodeNotImp && q.Opcode == wire.OpcodeNotify {
+			// Off the query path: only errors come here.
+			return r.answerNotify(s, pkt, out, tcp)
+		}
 		return r.errorResponse(s, pkt, flags, rcode)
 	}
 	b.Question(pkt[wire.HeaderLen:q.QuestionEnd], q)

@@ -129,6 +129,12 @@ func (r *Responder) answerTransfer(s *Scratch, pkt, out []byte, tcp bool) []byte
 // transferAllowed reports whether z's ACL allows s's query a transfer:
 // from its client's address, signed with its key (if any).
 func (r *Responder) transferAllowed(s *Scratch, z *zone.Zone) bool {
+	return r.allowed(s, z, acl.Transfer)
+}
+
+// allowed reports whether the zone's ACL allows the client of s's
+// query (its address and TSIG key) action.
+func (r *Responder) allowed(s *Scratch, z *zone.Zone, action acl.Action) bool {
 	a := r.access.Load()
 	if a == nil {
 		return false
@@ -145,7 +151,7 @@ func (r *Responder) transferAllowed(s *Scratch, z *zone.Zone) bool {
 	if s.req != nil {
 		addr = s.req.Remote().Addr()
 	}
-	return l.Allow(addr, key, acl.Transfer) != nil
+	return l.Allow(addr, key, action) != nil
 }
 
 // ixfrSerial reads the client's serial from the SOA in an IXFR query's

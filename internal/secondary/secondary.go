@@ -4,7 +4,8 @@
 // SOA timers (RFC 1034 §4.3.5, RFC 1035 §3.3.13): a SOA query every
 // refresh interval and a transfer only when the primary's serial is
 // newer (RFC 1982), a retry interval after a failure, and no data
-// (SERVFAIL) once expire has passed without a successful refresh. A
+// (SERVFAIL) once expire has passed without a successful refresh; an
+// accepted NOTIFY (Notify) refreshes at once. A
 // transfer that fails, or yields a zone that does not load, changes
 // nothing: the version served stays.
 package secondary
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -96,6 +98,27 @@ type Secondaries struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// notified wakes each zone's refresh (by origin), replaced by Set.
+	notified atomic.Pointer[map[string]chan struct{}]
+}
+
+// Notify makes the zone origin refresh at once (an accepted NOTIFY,
+// RFC 1996 §3.11: a SOA query, and a transfer when the serial is newer).
+// It never blocks: a NOTIFY while one is pending is one refresh. It
+// reports whether origin is a secondary zone here.
+func (s *Secondaries) Notify(origin string) bool {
+	m := s.notified.Load()
+	if m == nil {
+		return false
+	}
+	ch, ok := (*m)[origin]
+	if ok {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return ok
 }
 
 // New returns Secondaries that change store; Set starts the zones.
@@ -119,11 +142,16 @@ func (s *Secondaries) Set(ctx context.Context, zones []Zone) {
 		s.wg.Wait()
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
+	m := make(map[string]chan struct{}, len(zones))
+	for _, z := range zones {
+		m[z.Origin] = make(chan struct{}, 1)
+	}
+	s.notified.Store(&m)
 	for _, z := range zones {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.run(ctx, z)
+			s.run(ctx, z, m[z.Origin])
 		}()
 	}
 }
@@ -140,7 +168,7 @@ func (s *Secondaries) Close() {
 }
 
 // run keeps one zone fresh until ctx ends.
-func (s *Secondaries) run(ctx context.Context, z Zone) {
+func (s *Secondaries) run(ctx context.Context, z Zone, notified <-chan struct{}) {
 	log := s.log.With("zone", z.Origin)
 	// The last successful refresh: the stored copy's time (the file is
 	// touched on every refresh that finds the serial current), so a
@@ -184,6 +212,9 @@ func (s *Secondaries) run(ctx context.Context, z Zone) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-notified:
+			t.Stop()
+			log.Info("secondary: NOTIFY received, refreshing")
 		case <-t.C:
 		}
 	}
