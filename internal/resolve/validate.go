@@ -44,6 +44,10 @@ type zoneTrust struct {
 // validate sets res.Security (and res.EDE, res.Why when not Secure) for
 // the question name/qtype.
 func (r *Resolver) validate(ctx context.Context, name string, qtype uint16, res *Result) {
+	// The chain's fetches together take no longer than one resolution
+	// may (Limits.Timeout), not that long each.
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	defer cancel()
 	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}}
 	out := c.result(name, qtype, res)
 	if c.unprovedWildcard {
