@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,11 +12,12 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/dnstest"
+	"github.com/tern-dns/tern/internal/peer"
 )
 
 // Secondary zones, on issue 13's loopback block: a Tern primary on
 // 127.0.0.101, a Tern secondary of it on 127.0.0.102, and 127.0.0.103
-// for a primary that is down; kernel-picked ports.
+// for a primary that is down or Knot as the primary; kernel-picked ports.
 const (
 	secPrimary = "127.0.0.101"
 	secServer  = "127.0.0.102"
@@ -269,5 +271,86 @@ func TestSecondaryNotify(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "NOTIFY refused") {
 		t.Errorf("the refused NOTIFY is not logged:\n%s", logs.String())
+	}
+}
+
+// TestKnotPrimary: Knot DNS as the primary of a Tern secondary, with
+// TSIG (transfers and NOTIFY signed with key xfr): Tern serves Knot's
+// zone, and a change on Knot (edit + knotc zone-reload) reaches Tern by
+// Knot's NOTIFY (the SOA refresh is an hour).
+func TestKnotPrimary(t *testing.T) {
+	knotd := peerTool(t, "knotd")
+	knotc := peerTool(t, "knotc")
+	dir := t.TempDir()
+	knotPort := freePort(t, secDown)
+	secPort := freePort(t, secServer)
+	zoneFile := filepath.Join(dir, "sec.test.zone")
+	secZoneRefresh(t, zoneFile, 1, 3600, 3600)
+	conf := filepath.Join(dir, "knot.conf")
+	sock := filepath.Join(dir, "knot.sock")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`server:
+    rundir: %q
+    listen: %s@%d
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: %q
+database:
+    storage: %q
+log:
+  - target: stderr
+    any: info
+key:
+  - id: xfr
+    algorithm: hmac-sha256
+    secret: %s
+remote:
+  - id: tern
+    address: %s@%d
+    via: %s
+    key: xfr
+acl:
+  - id: to-tern
+    key: xfr
+    action: transfer
+template:
+  - id: default
+    storage: %q
+    zonefile-sync: -1
+zone:
+  - domain: sec.test
+    file: sec.test.zone
+    notify: tern
+    acl: to-tern
+`, dir, secDown, knotPort, sock, filepath.Join(dir, "db"), xfrSecret, secServer, secPort, secDown, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := peer.Start(exec.Command(knotd, "-c", conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.Stop)
+
+	cfg := secSecondaryConfigWith(t, t.TempDir(), fmt.Sprintf("%s:%d", secDown, knotPort),
+		"acl = [\"from-ns1\"]\n\n[[acl]]\nname = \"from-ns1\"\nremote = [\"ns1\"]\naction = [\"notify\"]")
+	saddr, logs := serveLog(t, "-c", cfg, "--listen", fmt.Sprintf("%s:%d", secServer, secPort), "--workers", "1")
+	// Knot may start after Tern's first try: Tern retries (30s without
+	// a copy), within secWaitFor's minute.
+	secWaitFor(t, saddr, "192.0.2.1")
+
+	secZoneRefresh(t, zoneFile, 2, 3600, 3600)
+	var out []byte
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if out, err = exec.Command(knotc, "-s", sock, "zone-reload", "sec.test").CombinedOutput(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("knotc zone-reload: %v: %s\nknot log:\n%s", err, out, proc.Output())
+		}
+	}
+	secWaitFor(t, saddr, "192.0.2.2")
+	if !strings.Contains(logs.String(), "NOTIFY received") {
+		t.Errorf("the refresh was not Knot's NOTIFY's:\n%s\nknot log:\n%s", logs.String(), proc.Output())
 	}
 }
