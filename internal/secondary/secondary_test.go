@@ -1,8 +1,22 @@
 package secondary
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/zone"
 )
 
 // TestNewer: RFC 1982 §3.2 serial order, wrapping at 2^32.
@@ -34,5 +48,141 @@ func TestRcodeError(t *testing.T) {
 		if got := rcodeError(errors.New(tc.in)).Error(); got != tc.want {
 			t.Errorf("rcodeError(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// fakeStore is a Store holding one zone.
+type fakeStore struct {
+	mu       sync.Mutex
+	z        *zone.Zone
+	installs int
+}
+
+func (f *fakeStore) Served(string) *zone.Zone { f.mu.Lock(); defer f.mu.Unlock(); return f.z }
+func (f *fakeStore) Install(_ string, z *zone.Zone) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.z, f.installs = z, f.installs+1
+	return nil
+}
+func (f *fakeStore) Expire(string, error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.z = nil
+	return nil
+}
+
+// fakePrimary serves b.test over UDP and TCP on 127.0.0.105 (issue 13's
+// block, a kernel-picked port): the SOA of serial, and an AXFR of the
+// records the mode gives: "good", "broken" (a CNAME beside other data:
+// the zone does not load) or "cut" (the stream ends without its closing
+// SOA).
+type fakePrimary struct {
+	mu     sync.Mutex
+	serial uint32
+	mode   string
+}
+
+func (p *fakePrimary) set(serial uint32, mode string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.serial, p.mode = serial, mode
+}
+
+func (p *fakePrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	p.mu.Lock()
+	serial, mode := p.serial, p.mode
+	p.mu.Unlock()
+	soa, _ := dns.NewRR(fmt.Sprintf("b.test. 300 IN SOA ns1.b.test. h.b.test. %d 1 1 3600 300", serial))
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	switch r.Question[0].Qtype {
+	case dns.TypeSOA:
+		m.Answer = []dns.RR{soa}
+	case dns.TypeAXFR:
+		m.Answer = []dns.RR{soa}
+		for _, s := range []string{"b.test. 300 NS ns1.b.test.", "ns1.b.test. 300 A 192.0.2.1", fmt.Sprintf("www.b.test. 300 A 192.0.2.%d", serial)} {
+			rr, _ := dns.NewRR(s)
+			m.Answer = append(m.Answer, rr)
+		}
+		if mode == "broken" {
+			rr, _ := dns.NewRR("www.b.test. 300 CNAME ns1.b.test.")
+			m.Answer = append(m.Answer, rr)
+		}
+		if mode != "cut" {
+			m.Answer = append(m.Answer, soa)
+		}
+	}
+	w.WriteMsg(m)
+	if mode == "cut" {
+		w.Close()
+	}
+}
+
+// TestBrokenTransfer: a transfer that ends early or yields a zone that
+// does not load is rejected: the version served and the stored copy stay.
+func TestBrokenTransfer(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(1, "good")
+	var addr netip.AddrPort
+	for _, network := range []string{"tcp", "udp"} {
+		srv := &dns.Server{Net: network, Handler: p}
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		if network == "tcp" {
+			l, err := net.Listen("tcp", "127.0.0.105:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Listener = l
+			addr = l.Addr().(*net.TCPAddr).AddrPort()
+		} else {
+			c, err := net.ListenPacket("udp", addr.String())
+			if err != nil {
+				t.Skipf("UDP port %s taken: %v", addr, err)
+			}
+			srv.PacketConn = c
+		}
+		go srv.ActivateAndServe()
+		<-started
+		t.Cleanup(func() { srv.Shutdown() })
+	}
+	store := &fakeStore{}
+	s := New(store, nil, Options{Timeout: 5 * time.Second})
+	file := filepath.Join(t.TempDir(), "b.test.zone")
+	z := Zone{Origin: "b.test.", File: file, Primaries: []Primary{{Remote: "p", Addr: addr}}}
+	log := slog.New(slog.DiscardHandler)
+	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 1 || store.z.Serial != 1 {
+		t.Fatalf("first transfer: %v, installs %d", err, store.installs)
+	}
+	stored, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ mode, want string }{
+		{"broken", "does not load"},
+		{"cut", "AXFR"},
+	} {
+		p.set(2, tc.mode)
+		err := s.refresh(context.Background(), z, log)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s transfer: err %v, want %q", tc.mode, err, tc.want)
+		}
+		if store.installs != 1 || store.z.Serial != 1 {
+			t.Errorf("%s transfer: installs %d, serial %d served", tc.mode, store.installs, store.z.Serial)
+		}
+		if now, _ := os.ReadFile(file); string(now) != string(stored) {
+			t.Errorf("%s transfer: the stored copy changed:\n%s", tc.mode, now)
+		}
+	}
+	// The same serial again: a SOA query, no transfer.
+	p.set(1, "good")
+	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 1 {
+		t.Errorf("current serial: %v, installs %d", err, store.installs)
+	}
+	p.set(2, "good")
+	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
+		t.Errorf("newer serial: %v, installs %d", err, store.installs)
 	}
 }
