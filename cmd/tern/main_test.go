@@ -86,6 +86,14 @@ func TestCheckConfig(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "server.listen: listen 127.0.0.1:5399: 0.0.0.0:5399, also listed, covers it") {
 		t.Fatalf("code %d err %q", code, errs)
 	}
+	// A trust-anchor file that holds no anchor, named.
+	os.WriteFile(filepath.Join(dir, "root.key"), []byte(". IN A 192.0.2.1\n"), 0o644)
+	anchor := filepath.Join(dir, "anchor.toml")
+	os.WriteFile(anchor, []byte("[resolver]\nlisten = [\"127.0.0.80:5399\"]\nvalidation = true\ntrust-anchor = \"root.key\"\n"), 0o644)
+	code, _, errs = runT("check", "config", anchor)
+	if code != 1 || !strings.Contains(errs, "resolver.trust-anchor: "+filepath.Join(dir, "root.key")+": . A: a trust anchor is a DS or DNSKEY record") {
+		t.Fatalf("code %d err %q", code, errs)
+	}
 }
 
 // syncBuffer lets the test read what serve prints while it runs.
