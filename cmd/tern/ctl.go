@@ -90,6 +90,13 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		}
 		return nil, fmt.Errorf("zone %s: not served", origin)
 	}))
+	cs.Handle(control.CommandRefresh, inLoop(func(_ context.Context, req control.Request) (any, error) {
+		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
+		if st.rl.secondaries == nil || !st.rl.secondaries.Refresh(origin) {
+			return nil, fmt.Errorf("zone %s: not a secondary zone", origin)
+		}
+		return origin, nil
+	}))
 	return cs
 }
 
@@ -140,6 +147,7 @@ commands:
   zones          each zone: origin, serial, state, last load, file
   reload [ZONE]  re-read the config and every zone, as SIGHUP does; or one zone's file
   notify ZONE    send the zone's NOTIFYs now
+  refresh ZONE   refresh a secondary zone now (SOA query; transfer when newer)
 
 The socket is server.control of CONFIG (-c), else its default.
 `
@@ -172,7 +180,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case control.CommandStatus, control.CommandZones:
 	case control.CommandReload:
 		want = -1 // optional
-	case control.CommandNotify:
+	case control.CommandNotify, control.CommandRefresh:
 		want = 1
 	default:
 		fmt.Fprintf(stderr, "tern ctl: unknown command %q\n\n%s", req.Command, ctlUsage)
@@ -272,6 +280,12 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			return err
 		}
 		fmt.Fprintf(w, "notify %s: sending to %s\n", dns.Fqdn(req.Zone), strings.Join(addrs, ", "))
+	case control.CommandRefresh:
+		var origin string
+		if err := json.Unmarshal(result, &origin); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "refresh %s: started (the log says how it ends)\n", origin)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ commands:
   check   check a zone file or a config file: tern check zone FILE --origin NAME | tern check config FILE
   zone    zone tools: tern zone sign FILE --origin NAME --key-dir DIR [--nsec3] | keys | ds
   resolve one iterative resolution from the root: tern resolve NAME [TYPE] [--trace] [--root-hints FILE]
-  ctl     control a running server: tern ctl [-c CONFIG | -s SOCKET] [--json] status | zones | reload [ZONE] | notify ZONE
+  ctl     control a running server: tern ctl [-c CONFIG | -s SOCKET] [--json] status | zones | reload [ZONE] | notify ZONE | refresh ZONE
   perf    load generator: tern perf -s ADDR -d QUERYFILE [options]
   version print the version (also: tern --version)
 

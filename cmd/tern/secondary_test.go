@@ -213,6 +213,21 @@ func TestSecondary(t *testing.T) {
 		}
 	}
 	secWaitFor(t, saddr, "192.0.2.2") // still served after the failure
+
+	// tern ctl refresh: a secondary zone's refresh starts at once; any
+	// other zone is an error.
+	n := strings.Count(logs.String(), "refresh failed")
+	if code, out, errs := runT("ctl", "-c", cfg, "refresh", "sec.test"); code != 0 || !strings.Contains(out, "refresh sec.test.: started") {
+		t.Errorf("ctl refresh: %d %q %q", code, out, errs)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(logs.String(), "refresh requested") || strings.Count(logs.String(), "refresh failed") == n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ctl refresh did not refresh:\n%s", logs.String())
+		}
+	}
+	if code, _, errs := runT("ctl", "-c", cfg, "refresh", "other.test"); code == 0 || !strings.Contains(errs, "zone other.test.: not a secondary zone") {
+		t.Errorf("ctl refresh of a zone not a secondary: %d %q", code, errs)
+	}
 }
 
 // TestSecondaryExpire: a secondary whose primary goes away serves its
@@ -255,7 +270,7 @@ func TestSecondaryNotify(t *testing.T) {
 		t.Fatalf("reload on the primary: %d %q %q", code, out, errs)
 	}
 	secWaitFor(t, saddr, "192.0.2.2")
-	if !strings.Contains(logs.String(), "NOTIFY received") {
+	if !strings.Contains(logs.String(), "refresh requested") {
 		t.Errorf("the refresh was not the NOTIFY's:\n%s", logs.String())
 	}
 
@@ -350,7 +365,7 @@ zone:
 		}
 	}
 	secWaitFor(t, saddr, "192.0.2.2")
-	if !strings.Contains(logs.String(), "NOTIFY received") {
+	if !strings.Contains(logs.String(), "refresh requested") {
 		t.Errorf("the refresh was not Knot's NOTIFY's:\n%s\nknot log:\n%s", logs.String(), proc.Output())
 	}
 }

@@ -450,7 +450,7 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	rl.setJournals(m)
 	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
 	sec := rl.secondaries
-	rl.onNotify(func(origin string) { sec.Notify(origin) })
+	rl.onNotify(func(origin string) { sec.Refresh(origin) })
 	return m
 }
 

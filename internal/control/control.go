@@ -41,6 +41,9 @@ const (
 	CommandZones  = "zones"  // []Zone
 	CommandReload = "reload" // []Zone: the zones reloaded, as they are after it
 	CommandNotify = "notify" // nil
+	// CommandRefresh starts a secondary zone's refresh (SOA query,
+	// transfer when newer) and returns at once.
+	CommandRefresh = "refresh" // string: the zone
 )
 
 // Status is the result of "status".

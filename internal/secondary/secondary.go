@@ -5,7 +5,7 @@
 // refresh interval and a transfer only when the primary's serial is
 // newer (RFC 1982), a retry interval after a failure, and no data
 // (SERVFAIL) once expire has passed without a successful refresh; an
-// accepted NOTIFY (Notify) refreshes at once. A
+// accepted NOTIFY (Refresh) refreshes at once. A
 // transfer that fails, or yields a zone that does not load, changes
 // nothing: the version served stays.
 package secondary
@@ -102,11 +102,11 @@ type Secondaries struct {
 	notified atomic.Pointer[map[string]chan struct{}]
 }
 
-// Notify makes the zone origin refresh at once (an accepted NOTIFY,
-// RFC 1996 §3.11: a SOA query, and a transfer when the serial is newer).
-// It never blocks: a NOTIFY while one is pending is one refresh. It
-// reports whether origin is a secondary zone here.
-func (s *Secondaries) Notify(origin string) bool {
+// Refresh makes the zone origin refresh at once (an accepted NOTIFY,
+// RFC 1996 §3.11, or tern ctl refresh: a SOA query, and a transfer when
+// the serial is newer). It never blocks: a request while one is pending
+// is one refresh. It reports whether origin is a secondary zone here.
+func (s *Secondaries) Refresh(origin string) bool {
 	m := s.notified.Load()
 	if m == nil {
 		return false
@@ -214,7 +214,7 @@ func (s *Secondaries) run(ctx context.Context, z Zone, notified <-chan struct{})
 			return
 		case <-notified:
 			t.Stop()
-			log.Info("secondary: NOTIFY received, refreshing")
+			log.Info("secondary: refresh requested (NOTIFY or tern ctl refresh)")
 		case <-t.C:
 		}
 	}
