@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,16 @@ func TestSecondary(t *testing.T) {
 	secWaitFor(t, saddr, "192.0.2.2")
 	if soa := secAsk(t, saddr, "sec.test.", dns.TypeSOA); len(soa.Answer) != 1 || soa.Answer[0].(*dns.SOA).Serial != 2 {
 		t.Errorf("SOA after the refresh: %v", soa.Answer)
+	}
+	// The first transfer whole, the change by IXFR from the primary's
+	// journal (RFC 1995).
+	if !regexp.MustCompile(`transferred serial 1" zone=sec.test. .*how=AXFR`).MatchString(logs.String()) ||
+		!regexp.MustCompile(`transferred serial 2" zone=sec.test. .*how=IXFR`).MatchString(logs.String()) {
+		t.Errorf("want serial 1 by AXFR, 2 by IXFR:\n%s", logs.String())
+	}
+	stored2, err := os.ReadFile(stored)
+	if err != nil || !strings.Contains(string(stored2), "by IXFR") || !strings.Contains(string(stored2), "192.0.2.2") || strings.Contains(string(stored2), "192.0.2.1\n") && strings.Count(string(stored2), "192.0.2.1\n") != 1 {
+		t.Errorf("stored copy after the IXFR (%v):\n%s", err, stored2)
 	}
 
 	// Restarted with its primary down: the stored copy is served.

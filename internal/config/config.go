@@ -143,7 +143,7 @@ type Zone struct {
 	// JournalMaxSize overrides server.journal-max-size for this zone.
 	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
 	// Primary names the remotes a secondary zone is fetched from (by
-	// AXFR), tried in order.
+	// AXFR, then IXFR), tried in order.
 	Primary []string `toml:"primary" want:"a list of remote names"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.

@@ -1,5 +1,6 @@
 // Package secondary keeps secondary zones: each is fetched by AXFR
-// (RFC 5936) from the first of its primaries that answers, checked by
+// (RFC 5936), then followed by IXFR (RFC 1995; AXFR when that fails),
+// from the first of its primaries that answers, checked by
 // the zone reader, stored atomically and served, then kept fresh on its
 // SOA timers (RFC 1034 §4.3.5, RFC 1035 §3.3.13): a SOA query every
 // refresh interval and a transfer only when the primary's serial is
@@ -268,15 +269,27 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 			return nil
 		}
 		start := time.Now()
-		nz, err := s.transfer(ctx, z, p)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
-			continue
+		how := "IXFR"
+		var nz *zone.Zone
+		if have != nil {
+			// RFC 1995: the differences since the serial served; a
+			// primary without them sends the whole zone (AXFR form).
+			nz, err = s.transfer(ctx, z, p, served, have.Serial)
+			if err != nil {
+				log.Info("secondary: IXFR failed, trying AXFR", "primary", p.Remote, "err", err)
+			}
+		}
+		if nz == nil {
+			how = "AXFR"
+			if nz, err = s.transfer(ctx, z, p, nil, 0); err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
+				continue
+			}
 		}
 		if err := s.store.Install(z.Origin, nz); err != nil {
 			return err
 		}
-		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "took", time.Since(start).Round(time.Millisecond))
+		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "how", how, "took", time.Since(start).Round(time.Millisecond))
 		return nil
 	}
 	if len(errs) == 0 {
@@ -341,13 +354,18 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 	return 0, errors.New("no SOA in the answer")
 }
 
-// transfer fetches origin from p by AXFR, checks that it loads with the
-// zone reader (from the text stored, so a restart reads what was
-// checked), stores it atomically and returns it. Nothing is stored when
-// any step fails.
-func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary) (*zone.Zone, error) {
+// transfer fetches origin from p, by AXFR, or with served (the version
+// served, of serial from) by IXFR (RFC 1995), checks that the result
+// loads with the zone reader (from the text stored, so a restart reads
+// what was checked), stores it atomically and returns it. Nothing is
+// stored when any step fails.
+func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (*zone.Zone, error) {
 	m := new(dns.Msg)
-	m.SetAxfr(z.Origin)
+	if served != nil {
+		m.SetIxfr(z.Origin, from, ".", ".")
+	} else {
+		m.SetAxfr(z.Origin)
+	}
 	sign(m, p)
 	tr := &dns.Transfer{DialTimeout: s.opts.Timeout, ReadTimeout: s.opts.Timeout, WriteTimeout: s.opts.Timeout}
 	if p.Key != nil {
@@ -357,9 +375,7 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary) (*zone.Zo
 	if err != nil {
 		return nil, err
 	}
-	var text bytes.Buffer
-	fmt.Fprintf(&text, ";; %s transferred from %s (%s) by AXFR\n", z.Origin, p.Remote, p.Addr)
-	n := 0
+	var rrs []dns.RR
 	var ferr error
 	for env := range ch {
 		// Drain the channel whatever happens, so the reader ends.
@@ -374,21 +390,31 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary) (*zone.Zo
 			ferr = ctx.Err()
 			continue
 		}
-		for _, rr := range env.RR {
-			// RFC 5936 §2.2: the closing SOA repeats the opening one.
-			if n > 0 && rr.Header().Rrtype == dns.TypeSOA {
-				continue
-			}
-			text.WriteString(rr.String())
-			text.WriteByte('\n')
-			n++
-		}
+		rrs = append(rrs, env.RR...)
 	}
 	if ferr != nil {
 		return nil, ferr
 	}
-	if n == 0 {
-		return nil, errors.New("empty transfer")
+	if len(rrs) < 2 {
+		return nil, errors.New("no zone in the answer")
+	}
+	how := "AXFR"
+	if served != nil && rrs[1].Header().Rrtype == dns.TypeSOA {
+		// RFC 1995 §4: an incremental answer (a whole zone's second
+		// record is never its SOA).
+		how = "IXFR"
+		if rrs, ferr = applyIXFR(served, rrs); ferr != nil {
+			return nil, ferr
+		}
+	} else {
+		// RFC 5936 §2.2: the closing SOA repeats the opening one.
+		rrs = rrs[:len(rrs)-1]
+	}
+	var text bytes.Buffer
+	fmt.Fprintf(&text, ";; %s transferred from %s (%s) by %s\n", z.Origin, p.Remote, p.Addr, how)
+	for _, rr := range rrs {
+		text.WriteString(rr.String())
+		text.WriteByte('\n')
 	}
 	nz, err := zone.Read(bytes.NewReader(text.Bytes()), z.File, z.Origin)
 	if err != nil {
@@ -411,4 +437,66 @@ func rcodeError(err error) error {
 		return fmt.Errorf("answered %s", dns.RcodeToString[rcode])
 	}
 	return err
+}
+
+// applyIXFR applies the differences of an incremental answer (RFC 1995
+// §4: the new SOA; then per version the old SOA, the records deleted,
+// the new SOA, the records added; the new SOA again) to served, and
+// returns the records of the new version.
+func applyIXFR(served *zone.Zone, rrs []dns.RR) ([]dns.RR, error) {
+	key := func(rr dns.RR) string {
+		// A record is deleted whatever its TTL, and names match
+		// without case.
+		c := dns.Copy(rr)
+		c.Header().Ttl = 0
+		c.Header().Name = dns.CanonicalName(c.Header().Name)
+		return c.String()
+	}
+	records := map[string]dns.RR{}
+	var order []string
+	for _, r := range served.SortedRecords() {
+		rr, err := r.Unpack()
+		if err != nil {
+			return nil, fmt.Errorf("the version served: %w", err)
+		}
+		k := key(rr)
+		records[k] = rr
+		order = append(order, k)
+	}
+	adding := true // before the first old SOA
+	for i, rr := range rrs[1 : len(rrs)-1] {
+		if rr.Header().Rrtype == dns.TypeSOA {
+			adding = !adding
+		} else if i == 0 {
+			return nil, errors.New("IXFR: no SOA opening the first difference")
+		}
+		k := key(rr)
+		if adding {
+			if _, ok := records[k]; !ok {
+				order = append(order, k)
+			}
+			records[k] = rr
+		} else {
+			if _, ok := records[k]; !ok {
+				return nil, fmt.Errorf("IXFR: deletes a record the version served lacks: %s", rr)
+			}
+			delete(records, k)
+		}
+	}
+	out := make([]dns.RR, 0, len(records))
+	seen := make(map[string]bool, len(records))
+	for _, k := range order {
+		if rr, ok := records[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, rr)
+		}
+	}
+	// The SOA first, as a zone file has it.
+	for i, rr := range out {
+		if rr.Header().Rrtype == dns.TypeSOA {
+			out[0], out[i] = out[i], out[0]
+			break
+		}
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +185,53 @@ func TestBrokenTransfer(t *testing.T) {
 	p.set(2, "good")
 	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
 		t.Errorf("newer serial: %v, installs %d", err, store.installs)
+	}
+}
+
+// TestApplyIXFR: RFC 1995 §4's incremental answer, two versions in one
+// (1 to 2 to 3), applied to the version served; a difference that
+// deletes a record the version lacks is an error (the caller falls back
+// to AXFR).
+func TestApplyIXFR(t *testing.T) {
+	served, err := zone.Read(strings.NewReader("$ORIGIN c.test.\n$TTL 300\n@ SOA ns1 h 1 1 1 3600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.1\nold TXT \"x\"\n"), "c.test.zone", "c.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrs := func(ss ...string) []dns.RR {
+		var out []dns.RR
+		for _, s := range ss {
+			rr, err := dns.NewRR("$ORIGIN c.test.\n" + s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rr)
+		}
+		return out
+	}
+	soa := func(n int) string { return fmt.Sprintf("@ 300 SOA ns1 h %d 1 1 3600 300", n) }
+	got, err := applyIXFR(served, rrs(soa(3),
+		soa(1), "www 300 A 192.0.2.1", soa(2), "www 300 A 192.0.2.2", "new 300 A 192.0.2.9",
+		soa(2), "OLD 60 TXT \"x\"", "www 300 A 192.0.2.2", soa(3), "www 300 A 192.0.2.3",
+		soa(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text []string
+	for _, rr := range got {
+		text = append(text, rr.String())
+	}
+	want := []string{
+		"c.test.\t300\tIN\tSOA\tns1.c.test. h.c.test. 3 1 1 3600 300",
+		"c.test.\t300\tIN\tNS\tns1.c.test.",
+		"new.c.test.\t300\tIN\tA\t192.0.2.9",
+		"ns1.c.test.\t300\tIN\tA\t192.0.2.1",
+		"www.c.test.\t300\tIN\tA\t192.0.2.3",
+	}
+	slices.Sort(text[1:])
+	if !slices.Equal(text, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(text, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := applyIXFR(served, rrs(soa(2), soa(1), "gone 300 A 192.0.2.7", soa(2), soa(2))); err == nil || !strings.Contains(err.Error(), "lacks") {
+		t.Errorf("deleting a record not served: %v", err)
 	}
 }
