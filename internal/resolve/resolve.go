@@ -163,6 +163,10 @@ type Resolver struct {
 	// validator is set when Options.Validate is, with anchors.
 	validator *validator.Validator
 	anchors   validator.Anchors
+	// trusted are the chain's outcomes at zone cuts (validate.go);
+	// validClock is validator.Options.Now.
+	trusted    *trustCache
+	validClock func() time.Time
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -186,6 +190,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 	r.noIPv4, r.noIPv6 = opt.NoIPv4, opt.NoIPv6
 	if opt.Validate {
 		r.validator, r.anchors = validator.New(opt.Validator), opt.Anchors
+		r.trusted, r.validClock = &trustCache{}, opt.Validator.Now
 		if r.anchors == nil {
 			r.anchors = validator.RootAnchors()
 		}

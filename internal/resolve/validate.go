@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -39,6 +41,77 @@ type trustChain struct {
 type zoneTrust struct {
 	res  validator.Result
 	keys []*dns.DNSKEY
+	// expire is when the records it follows from expire: the smallest
+	// TTL of the DS and DNSKEY RRsets (or of the proof of no DS), and
+	// their signatures' expiration.
+	expire time.Time
+}
+
+// maxTrusted bounds the zone cuts a trustCache holds; when full it is
+// emptied (the chains are built again, from the RRset cache).
+const maxTrusted = 10000
+
+// trustCache holds, across resolutions, the Secure (with their keys) and
+// Insecure outcomes of the chain at zone cuts until their records
+// expire, so that a resolution checks the signatures of its answer and
+// not again those of the chain down to it (BenchmarkValidate). Bogus
+// outcomes are not kept: they are tried again.
+type trustCache struct {
+	mu sync.Mutex
+	m  map[string]zoneTrust
+}
+
+func (tc *trustCache) get(zone string, now time.Time) (zoneTrust, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	t, ok := tc.m[zone]
+	if !ok || !now.Before(t.expire) {
+		return zoneTrust{}, false
+	}
+	return t, true
+}
+
+func (tc *trustCache) put(zone string, t zoneTrust, now time.Time) {
+	if t.res.Security == cache.Bogus || !now.Before(t.expire) {
+		return
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.m == nil || len(tc.m) >= maxTrusted {
+		tc.m = map[string]zoneTrust{}
+	}
+	tc.m[zone] = t
+}
+
+// lifetime is when records and their signatures sigs stop being valid
+// from now: the smallest TTL, or the earliest signature expiration
+// (RFC 4035 §5.3.3: the TTL of a validated RRset is bounded by it).
+func lifetime(now time.Time, records []dns.RR, sigs []*dns.RRSIG) time.Time {
+	end := now.Add(time.Duration(cache.DefaultMaxTTL) * time.Second)
+	for _, rr := range records {
+		if e := now.Add(time.Duration(rr.Header().Ttl) * time.Second); e.Before(end) {
+			end = e
+		}
+	}
+	for _, sig := range sigs {
+		if e := time.Unix(int64(sig.Expiration), 0); e.Before(end) {
+			end = e
+		}
+	}
+	return end
+}
+
+// known returns what is known of the cut at zone: from this chain, or
+// from the Resolver's trustCache.
+func (c *trustChain) known(zone string) (zoneTrust, bool) {
+	if t, ok := c.zones[zone]; ok {
+		return t, true
+	}
+	t, ok := c.r.trusted.get(zone, c.r.validNow())
+	if ok {
+		c.zones[zone] = t
+	}
+	return t, ok
 }
 
 // validate sets res.Security (and res.EDE, res.Why when not Secure) for
@@ -243,15 +316,16 @@ func (c *trustChain) trust(name string) zoneTrust {
 		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: "no trust anchor above " + name}}
 	}
 	anchor = dns.CanonicalName(anchor)
-	t, ok := c.zones[anchor]
+	t, ok := c.known(anchor)
 	if !ok {
 		t = c.keysOf(anchor, ds)
+		c.r.trusted.put(anchor, t, c.r.validNow())
 	}
 	zone := anchor
 	labels := dns.SplitDomainName(name)
 	for i := len(labels) - dns.CountLabel(anchor) - 1; i >= 0 && t.res.Secure(); i-- {
 		n := dns.CanonicalName(strings.Join(labels[i:], ".") + ".")
-		if known, ok := c.zones[n]; ok {
+		if known, ok := c.known(n); ok {
 			t, zone = known, n
 			continue
 		}
@@ -259,6 +333,7 @@ func (c *trustChain) trust(name string) zoneTrust {
 		if cut {
 			t, zone = next, n
 			c.zones[n] = t
+			c.r.trusted.put(n, t, c.r.validNow())
 		} else if !next.res.Secure() {
 			t = next
 		}
@@ -287,7 +362,11 @@ func (c *trustChain) keysOf(zone string, ds []*dns.DS) zoneTrust {
 		}
 	}
 	r, valid := c.r.validator.VerifyKeys(zone, keys, sigs, ds, &c.work)
-	t := zoneTrust{res: r, keys: valid}
+	rrs := make([]dns.RR, len(keys))
+	for i, k := range keys {
+		rrs[i] = k
+	}
+	t := zoneTrust{res: r, keys: valid, expire: lifetime(c.r.validNow(), rrs, sigs)}
 	c.zones[zone] = t
 	return t
 }
@@ -312,10 +391,15 @@ func (c *trustChain) step(zone string, keys []*dns.DNSKEY, n string) (next zoneT
 		for _, rr := range set.Records {
 			ds = append(ds, rr.(*dns.DS))
 		}
-		return c.keysOf(n, ds), true
+		t := c.keysOf(n, ds)
+		if e := lifetime(c.r.validNow(), set.Records, set.Sigs); e.Before(t.expire) {
+			t.expire = e
+		}
+		return t, true
 	}
 	// No DS: the parent's proof, each NSEC/NSEC3 RRset signed by zone.
 	var proof []dns.RR
+	var proofSigs []*dns.RRSIG
 	for _, set := range RRsets(res.Authority) {
 		if (set.Type != dns.TypeNSEC && set.Type != dns.TypeNSEC3) || len(set.Records) == 0 {
 			continue
@@ -324,6 +408,7 @@ func (c *trustChain) step(zone string, keys []*dns.DNSKEY, n string) (next zoneT
 			return zoneTrust{res: r}, false
 		}
 		proof = append(proof, set.Records...)
+		proofSigs = append(proofSigs, set.Sigs...)
 	}
 	if len(proof) == 0 {
 		return zoneTrust{res: validator.Result{Security: cache.Bogus, EDE: wire.EDENSECMissing, Text: fmt.Sprintf("%s DS: no DS and no proof of its absence from %s", n, zone)}}, false
@@ -334,7 +419,8 @@ func (c *trustChain) step(zone string, keys []*dns.DNSKEY, n string) (next zoneT
 	}
 	if d.OptOut || unsignedCut(proof, n) {
 		// RFC 4035 §5.2, RFC 5155 §8.9: a proved unsigned delegation.
-		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: fmt.Sprintf("%s: unsigned delegation from %s", n, zone)}}, true
+		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: fmt.Sprintf("%s: unsigned delegation from %s", n, zone)},
+			expire: lifetime(c.r.validNow(), proof, proofSigs)}, true
 	}
 	return zoneTrust{res: secureResult}, false
 }
@@ -369,4 +455,13 @@ func unsignedCut(proof []dns.RR, n string) bool {
 // resolution (cached), not itself validated.
 func (c *trustChain) fetch(name string, qtype uint16) (*Result, error) {
 	return c.r.resolveBy(c.ctx, &run{r: c.r, noValidate: true}, name, qtype)
+}
+
+// validNow is the validator's clock (validator.Options.Now), which the
+// trustCache's entries expire by, as signatures do.
+func (r *Resolver) validNow() time.Time {
+	if r.validClock != nil {
+		return r.validClock()
+	}
+	return time.Now()
 }

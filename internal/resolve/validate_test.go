@@ -24,9 +24,15 @@ import (
 // in-process, one zone per address: a signed hierarchy without sockets.
 type authFake struct {
 	servers map[netip.Addr]*auth.Worker
+	// asked counts the questions asked, by type.
+	asked map[uint16]int
 }
 
 func (f *authFake) ExchangeOptions(ctx context.Context, s netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	if f.asked == nil {
+		f.asked = map[uint16]int{}
+	}
+	f.asked[q.Qtype]++
 	w, ok := f.servers[s.Addr()]
 	if !ok {
 		return nil, upstream.Report{}, fmt.Errorf("authFake: no server at %s: %w", s, context.DeadlineExceeded)
@@ -231,6 +237,41 @@ func validateHierarchy(t *testing.T, opts dnssec.Options) {
 	}
 }
 
+// TestValidateTrustKept: the chain's outcomes at zone cuts outlive the
+// resolution (the Resolver's trustCache): without an RRset cache, a
+// second resolution under the same cuts asks no DS or DNSKEY again, for
+// a secure zone as for an unsigned delegation, and is validated alike.
+func TestValidateTrustKept(t *testing.T) {
+	f, anchor := signedHierarchy(t, dnssec.Options{})
+	now := checkTime
+	r := New(f, Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return now }},
+	})
+	for _, tc := range []struct {
+		name string
+		sec  cache.Security
+	}{{"www.signed.test.", cache.Secure}, {"ns.signed.test.", cache.Secure}, {"www.unsigned.test.", cache.Insecure}, {"ns.unsigned.test.", cache.Insecure}} {
+		f.asked = nil
+		res, err := r.Resolve(context.Background(), tc.name, dns.TypeA)
+		if err != nil || res.Security != tc.sec {
+			t.Fatalf("%s: %v %v (%s)", tc.name, err, res.Security, res.Why)
+		}
+		if strings.HasPrefix(tc.name, "ns.") && (f.asked[dns.TypeDS] != 0 || f.asked[dns.TypeDNSKEY] != 0) {
+			t.Errorf("%s: asked %d DS and %d DNSKEY again", tc.name, f.asked[dns.TypeDS], f.asked[dns.TypeDNSKEY])
+		}
+	}
+	// Past the TTL of signed.test.'s DS and DNSKEY RRsets (3600 s), its
+	// cut is validated again.
+	now = now.Add(3601 * time.Second)
+	f.asked = nil
+	if res, err := r.Resolve(context.Background(), "www.signed.test.", dns.TypeA); err != nil || res.Security != cache.Secure || f.asked[dns.TypeDNSKEY] == 0 {
+		t.Errorf("after the TTL: %v %v, %d DNSKEY queries", err, res.Security, f.asked[dns.TypeDNSKEY])
+	}
+}
+
 // TestValidateExpired: at a clock past the signatures' expiration the
 // chain fails at its first step, the root's DNSKEY RRset: EDE 7,
 // Signature Expired.
@@ -260,8 +301,8 @@ func TestValidateOff(t *testing.T) {
 
 // BenchmarkValidate: a resolution of a secure name with every record in
 // the RRset cache (no upstream query), with and without validation: what
-// validating a cached answer costs (the chain's DS and DNSKEY RRsets come
-// from the cache; signatures are checked again each time).
+// validating a cached answer costs (the chain's outcomes come from the
+// trustCache; the answer's signature is checked again each time).
 func BenchmarkValidate(b *testing.B) {
 	f, anchor := signedHierarchy(b, dnssec.Options{})
 	for _, validate := range []bool{false, true} {
