@@ -379,4 +379,12 @@ zone:
 	if !strings.Contains(logs.String(), "refresh requested") {
 		t.Errorf("the refresh was not Knot's NOTIFY's:\n%s\nknot log:\n%s", logs.String(), proc.Output())
 	}
+	// Knot, its zone loaded whole from the file, has no differences:
+	// it answers the IXFR with the whole zone (RFC 1995 §4).
+	if !strings.Contains(logs.String(), `how="IXFR, whole zone"`) {
+		t.Errorf("serial 2 not by IXFR answered whole:\n%s", logs.String())
+	}
+	if testing.Verbose() {
+		t.Logf("tern log:\n%s\nknot log:\n%s", logs.String(), proc.Output())
+	}
 }

@@ -269,19 +269,18 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 			return nil
 		}
 		start := time.Now()
-		how := "IXFR"
 		var nz *zone.Zone
+		var how string
 		if have != nil {
 			// RFC 1995: the differences since the serial served; a
 			// primary without them sends the whole zone (AXFR form).
-			nz, err = s.transfer(ctx, z, p, served, have.Serial)
+			nz, how, err = s.transfer(ctx, z, p, served, have.Serial)
 			if err != nil {
 				log.Info("secondary: IXFR failed, trying AXFR", "primary", p.Remote, "err", err)
 			}
 		}
 		if nz == nil {
-			how = "AXFR"
-			if nz, err = s.transfer(ctx, z, p, nil, 0); err != nil {
+			if nz, how, err = s.transfer(ctx, z, p, nil, 0); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
 				continue
 			}
@@ -358,8 +357,9 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 // served, of serial from) by IXFR (RFC 1995), checks that the result
 // loads with the zone reader (from the text stored, so a restart reads
 // what was checked), stores it atomically and returns it. Nothing is
-// stored when any step fails.
-func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (*zone.Zone, error) {
+// stored when any step fails. how says what came: "AXFR", "IXFR" (the
+// differences) or "IXFR, whole zone" (an IXFR answered in AXFR form).
+func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (_ *zone.Zone, how string, _ error) {
 	m := new(dns.Msg)
 	if served != nil {
 		m.SetIxfr(z.Origin, from, ".", ".")
@@ -373,7 +373,7 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 	}
 	ch, err := tr.In(m, p.Addr.String())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var rrs []dns.RR
 	var ferr error
@@ -393,18 +393,21 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 		rrs = append(rrs, env.RR...)
 	}
 	if ferr != nil {
-		return nil, ferr
+		return nil, "", ferr
 	}
 	if len(rrs) < 2 {
-		return nil, errors.New("no zone in the answer")
+		return nil, "", errors.New("no zone in the answer")
 	}
-	how := "AXFR"
+	how = "AXFR"
+	if served != nil {
+		how = "IXFR, whole zone"
+	}
 	if served != nil && rrs[1].Header().Rrtype == dns.TypeSOA {
 		// RFC 1995 §4: an incremental answer (a whole zone's second
 		// record is never its SOA).
 		how = "IXFR"
 		if rrs, ferr = applyIXFR(served, rrs); ferr != nil {
-			return nil, ferr
+			return nil, "", ferr
 		}
 	} else {
 		// RFC 5936 §2.2: the closing SOA repeats the opening one.
@@ -418,15 +421,15 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 	}
 	nz, err := zone.Read(bytes.NewReader(text.Bytes()), z.File, z.Origin)
 	if err != nil {
-		return nil, fmt.Errorf("the transferred zone does not load: %w", err)
+		return nil, "", fmt.Errorf("the transferred zone does not load: %w", err)
 	}
 	if err := durable.MkdirAll(filepath.Dir(z.File), 0o755); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := durable.WriteFile(z.File, text.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("storing the transferred zone: %w", err)
+		return nil, "", fmt.Errorf("storing the transferred zone: %w", err)
 	}
-	return nz, nil
+	return nz, how, nil
 }
 
 // rcodeError names the rcode in miekg/dns's error for a transfer
