@@ -354,6 +354,11 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 	}
 	if err != nil {
 		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok && res.Stale {
+			if r.validator != nil && !ru.noValidate {
+				// The cache holds data as it came, bogus or not: a
+				// stale answer is validated as a fresh one.
+				r.validate(parent, name, qtype, res)
+			}
 			res.Queries = ru.queries
 			return res, nil
 		}

@@ -272,6 +272,43 @@ func TestValidateTrustKept(t *testing.T) {
 	}
 }
 
+// TestValidateStale: a stale answer (RFC 8767, every authority of its
+// zone gone) is validated as a fresh one: the bogus record stays bogus,
+// the secure one secure.
+func TestValidateStale(t *testing.T) {
+	f, anchor := signedHierarchy(t, dnssec.Options{})
+	now := checkTime
+	clock := func() time.Time { return now }
+	r := New(f, Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Now:       clock,
+		Cache:     cache.New(cache.Options{Stale: time.Hour, Now: clock}),
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: clock},
+	})
+	for _, tc := range []struct {
+		name string
+		sec  cache.Security
+	}{{"www.broken.test.", cache.Bogus}, {"www.signed.test.", cache.Secure}} {
+		if res, err := r.Resolve(context.Background(), tc.name, dns.TypeA); err != nil || res.Security != tc.sec {
+			t.Fatalf("%s: %v %v", tc.name, err, res.Security)
+		}
+	}
+	now = now.Add(301 * time.Second) // past the answers' TTL (300)
+	delete(f.servers, netip.MustParseAddr("10.0.1.5"))
+	delete(f.servers, netip.MustParseAddr("10.0.1.3"))
+	for _, tc := range []struct {
+		name string
+		sec  cache.Security
+	}{{"www.broken.test.", cache.Bogus}, {"www.signed.test.", cache.Secure}} {
+		res, err := r.Resolve(context.Background(), tc.name, dns.TypeA)
+		if err != nil || !res.Stale || res.Security != tc.sec {
+			t.Errorf("%s stale: %v stale %v security %v (%s), want %v", tc.name, err, res.Stale, res.Security, res.Why, tc.sec)
+		}
+	}
+}
+
 // TestValidateExpired: at a clock past the signatures' expiration the
 // chain fails at its first step, the root's DNSKEY RRset: EDE 7,
 // Signature Expired.
