@@ -295,6 +295,12 @@ func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving b
 	origin := originKey(zc.Origin)
 	start := time.Now()
 	prev := m.current[origin]
+	if zc.Secondary() && prev != nil && (!prev.Unavailable || m.states[origin].expired) && m.sameFileLocked(zc) {
+		// A secondary's data changes by transfers (Install) alone: a
+		// reload keeps the version served, and an expired zone stays
+		// unserved (RFC 1035 §3.3.13) until a transfer succeeds.
+		return !prev.Unavailable, nil, nil
+	}
 	if zc.Secondary() {
 		if _, serr := os.Stat(zc.File); errors.Is(serr, os.ErrNotExist) {
 			// No stored copy yet: SERVFAIL until the first transfer (or
@@ -389,7 +395,7 @@ func (m *Manager) Expire(origin string, why error) error {
 		return err
 	}
 	m.current[key] = p
-	m.states[key] = loadState{err: inZone(key, why)}
+	m.states[key] = loadState{err: inZone(key, why), expired: true}
 	m.publishLocked()
 	return nil
 }
@@ -400,6 +406,18 @@ func (m *Manager) Served(origin string) *zone.Zone {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.current[originKey(origin)]
+}
+
+// sameFileLocked reports whether zc's origin was configured with zc's
+// file before (m.cfg is the configuration last loaded).
+func (m *Manager) sameFileLocked(zc config.Zone) bool {
+	key := originKey(zc.Origin)
+	for _, old := range m.cfg {
+		if originKey(old.Origin) == key {
+			return old.File == zc.File
+		}
+	}
+	return false
 }
 
 func (m *Manager) configuredLocked(key string) bool {
@@ -415,6 +433,8 @@ func (m *Manager) configuredLocked(key string) bool {
 type loadState struct {
 	loaded time.Time // when the version served was loaded or signed
 	err    error     // the last load's failure; nil when it succeeded
+	// expired: a secondary past its SOA expire (Expire), until Install.
+	expired bool
 }
 
 // State is one configured zone as the Manager serves it.
