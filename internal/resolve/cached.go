@@ -326,9 +326,17 @@ func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 // Result.Stale set) as well as live ones. It is the answer RFC 8767 §5
 // gives a client whose question's resolution has outlasted the client
 // response timer, while the resolution goes on. ok is false when the
-// cache holds no whole answer.
+// cache holds no whole answer. With validation on, the answer is
+// validated with the chains already built (nothing is asked: the caller
+// is a timer), and ok is false unless it is Secure or Insecure: the
+// client then waits for the resolution.
 func (r *Resolver) Stale(name string, qtype uint16) (*Result, bool) {
-	return (&run{r: r}).stale(dns.CanonicalName(name), qtype)
+	res, ok := (&run{r: r}).stale(dns.CanonicalName(name), qtype)
+	if ok && r.validator != nil {
+		r.validateWith(context.Background(), name, qtype, res, true)
+		ok = res.Security != cache.Bogus
+	}
+	return res, ok
 }
 
 // stale answers name/qtype from the cache's entries, live or past their

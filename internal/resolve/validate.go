@@ -35,6 +35,8 @@ type trustChain struct {
 	// unprovedWildcard is set when a wildcard answer came without any
 	// proof from its zone.
 	unprovedWildcard bool
+	// offline: nothing is fetched (validateWith).
+	offline bool
 }
 
 // zoneTrust is what the chain found of one zone.
@@ -117,13 +119,20 @@ func (c *trustChain) known(zone string) (zoneTrust, bool) {
 // validate sets res.Security (and res.EDE, res.Why when not Secure) for
 // the question name/qtype.
 func (r *Resolver) validate(ctx context.Context, name string, qtype uint16, res *Result) {
+	r.validateWith(ctx, name, qtype, res, false)
+}
+
+// validateWith is validate; offline, it asks no authority (nor the
+// cache) for the chain's DS and DNSKEY records: what the trustCache
+// does not hold fails the validation.
+func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, res *Result, offline bool) {
 	// The chain's fetches together take no longer than one resolution
 	// may (Limits.Timeout), not that long each.
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}}
+	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}, offline: offline}
 	out := c.result(name, qtype, res)
-	if c.unprovedWildcard {
+	if c.unprovedWildcard && !offline {
 		// The cache keeps a wildcard answer's proof under the NSEC's
 		// own owner, which a hit cannot find (until RFC 8198's
 		// aggressive use): the authorities are asked again, once.
@@ -454,6 +463,9 @@ func unsignedCut(proof []dns.RR, n string) bool {
 // fetch resolves a DS or DNSKEY RRset for the chain: an ordinary
 // resolution (cached), not itself validated.
 func (c *trustChain) fetch(name string, qtype uint16) (*Result, error) {
+	if c.offline {
+		return nil, fmt.Errorf("%s %s: not known without asking", name, dns.TypeToString[qtype])
+	}
 	return c.r.resolveBy(c.ctx, &run{r: c.r, noValidate: true}, name, qtype)
 }
 

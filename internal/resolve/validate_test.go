@@ -306,6 +306,12 @@ func TestValidateStale(t *testing.T) {
 		if err != nil || !res.Stale || res.Security != tc.sec {
 			t.Errorf("%s stale: %v stale %v security %v (%s), want %v", tc.name, err, res.Stale, res.Security, res.Why, tc.sec)
 		}
+		// The client-response timer's answer (Resolver.Stale): the
+		// secure one, never the bogus one.
+		res, ok := r.Stale(tc.name, dns.TypeA)
+		if ok != (tc.sec != cache.Bogus) || (ok && res.Security != tc.sec) {
+			t.Errorf("%s Stale: ok %v security %v (%s)", tc.name, ok, res.Security, res.Why)
+		}
 	}
 }
 
