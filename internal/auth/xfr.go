@@ -76,7 +76,7 @@ func (r *Responder) answerTransfer(s *Scratch, pkt, out []byte, tcp bool) []byte
 		}
 		// RFC 1995 §2: over UDP, and whenever the client is as new as
 		// we are (RFC 1982 order), the answer is the SOA alone.
-		if !tcp || int32(z.Serial-serial) <= 0 {
+		if !tcp || wire.SerialCompare(z.Serial, serial) <= 0 {
 			return r.soaOnly(s, pkt, out, tcp, z)
 		}
 		// The differences since serial, from the journal, or when it

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // ZoneSigner keeps one zone signed for a server: it asks its Manager which
@@ -75,7 +77,7 @@ func (s *ZoneSigner) Sign(ctx context.Context, rrs []dns.RR, now time.Time) ([]d
 	if err != nil {
 		return nil, time.Time{}, st, fmt.Errorf("auto-sign %s: %w", s.origin, err)
 	}
-	if !haveLast || !serialAfter(last, file) || s.prev == nil || !sameRecords(s.prev, out) {
+	if !haveLast || wire.SerialCompare(last, file) <= 0 || s.prev == nil || !sameRecords(s.prev, out) {
 		serial := nextSerial(s.policy.Serial, file, last, haveLast, now)
 		replaced, err := setSerial(out, s.origin, serial, plan.Keys, s.opts, now)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // SerialPolicy says how a zone the server signs gets the SOA serial of a
@@ -42,12 +44,6 @@ func (p SerialPolicy) String() string {
 	return "increment"
 }
 
-// serialAfter reports whether serial a is greater than b in RFC 1982
-// §3.2 serial number arithmetic: their difference, as a signed 32-bit
-// number, is positive. Serials 2^31 apart are not comparable: neither is
-// greater.
-func serialAfter(a, b uint32) bool { return int32(a-b) > 0 }
-
 // nextSerial returns the serial of a new version of a signed zone whose
 // file has serial file and whose last served version, if any, had serial
 // last. The result is greater (RFC 1982) than both, so secondaries see a
@@ -58,14 +54,14 @@ func serialAfter(a, b uint32) bool { return int32(a-b) > 0 }
 // is taken, as last is what secondaries hold.
 func nextSerial(p SerialPolicy, file, last uint32, haveLast bool, now time.Time) uint32 {
 	floor := file
-	if haveLast && !serialAfter(file, last) {
+	if haveLast && wire.SerialCompare(file, last) <= 0 {
 		floor = last
 	}
 	if p == SerialUnixtime {
 		// Serials are 32 bits: past 2106 the Unix time wraps, which
 		// RFC 1982 arithmetic handles as long as versions come more
 		// often than every 68 years.
-		if t := uint32(now.Unix()); serialAfter(t, floor) {
+		if t := uint32(now.Unix()); wire.SerialCompare(t, floor) > 0 {
 			return t
 		}
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/durable"
 	"github.com/tern-dns/tern/internal/tsig"
+	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -263,7 +264,7 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 			errs = append(errs, fmt.Errorf("%s (%s): SOA query: %w", p.Remote, p.Addr, err))
 			continue
 		}
-		if have != nil && !newer(serial, have.Serial) {
+		if have != nil && wire.SerialCompare(serial, have.Serial) <= 0 {
 			log.Debug("secondary: serial current", "serial", have.Serial, "primary", p.Remote)
 			touch(z.File, s.opts.Now())
 			return nil
@@ -296,11 +297,6 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 	}
 	return errors.Join(errs...)
 }
-
-// newer reports whether serial a is greater than b in RFC 1982 §3.2
-// serial number arithmetic (their difference, as a signed 32-bit number,
-// is positive).
-func newer(a, b uint32) bool { return int32(a-b) > 0 }
 
 // touch marks the stored copy as refreshed at now (its time is the last
 // refresh a restart starts from); a failure only makes a restart expire

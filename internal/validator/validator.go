@@ -203,8 +203,8 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 			continue
 		}
 		if !sig.ValidityPeriod(now) {
-			// RFC 4034 §3.1.5: serial arithmetic (RFC 1982) on 32 bits.
-			if int32(sig.Inception-uint32(now.Unix())) > 0 {
+			// RFC 4034 §3.1.5: serial arithmetic (RFC 1982 §3.2).
+			if wire.SerialCompare(sig.Inception, uint32(now.Unix())) > 0 {
 				why = bogus(wire.EDESignatureNotYetValid, "%s: signature by key %d not valid before %s", what, sig.KeyTag, dns.TimeToString(sig.Inception))
 			} else {
 				why = bogus(wire.EDESignatureExpired, "%s: signature by key %d expired %s", what, sig.KeyTag, dns.TimeToString(sig.Expiration))

@@ -155,12 +155,12 @@ func (c *compiler) checkValidity(n *Node, sig *RRset) {
 		n := 10 + int(binary.BigEndian.Uint16(w[8:]))
 		if rd := w[10:n]; len(rd) >= 16 {
 			// RFC 4034 §3.1.5: times compare in serial number
-			// arithmetic (RFC 1982), as 32-bit differences.
+			// arithmetic (RFC 1982 §3.2).
 			exp, inc := binary.BigEndian.Uint32(rd[8:]), binary.BigEndian.Uint32(rd[12:])
 			switch {
-			case int32(exp-now) < 0:
+			case wire.SerialCompare(exp, now) < 0:
 				expired++
-			case int32(inc-now) > 0:
+			case wire.SerialCompare(inc, now) > 0:
 				early++
 			}
 		}

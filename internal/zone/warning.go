@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // maxWarnings bounds how many warnings one load keeps; the rest are
@@ -145,12 +147,11 @@ func CompareVersions(old, new *Zone) []Warning {
 		return nil
 	}
 	var msg string
-	// RFC 1982 §3.2: new is lower when new-old, as a 32-bit signed
-	// difference, is negative (2^31 apart is undefined: taken as lower).
-	switch d := int32(new.Serial - old.Serial); {
-	case d < 0:
+	// RFC 1982 §3.2 (2^31 apart is undefined: taken as lower).
+	switch c := wire.SerialCompare(new.Serial, old.Serial); {
+	case c < 0:
 		msg = fmt.Sprintf("the SOA serial went down from %d to %d (RFC 1982): secondaries and caches keep the old version", old.Serial, new.Serial)
-	case d == 0 && !sameContent(old, new):
+	case c == 0 && !sameContent(old, new):
 		msg = fmt.Sprintf("the zone changed but its SOA serial %d did not: secondaries keep the old version (RFC 1034 §4.3.5)", new.Serial)
 	default:
 		return nil
