@@ -76,7 +76,7 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		if errors.Is(err, zonedb.ErrNoZone) {
 			return nil, err
 		}
-		return []control.Zone{controlZone(s)}, err
+		return []control.Zone{st.controlZone(s)}, err
 	}))
 	cs.Handle(control.CommandNotify, inLoop(func(_ context.Context, req control.Request) (any, error) {
 		if req.Zone == "" {
@@ -97,6 +97,13 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		}
 		return origin, nil
 	}))
+	cs.Handle(control.CommandRetransfer, inLoop(func(_ context.Context, req control.Request) (any, error) {
+		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
+		if st.rl.secondaries == nil || !st.rl.secondaries.Retransfer(origin) {
+			return nil, fmt.Errorf("zone %s: not a secondary zone", origin)
+		}
+		return origin, nil
+	}))
 	return cs
 }
 
@@ -113,21 +120,33 @@ func (st *controlState) zoneList() []control.Zone {
 	out := []control.Zone{}
 	if st.rl.mgr != nil {
 		for _, s := range st.rl.mgr.States() {
-			out = append(out, controlZone(s))
+			out = append(out, st.controlZone(s))
 		}
 		return out
 	}
 	// The demo zone (or none, with a resolver alone).
 	for _, z := range st.zones().Zones() {
-		out = append(out, control.Zone{Origin: zone.NameString(z.Origin), Serial: z.Serial, Serving: true,
+		out = append(out, control.Zone{Origin: zone.NameString(z.Origin), Role: control.RolePrimary, Serial: z.Serial, Serving: true,
 			State: control.ZoneLoaded, Loaded: st.started.UTC().Truncate(time.Second), File: "(embedded demo zone)"})
 	}
 	return out
 }
 
-// controlZone is a zone manager's state of a zone as tern ctl shows it.
-func controlZone(s zonedb.State) control.Zone {
-	c := control.Zone{Origin: s.Origin, File: s.File, State: control.ZoneLoaded}
+// controlZone is a zone manager's state of a zone as tern ctl shows it,
+// with its refresh times when it is a secondary.
+func (st *controlState) controlZone(s zonedb.State) control.Zone {
+	c := control.Zone{Origin: s.Origin, Role: control.RolePrimary, File: s.File, State: control.ZoneLoaded}
+	if st.rl.secondaries != nil {
+		if t, ok := st.rl.secondaries.Timers(s.Origin); ok {
+			c.Role = control.RoleSecondary
+			if !t.NextRefresh.IsZero() {
+				c.NextRefresh = t.NextRefresh.UTC().Truncate(time.Second)
+			}
+			if !t.Expires.IsZero() {
+				c.Expires = t.Expires.UTC().Truncate(time.Second)
+			}
+		}
+	}
 	if !s.Loaded.IsZero() {
 		c.Loaded = s.Loaded.UTC().Truncate(time.Second)
 	}
@@ -144,10 +163,12 @@ const ctlUsage = `usage: tern ctl [-c CONFIG | -s SOCKET] [--json] COMMAND
 
 commands:
   status         version, uptime, zones, resolver on or off
-  zones          each zone: origin, serial, state, last load, file
+  zones          each zone: origin, role, serial, state, last load, a secondary's
+                 next refresh and expiry, file
   reload [ZONE]  re-read the config and every zone, as SIGHUP does; or one zone's file
   notify ZONE    send the zone's NOTIFYs now
   refresh ZONE   refresh a secondary zone now (SOA query; transfer when newer)
+  retransfer ZONE  transfer a secondary zone whole now (AXFR), whatever the serials
 
 The socket is server.control of CONFIG (-c), else its default.
 `
@@ -180,7 +201,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case control.CommandStatus, control.CommandZones:
 	case control.CommandReload:
 		want = -1 // optional
-	case control.CommandNotify, control.CommandRefresh:
+	case control.CommandNotify, control.CommandRefresh, control.CommandRetransfer:
 		want = 1
 	default:
 		fmt.Fprintf(stderr, "tern ctl: unknown command %q\n\n%s", req.Command, ctlUsage)
@@ -262,16 +283,19 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			return err
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ZONE\tSERIAL\tSTATE\tLOADED\tFILE")
+		fmt.Fprintln(tw, "ZONE\tROLE\tSERIAL\tSTATE\tLOADED\tREFRESH\tEXPIRES\tFILE")
+		when := func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.Format(time.RFC3339)
+		}
 		for _, z := range zs {
-			serial, loaded := "-", "-"
+			serial := "-"
 			if z.Serving {
 				serial = fmt.Sprint(z.Serial)
 			}
-			if !z.Loaded.IsZero() {
-				loaded = z.Loaded.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", z.Origin, serial, z.State, loaded, z.File)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Origin, z.Role, serial, z.State, when(z.Loaded), when(z.NextRefresh), when(z.Expires), z.File)
 		}
 		return tw.Flush()
 	case control.CommandNotify:
@@ -280,12 +304,12 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			return err
 		}
 		fmt.Fprintf(w, "notify %s: sending to %s\n", dns.Fqdn(req.Zone), strings.Join(addrs, ", "))
-	case control.CommandRefresh:
+	case control.CommandRefresh, control.CommandRetransfer:
 		var origin string
 		if err := json.Unmarshal(result, &origin); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "refresh %s: started (the log says how it ends)\n", origin)
+		fmt.Fprintf(w, "%s %s: started (the log says how it ends)\n", req.Command, origin)
 	}
 	return nil
 }

@@ -83,7 +83,8 @@ func TestCtl(t *testing.T) {
 	zoneLine := func(step, serial, state string) {
 		t.Helper()
 		code, out, errs := runT("ctl", "-s", filepath.Join(dir, "ctl.sock"), "zones")
-		re := regexp.MustCompile(`(?m)^example\. +` + serial + ` +` + state + ` +\d{4}-\S+ +` + regexp.QuoteMeta(zoneFile) + `$`)
+		// A primary: no refresh or expiry.
+		re := regexp.MustCompile(`(?m)^example\. +primary +` + serial + ` +` + state + ` +\d{4}-\S+ +- +- +` + regexp.QuoteMeta(zoneFile) + `$`)
 		if code != 0 || !re.MatchString(out) {
 			t.Errorf("%s: zones: %d %q %q, want a line matching %s", step, code, out, errs, re)
 		}
@@ -91,7 +92,7 @@ func TestCtl(t *testing.T) {
 	zoneLine("start", "1", "loaded")
 
 	ctlZone(t, zoneFile, 2, false)
-	if code, out, errs := runT("ctl", "-c", cfg, "reload", "example."); code != 0 || !strings.Contains(out, "example.  2") {
+	if code, out, errs := runT("ctl", "-c", cfg, "reload", "example."); code != 0 || !strings.Contains(out, "example.  primary  2") {
 		t.Errorf("reload example.: %d %q %q", code, out, errs)
 	}
 	zoneLine("reloaded", "2", "loaded")
@@ -115,7 +116,7 @@ func TestCtl(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &zs); code != 0 || err != nil || len(zs) != 1 {
 		t.Fatalf("zones --json: %d %q %v", code, out, err)
 	}
-	if z := zs[0]; z.Origin != "example." || z.Serial != 2 || !z.Serving || z.State != control.ZoneFailed || !strings.Contains(z.Error, zoneFile+":5") || z.File != zoneFile {
+	if z := zs[0]; z.Origin != "example." || z.Role != control.RolePrimary || !z.NextRefresh.IsZero() || !z.Expires.IsZero() || z.Serial != 2 || !z.Serving || z.State != control.ZoneFailed || !strings.Contains(z.Error, zoneFile+":5") || z.File != zoneFile {
 		t.Errorf("zones --json: %+v", z)
 	}
 
@@ -125,7 +126,7 @@ func TestCtl(t *testing.T) {
 		t.Errorf("reload (all) of a broken file: %d %q", code, errs)
 	}
 	ctlZone(t, zoneFile, 3, false)
-	if code, out, errs := runT("ctl", "-c", cfg, "reload"); code != 0 || !strings.Contains(out, "example.  3") {
+	if code, out, errs := runT("ctl", "-c", cfg, "reload"); code != 0 || !strings.Contains(out, "example.  primary  3") {
 		t.Errorf("reload (all): %d %q %q", code, out, errs)
 	}
 	zoneLine("fixed", "3", "loaded")
@@ -139,6 +140,8 @@ func TestCtl(t *testing.T) {
 		{[]string{"notify", "example."}, 1, "zone example.: no notify list"},
 		{[]string{"notify", "other."}, 1, "zone other.: not served"},
 		{[]string{"notify"}, 2, "want one ZONE"},
+		{[]string{"retransfer", "example."}, 1, "zone example.: not a secondary zone"},
+		{[]string{"retransfer"}, 2, "want one ZONE"},
 		{[]string{"status", "x"}, 2, "unexpected argument"},
 		{[]string{"reboot"}, 2, "unknown command"},
 	} {

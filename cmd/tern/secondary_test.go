@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/control"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/peer"
 )
@@ -211,6 +213,39 @@ func TestSecondary(t *testing.T) {
 	stored2, err := os.ReadFile(stored)
 	if err != nil || !strings.Contains(string(stored2), "by IXFR") || !strings.Contains(string(stored2), "192.0.2.2") || strings.Contains(string(stored2), "192.0.2.1\n") && strings.Count(string(stored2), "192.0.2.1\n") != 1 {
 		t.Errorf("stored copy after the IXFR (%v):\n%s", err, stored2)
+	}
+
+	// tern ctl zones: the secondary's role, next refresh and expiry
+	// (the last refresh plus the SOA's expire, 3600s).
+	code, out, errs := runT("ctl", "-c", cfg, "zones")
+	if re := regexp.MustCompile(`(?m)^sec\.test\. +secondary +2 +loaded +\S+ +(-|\d{4}-\S+) +\d{4}-\S+ +` + regexp.QuoteMeta(stored) + `$`); code != 0 || !re.MatchString(out) {
+		t.Errorf("ctl zones: %d %q %q, want a line matching %s", code, out, errs, re)
+	}
+	code, out, _ = runT("ctl", "-c", cfg, "--json", "zones")
+	var zs []control.Zone
+	if err := json.Unmarshal([]byte(out), &zs); code != 0 || err != nil || len(zs) != 2 {
+		t.Fatalf("ctl zones --json: %d %q %v", code, out, err)
+	}
+	if z := zs[0]; z.Origin != "sec.test." || z.Role != control.RoleSecondary || z.Expires.Before(time.Now().Add(50*time.Minute)) || z.Expires.After(time.Now().Add(time.Hour+time.Minute)) {
+		t.Errorf("ctl zones --json: %+v, want a secondary expiring in about an hour", z)
+	}
+	if z := zs[1]; z.Role != control.RoleSecondary || !z.Expires.IsZero() {
+		t.Errorf("ctl zones --json: %+v, want a secondary without expiry (nothing served)", z)
+	}
+
+	// tern ctl retransfer: the whole zone again (AXFR), the serial
+	// unchanged.
+	if code, out, errs := runT("ctl", "-c", cfg, "retransfer", "sec.test"); code != 0 || !strings.Contains(out, "retransfer sec.test.: started") {
+		t.Errorf("ctl retransfer: %d %q %q", code, out, errs)
+	}
+	retransferred := regexp.MustCompile(`retransfer requested[^\n]*\n(?s:.*)transferred serial 2" zone=sec.test. .*how=AXFR`)
+	for deadline := time.Now().Add(time.Minute); !retransferred.MatchString(logs.String()); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ctl retransfer did not transfer serial 2 by AXFR:\n%s", logs.String())
+		}
+	}
+	if code, _, errs := runT("ctl", "-c", cfg, "retransfer", "other.test"); code == 0 || !strings.Contains(errs, "zone other.test.: not a secondary zone") {
+		t.Errorf("ctl retransfer of a zone not a secondary: %d %q", code, errs)
 	}
 
 	// Restarted with its primary down: the stored copy is served.

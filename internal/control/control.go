@@ -44,6 +44,9 @@ const (
 	// CommandRefresh starts a secondary zone's refresh (SOA query,
 	// transfer when newer) and returns at once.
 	CommandRefresh = "refresh" // string: the zone
+	// CommandRetransfer starts a secondary zone's transfer of the whole
+	// zone (AXFR), whatever the serials, and returns at once.
+	CommandRetransfer = "retransfer" // string: the zone
 )
 
 // Status is the result of "status".
@@ -64,9 +67,16 @@ const (
 	ZoneFailed = "failed"
 )
 
+// Zone roles.
+const (
+	RolePrimary   = "primary"
+	RoleSecondary = "secondary"
+)
+
 // Zone is one zone in the results of "zones" and "reload".
 type Zone struct {
 	Origin string `json:"origin"`
+	Role   string `json:"role"`
 	// Serial is the serial served; Serving is false when the zone has
 	// no data (answered SERVFAIL).
 	Serial  uint32 `json:"serial"`
@@ -77,6 +87,12 @@ type Zone struct {
 	File   string    `json:"file,omitempty"`
 	// Error is why the last load failed (file:line and what is wrong).
 	Error string `json:"error,omitempty"`
+	// NextRefresh (a secondary's) is when its next SOA query is due;
+	// zero while one runs.
+	NextRefresh time.Time `json:"next-refresh,omitzero"`
+	// Expires (a secondary's) is when the version served stops being
+	// served without a successful refresh; zero when none is served.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Handler runs one command; its result is encoded as JSON.

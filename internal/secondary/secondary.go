@@ -100,8 +100,30 @@ type Secondaries struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// notified wakes each zone's refresh (by origin), replaced by Set.
-	notified atomic.Pointer[map[string]chan struct{}]
+	// zones is each zone's run (by origin), replaced by Set.
+	zones atomic.Pointer[map[string]*zoneRun]
+}
+
+// zoneRun is what the refresh of one zone shares with Refresh,
+// Retransfer and Timers.
+type zoneRun struct {
+	// wake makes the refresh start at once.
+	wake chan struct{}
+	// full makes the next refresh an AXFR whatever the serials.
+	full atomic.Bool
+
+	mu     sync.Mutex
+	timers Timers
+}
+
+// Timers are a secondary zone's refresh times, for tern ctl zones.
+type Timers struct {
+	// NextRefresh is when the next SOA query is due (zero: one is
+	// running now).
+	NextRefresh time.Time
+	// Expires is when the version served stops being served without a
+	// successful refresh (RFC 1035 §3.3.13); zero when nothing is served.
+	Expires time.Time
 }
 
 // Refresh makes the zone origin refresh at once (an accepted NOTIFY,
@@ -109,18 +131,49 @@ type Secondaries struct {
 // the serial is newer). It never blocks: a request while one is pending
 // is one refresh. It reports whether origin is a secondary zone here.
 func (s *Secondaries) Refresh(origin string) bool {
-	m := s.notified.Load()
-	if m == nil {
+	zr := s.zoneRun(origin)
+	if zr == nil {
 		return false
 	}
-	ch, ok := (*m)[origin]
-	if ok {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	select {
+	case zr.wake <- struct{}{}:
+	default:
 	}
-	return ok
+	return true
+}
+
+// Retransfer makes the zone origin transferred whole (AXFR) at once,
+// whatever the serials (tern ctl retransfer, as knotc
+// zone-retransfer). It never blocks, and reports whether origin is a
+// secondary zone here.
+func (s *Secondaries) Retransfer(origin string) bool {
+	zr := s.zoneRun(origin)
+	if zr == nil {
+		return false
+	}
+	zr.full.Store(true)
+	return s.Refresh(origin)
+}
+
+// Timers returns the refresh times of origin, and whether it is a
+// secondary zone here.
+func (s *Secondaries) Timers(origin string) (Timers, bool) {
+	zr := s.zoneRun(origin)
+	if zr == nil {
+		return Timers{}, false
+	}
+	zr.mu.Lock()
+	defer zr.mu.Unlock()
+	return zr.timers, true
+}
+
+// zoneRun is origin's run, nil when origin is not a secondary zone.
+func (s *Secondaries) zoneRun(origin string) *zoneRun {
+	m := s.zones.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[origin]
 }
 
 // New returns Secondaries that change store; Set starts the zones.
@@ -144,11 +197,11 @@ func (s *Secondaries) Set(ctx context.Context, zones []Zone) {
 		s.wg.Wait()
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	m := make(map[string]chan struct{}, len(zones))
+	m := make(map[string]*zoneRun, len(zones))
 	for _, z := range zones {
-		m[z.Origin] = make(chan struct{}, 1)
+		m[z.Origin] = &zoneRun{wake: make(chan struct{}, 1)}
 	}
-	s.notified.Store(&m)
+	s.zones.Store(&m)
 	for _, z := range zones {
 		s.wg.Add(1)
 		go func() {
@@ -170,7 +223,7 @@ func (s *Secondaries) Close() {
 }
 
 // run keeps one zone fresh until ctx ends.
-func (s *Secondaries) run(ctx context.Context, z Zone, notified <-chan struct{}) {
+func (s *Secondaries) run(ctx context.Context, z Zone, zr *zoneRun) {
 	log := s.log.With("zone", z.Origin)
 	// The last successful refresh: the stored copy's time (the file is
 	// touched on every refresh that finds the serial current), so a
@@ -180,7 +233,10 @@ func (s *Secondaries) run(ctx context.Context, z Zone, notified <-chan struct{})
 		last = fi.ModTime()
 	}
 	for {
-		err := s.refresh(ctx, z, log)
+		zr.mu.Lock()
+		zr.timers.NextRefresh = time.Time{}
+		zr.mu.Unlock()
+		err := s.refresh(ctx, z, zr.full.Swap(false), log)
 		if ctx.Err() != nil {
 			return
 		}
@@ -209,14 +265,25 @@ func (s *Secondaries) run(ctx context.Context, z Zone, notified <-chan struct{})
 				log.Warn("secondary: transfer failed, no data to serve (SERVFAIL)", "retry-in", wait, "err", err)
 			}
 		}
+		timers := Timers{NextRefresh: now.Add(wait)}
+		if soa := soaOf(s.store.Served(z.Origin)); soa != nil && !last.IsZero() {
+			timers.Expires = last.Add(seconds(soa.Expire))
+		}
+		zr.mu.Lock()
+		zr.timers = timers
+		zr.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-notified:
+		case <-zr.wake:
 			t.Stop()
-			log.Info("secondary: refresh requested (NOTIFY or tern ctl refresh)")
+			if zr.full.Load() {
+				log.Info("secondary: retransfer requested (tern ctl retransfer)")
+			} else {
+				log.Info("secondary: refresh requested (NOTIFY or tern ctl refresh)")
+			}
 		case <-t.C:
 		}
 	}
@@ -249,9 +316,10 @@ func soaOf(z *zone.Zone) *dns.SOA {
 
 // refresh asks the primaries in turn until one answers: its serial is
 // compared with the one served, and the zone transferred when newer (or
-// when nothing is served). It returns nil when one primary answered and
-// the zone is current after it, else every primary's failure.
-func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) error {
+// when nothing is served). full skips the comparison: an AXFR whatever
+// the serials. It returns nil when one primary answered and the zone is
+// current after it, else every primary's failure.
+func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.Logger) error {
 	served := s.store.Served(z.Origin)
 	have := soaOf(served)
 	var errs []error
@@ -259,12 +327,13 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		serial, err := s.querySOA(ctx, z.Origin, p)
-		if err != nil {
+		if full {
+			// A retransfer: the whole zone, whatever the serials.
+			have = nil
+		} else if serial, err := s.querySOA(ctx, z.Origin, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): SOA query: %w", p.Remote, p.Addr, err))
 			continue
-		}
-		if have != nil && wire.SerialCompare(serial, have.Serial) <= 0 {
+		} else if have != nil && wire.SerialCompare(serial, have.Serial) <= 0 {
 			log.Debug("secondary: serial current", "serial", have.Serial, "primary", p.Remote)
 			touch(z.File, s.opts.Now())
 			return nil
@@ -272,6 +341,7 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, log *slog.Logger) err
 		start := time.Now()
 		var nz *zone.Zone
 		var how string
+		var err error
 		if have != nil {
 			// RFC 1995: the differences since the serial served; a
 			// primary without them sends the whole zone (AXFR form).

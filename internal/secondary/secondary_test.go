@@ -134,7 +134,7 @@ func TestBrokenTransfer(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "b.test.zone")
 	z := Zone{Origin: "b.test.", File: file, Primaries: []Primary{{Remote: "p", Addr: addr}}}
 	log := slog.New(slog.DiscardHandler)
-	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 1 || store.z.Serial != 1 {
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 1 || store.z.Serial != 1 {
 		t.Fatalf("first transfer: %v, installs %d", err, store.installs)
 	}
 	stored, err := os.ReadFile(file)
@@ -146,7 +146,7 @@ func TestBrokenTransfer(t *testing.T) {
 		{"cut", "AXFR"},
 	} {
 		p.set(2, tc.mode)
-		err := s.refresh(context.Background(), z, log)
+		err := s.refresh(context.Background(), z, false, log)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s transfer: err %v, want %q", tc.mode, err, tc.want)
 		}
@@ -159,11 +159,11 @@ func TestBrokenTransfer(t *testing.T) {
 	}
 	// The same serial again: a SOA query, no transfer.
 	p.set(1, "good")
-	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 1 {
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 1 {
 		t.Errorf("current serial: %v, installs %d", err, store.installs)
 	}
 	p.set(2, "good")
-	if err := s.refresh(context.Background(), z, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
 		t.Errorf("newer serial: %v, installs %d", err, store.installs)
 	}
 }
