@@ -9,28 +9,20 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 // clock is a fake clock the tests advance.
 type clock struct{ t time.Time }
 
+// rrs parses records (dnstest.RRs).
+var rrs = dnstest.RRs
+
 func (c *clock) now() time.Time             { return c.t }
 func (c *clock) advance(d time.Duration)    { c.t = c.t.Add(d) }
 func newClock() *clock                      { return &clock{time.Unix(1_800_000_000, 0)} }
 func newCache(c *clock, opt Options) *Cache { opt.Now = c.now; return New(opt) }
-
-func rrs(t testing.TB, ss ...string) []dns.RR {
-	t.Helper()
-	var out []dns.RR
-	for _, s := range ss {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatalf("%q: %v", s, err)
-		}
-		out = append(out, rr)
-	}
-	return out
-}
 
 // text returns records in zone-file form, tabs as spaces.
 func text(rrs []dns.RR) string {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/miekg/dns"
 )
@@ -36,5 +37,20 @@ func Records(rrs []dns.RR) []string {
 		out[i] = strings.ToLower(rr.String())
 	}
 	sort.Strings(out)
+	return out
+}
+
+// RRs parses records in presentation form (one per string), failing the
+// test at the first that does not parse.
+func RRs(t testing.TB, ss ...string) []dns.RR {
+	t.Helper()
+	var out []dns.RR
+	for _, s := range ss {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		out = append(out, rr)
+	}
 	return out
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/dnstest"
+
 	"github.com/tern-dns/tern/internal/upstream"
 )
 
@@ -50,6 +52,9 @@ type fake struct {
 
 // ExchangeOptions is Exchange, noting how each question was asked (RD,
 // case).
+// rrs parses records (dnstest.RRs).
+var rrs = dnstest.RRs
+
 func (f *fake) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
 	if f.mu != nil {
 		f.mu.Lock()
@@ -114,19 +119,6 @@ func (f *fake) askedOf() []string {
 		s = append(s, k.server)
 	}
 	return s
-}
-
-func rrs(t testing.TB, ss ...string) []dns.RR {
-	t.Helper()
-	var out []dns.RR
-	for _, s := range ss {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatalf("%q: %v", s, err)
-		}
-		out = append(out, rr)
-	}
-	return out
 }
 
 // The canned answers: AA answers, negative answers and referrals.
