@@ -86,28 +86,13 @@ var ixfrSecondaries = []struct {
 	{"127.0.0.127", peerSecondary{name: "nsd", addr: "127.0.0.128", tool: "nsd",
 		args: func(conf string) []string { return []string{"-d", "-c", conf} },
 		config: func(dir string, port int, tern, ternPort, _ string) string {
-			return fmt.Sprintf(`server:
-    ip-address: 127.0.0.128@%d
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: %q
-    pidfile: %q
-    database: ""
-    xfrdfile: %q
-    xfrdir: %q
-    zonelistfile: %q
-    verbosity: 2
-    tcp-count: 20
-remote-control:
-    control-enable: no
-zone:
+			return peer.NSDServer(dir, dir, []string{fmt.Sprintf("127.0.0.128@%d", port)}, "verbosity: 2", "tcp-count: 20") +
+				fmt.Sprintf(`zone:
     name: a.test
     zonefile: %q
     request-xfr: %s@%s NOKEY
     allow-notify: %s NOKEY
-`, port, dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"),
-				filepath.Join(dir, "a.test.zone"), tern, ternPort, tern)
+`, filepath.Join(dir, "a.test.zone"), tern, ternPort, tern)
 		},
 		// NSD 4.6 logs an update's bytes, not how it came: Tern's
 		// log says which transfers were incremental.

@@ -331,25 +331,9 @@ func TestNSDSecondary(t *testing.T) {
 			origin, ternHost, ternPort, ternHost)
 	}
 	conf := filepath.Join(dir, "nsd.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`server:
-    ip-address: %s@%d
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: %q
-    pidfile: %q
-    database: ""
-    xfrdfile: %q
-    xfrdir: %q
-    zonelistfile: %q
-    verbosity: 2
-remote-control:
-    control-enable: no
-key:
-    name: xfr
-    algorithm: hmac-sha256
-    secret: %q
-%s`, xfrNSD, port, dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"), xfrSecret, zones.String())), 0o644); err != nil {
+	text := peer.NSDServer(dir, dir, []string{fmt.Sprintf("%s@%d", xfrNSD, port)}, "verbosity: 2") +
+		fmt.Sprintf("key:\n    name: xfr\n    algorithm: hmac-sha256\n    secret: %q\n", xfrSecret) + zones.String()
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	nsd, err := peer.Start(exec.Command(nsdPath, "-d", "-c", conf))

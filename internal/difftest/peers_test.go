@@ -305,28 +305,9 @@ func startNSD(t testing.TB, zones []*Zone) *server {
 	pz := flatZones(t, zones, dir)
 	return launch(t, "nsd", zones[0].Origin, []string{"errors\n", "syntax error"}, func(port int) (*exec.Cmd, error) {
 		var b strings.Builder
-		fmt.Fprintf(&b, `server:
-    ip-address: 127.0.0.1@%d
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: %q
-    pidfile: %q
-    database: ""
-    xfrdfile: %q
-    xfrdir: %q
-    zonelistfile: %q
-    verbosity: 1
-    hide-version: yes
-    minimal-responses: yes
-    refuse-any: no
-    round-robin: no
-    rrl-ratelimit: 0
-    rrl-whitelist-ratelimit: 0
-    tcp-count: 200
-remote-control:
-    control-enable: no
-`, port, dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"))
+		b.WriteString(peer.NSDServer(dir, dir, []string{fmt.Sprintf("127.0.0.1@%d", port)},
+			"verbosity: 1", "hide-version: yes", "minimal-responses: yes", "refuse-any: no", "round-robin: no",
+			"rrl-ratelimit: 0", "rrl-whitelist-ratelimit: 0", "tcp-count: 200"))
 		for _, z := range pz {
 			fmt.Fprintf(&b, "zone:\n    name: %s\n    zonefile: %q\n", z.origin, z.file)
 		}

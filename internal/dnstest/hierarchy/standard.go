@@ -219,28 +219,14 @@ func (h *Standard) startNSD(t testing.TB, s serverSpec) {
 	t.Helper()
 	nsd, _ := peer.FindTool(binaries[NSD])
 	dir := filepath.Join(h.Dir, s.name)
-	var b strings.Builder
-	b.WriteString("server:\n")
+	var listen []string
 	for _, a := range h.listen(s) {
 		ap := netip.MustParseAddrPort(a)
-		fmt.Fprintf(&b, "    ip-address: %s@%d\n", ap.Addr(), ap.Port())
+		listen = append(listen, fmt.Sprintf("%s@%d", ap.Addr(), ap.Port()))
 	}
-	fmt.Fprintf(&b, `    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: %q
-    pidfile: %q
-    database: ""
-    xfrdfile: %q
-    xfrdir: %q
-    zonelistfile: %q
-    verbosity: 1
-    hide-version: yes
-    minimal-responses: yes
-    rrl-ratelimit: 0
-remote-control:
-    control-enable: no
-`, h.Dir, filepath.Join(dir, "nsd.pid"), filepath.Join(dir, "xfrd.state"), dir, filepath.Join(dir, "zone.list"))
+	var b strings.Builder
+	b.WriteString(peer.NSDServer(dir, h.Dir, listen,
+		"verbosity: 1", "hide-version: yes", "minimal-responses: yes", "rrl-ratelimit: 0"))
 	for _, z := range s.zones {
 		fmt.Fprintf(&b, "zone:\n    name: %s\n    zonefile: %q\n", z, h.zoneFile(z))
 	}
