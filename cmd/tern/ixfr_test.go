@@ -37,18 +37,7 @@ func knotSecondary(dir string, port int, tern, ternPort, key string) string {
 		remoteKey = "\n    key: " + key
 		aclKey = "\n    key: " + key
 	}
-	return fmt.Sprintf(`server:
-    rundir: %q
-    listen: 127.0.0.126@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: %q
-log:
-  - target: stderr
-    any: info
-%sremote:
+	return peer.KnotServer(dir, []string{fmt.Sprintf("127.0.0.126@%d", port)}, "info") + fmt.Sprintf(`%sremote:
   - id: tern
     address: %s@%s%s
 acl:
@@ -63,7 +52,7 @@ template:
     acl: notify-from-tern
 zone:
   - domain: a.test
-`, dir, port, filepath.Join(dir, "db"), keys, tern, ternPort, remoteKey, tern, aclKey, dir)
+`, keys, tern, ternPort, remoteKey, tern, aclKey, dir)
 }
 
 // The secondaries of TestSecondariesFollowByIXFR, on the journal's part

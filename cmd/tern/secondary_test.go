@@ -349,19 +349,8 @@ func TestKnotPrimary(t *testing.T) {
 	secZoneRefresh(t, zoneFile, 1, 3600, 3600)
 	conf := filepath.Join(dir, "knot.conf")
 	sock := filepath.Join(dir, "knot.sock")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`server:
-    rundir: %q
-    listen: %s@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-control:
+	if err := os.WriteFile(conf, []byte(peer.KnotServer(dir, []string{fmt.Sprintf("%s@%d", secDown, knotPort)}, "info")+fmt.Sprintf(`control:
     listen: %q
-database:
-    storage: %q
-log:
-  - target: stderr
-    any: info
 key:
   - id: xfr
     algorithm: hmac-sha256
@@ -384,7 +373,7 @@ zone:
     file: sec.test.zone
     notify: tern
     acl: to-tern
-`, dir, secDown, knotPort, sock, filepath.Join(dir, "db"), xfrSecret, secServer, secPort, secDown, dir)), 0o644); err != nil {
+`, sock, xfrSecret, secServer, secPort, secDown, dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	proc, err := peer.Start(exec.Command(knotd, "-c", conf))

@@ -239,18 +239,7 @@ func TestKnotSecondary(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t, xfrKnot)
 	conf := filepath.Join(dir, "knot.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`server:
-    rundir: %q
-    listen: %s@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: %q
-log:
-  - target: stderr
-    any: info
-key:
+	if err := os.WriteFile(conf, []byte(peer.KnotServer(dir, []string{fmt.Sprintf("%s@%d", xfrKnot, port)}, "info")+fmt.Sprintf(`key:
   - id: xfr
     algorithm: hmac-sha256
     secret: %s
@@ -272,7 +261,7 @@ template:
 zone:
   - domain: big.test
   - domain: nsec3.test
-`, dir, xfrKnot, port, filepath.Join(dir, "db"), xfrSecret, ternHost, ternPort, dir)), 0o644); err != nil {
+`, xfrSecret, ternHost, ternPort, dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	knotd, err := peer.Start(exec.Command(knotPath, "-c", conf))

@@ -260,20 +260,9 @@ func startKnot(t testing.TB, zones []*Zone) *server {
 	}
 	return launch(t, "knot", zones[0].Origin, []string{"failed to load zone", "zone event 'load' failed"}, func(port int) (*exec.Cmd, error) {
 		var b strings.Builder
-		fmt.Fprintf(&b, `server:
-    rundir: %q
-    listen: 127.0.0.1@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-    answer-rotation: off
-    tcp-idle-timeout: 10
-database:
-    storage: %q
-log:
-  - target: stderr
-    any: notice
-template:
+		b.WriteString(peer.KnotServer(dir, []string{fmt.Sprintf("127.0.0.1@%d", port)}, "notice",
+			"answer-rotation: off", "tcp-idle-timeout: 10"))
+		fmt.Fprintf(&b, `template:
   - id: default
     storage: %q
     zonefile-sync: -1
@@ -281,7 +270,7 @@ template:
     journal-content: none
     semantic-checks: off
 zone:
-`, dir, port, filepath.Join(dir, "db"), dir)
+`, dir)
 		for _, z := range pz {
 			fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", z.origin, z.file)
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/peer"
 )
 
 // policyCases are zones with one questionable construct each, after a
@@ -57,23 +59,12 @@ func knotLoads(t *testing.T, knotd, origin, file string) (bool, string, *server)
 	var loaded bool
 	var logText string
 	s := launch(t, "knot", origin, nil, func(port int) (*exec.Cmd, error) {
-		conf := fmt.Sprintf(`server:
-    rundir: %q
-    listen: 127.0.0.1@%d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: %q
-log:
-  - target: stderr
-    any: notice
-zone:
+		conf := peer.KnotServer(dir, []string{fmt.Sprintf("127.0.0.1@%d", port)}, "notice") + fmt.Sprintf(`zone:
   - domain: %s
     file: %q
     zonefile-sync: -1
     journal-content: none
-`, dir, port, filepath.Join(dir, "db"), origin, file)
+`, origin, file)
 		path := filepath.Join(dir, "knot.conf")
 		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 			return nil, fmt.Errorf("write knot.conf: %w", err)

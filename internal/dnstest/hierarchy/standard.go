@@ -197,16 +197,13 @@ func (h *Standard) startKnot(t testing.TB, s serverSpec) {
 	knotd, _ := peer.FindTool(binaries[Knot])
 	dir := filepath.Join(h.Dir, s.name)
 	var b strings.Builder
-	fmt.Fprintf(&b, "server:\n    rundir: %q\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n    answer-rotation: off\n    listen: [", dir)
-	for i, a := range h.listen(s) {
-		if i > 0 {
-			b.WriteString(", ")
-		}
+	var listen []string
+	for _, a := range h.listen(s) {
 		ap := netip.MustParseAddrPort(a)
-		fmt.Fprintf(&b, "%s@%d", ap.Addr(), ap.Port())
+		listen = append(listen, fmt.Sprintf("%s@%d", ap.Addr(), ap.Port()))
 	}
-	fmt.Fprintf(&b, "]\ndatabase:\n    storage: %q\nlog:\n  - target: stderr\n    any: notice\ntemplate:\n  - id: default\n    storage: %q\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\nzone:\n",
-		filepath.Join(dir, "db"), h.Dir)
+	b.WriteString(peer.KnotServer(dir, listen, "notice", "answer-rotation: off"))
+	fmt.Fprintf(&b, "template:\n  - id: default\n    storage: %q\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\nzone:\n", h.Dir)
 	for _, z := range s.zones {
 		fmt.Fprintf(&b, "  - domain: %s\n    file: %q\n", z, h.zoneFile(z))
 	}
