@@ -96,24 +96,6 @@ func TestCheckConfig(t *testing.T) {
 	}
 }
 
-// syncBuffer lets the test read what serve prints while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func serve(t *testing.T, args ...string) string {
 	t.Helper()
 	addr, _ := serveLog(t, args...)
@@ -121,7 +103,7 @@ func serve(t *testing.T, args ...string) string {
 }
 
 // serveLog is serve that also returns what the server logs.
-func serveLog(t *testing.T, args ...string) (string, *syncBuffer) {
+func serveLog(t *testing.T, args ...string) (string, *dnstest.LogBuffer) {
 	t.Helper()
 	return serveUntil(t, serveAddr, args...)
 }
@@ -131,7 +113,7 @@ var serveAddr = regexp.MustCompile(`on (127\.\d+\.\d+\.\d+:\d+)`)
 
 // serveUntil starts tern serve with args and waits until what it prints
 // matches re; it returns re's first group and what the server logs.
-func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncBuffer) {
+func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *dnstest.LogBuffer) {
 	t.Helper()
 	addr, logs, _ := serveStoppable(t, re, args...)
 	return addr, logs
@@ -139,10 +121,10 @@ func serveUntil(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncB
 
 // serveStoppable is serveUntil that also returns a function stopping
 // the server (and waiting for it to end), for a restart within a test.
-func serveStoppable(t *testing.T, re *regexp.Regexp, args ...string) (string, *syncBuffer, func()) {
+func serveStoppable(t *testing.T, re *regexp.Regexp, args ...string) (string, *dnstest.LogBuffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb dnstest.LogBuffer
 	done := make(chan struct{})
 	code := 0
 	go func() {

@@ -17,7 +17,7 @@ import (
 
 // hup sends SIGHUP to this process (serve catches it) and waits for the
 // reload's last log line, the n-th line holding done.
-func hup(t *testing.T, logs *syncBuffer, done string, n int) {
+func hup(t *testing.T, logs *dnstest.LogBuffer, done string, n int) {
 	t.Helper()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)

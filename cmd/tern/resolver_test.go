@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
 )
 
@@ -264,7 +265,7 @@ resolution-timeout = "60s"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb dnstest.LogBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &out, &errb) }()
 	re := regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`)

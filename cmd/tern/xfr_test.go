@@ -51,7 +51,7 @@ func peerTool(t *testing.T, name string) string {
 // (bigXfrNames names, several messages) and the signed nsec3.test, both
 // allowed to xfrAllowed unsigned and to anyone with key xfr. It returns
 // the address and the zone files.
-func xfrServe(t *testing.T) (string, map[string]string, *syncBuffer) {
+func xfrServe(t *testing.T) (string, map[string]string, *dnstest.LogBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	var z bytes.Buffer

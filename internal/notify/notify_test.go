@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/tsig"
 )
 
@@ -88,14 +88,6 @@ func soa(serial uint32) *dns.SOA {
 // fast retries for tests: the waits bound a loaded machine's delays.
 var fast = Options{Timeout: 100 * time.Millisecond, MaxTimeout: 400 * time.Millisecond, Attempts: 4}
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // TestNotify: the message is RFC 1996's; a secondary that drops NOTIFYs
 // gets them again until it answers, one that never answers gets Attempts
 // of them, one that refuses gets one; a signed NOTIFY verifies.
@@ -130,7 +122,7 @@ func TestNotify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := listen(t, tc.ip, tc.secrets, tc.answer)
-			var log logBuf
+			var log dnstest.LogBuffer
 			n := New(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})), fast)
 			n.Notify("Example.TEST", soa(7), []Target{{Remote: "ns2", Addr: r.addr, Key: tc.key}})
 			n.Wait()
@@ -170,7 +162,7 @@ func TestNewSerialSupersedes(t *testing.T) {
 	r.mu.Lock()
 	r.answerIf = func(m *dns.Msg) bool { return m.Answer[0].(*dns.SOA).Serial == 2 }
 	r.mu.Unlock()
-	var log logBuf
+	var log dnstest.LogBuffer
 	n := New(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Options{Timeout: 50 * time.Millisecond, MaxTimeout: 50 * time.Millisecond, Attempts: 1000})
 	defer n.Close()
@@ -217,7 +209,7 @@ func TestRetryWaitsAfterRefusal(t *testing.T) {
 	}
 	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
 	pc.Close()
-	var log logBuf
+	var log dnstest.LogBuffer
 	n := New(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Options{Timeout: time.Second, MaxTimeout: 2 * time.Second, Attempts: 8})
 	defer n.Close()

@@ -5,13 +5,13 @@
 package peer
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 // FindTool looks for a program on PATH and in the sbin directories, which
@@ -32,7 +32,7 @@ func FindTool(name string) (string, bool) {
 // Process is a peer server started by Start.
 type Process struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  dnstest.LogBuffer // the child's stdout and stderr
 	done chan struct{}
 	err  error // cmd.Wait's, once done is closed
 }
@@ -90,23 +90,4 @@ func (p *Process) Stop() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// child's stdout and stderr copiers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
