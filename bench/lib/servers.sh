@@ -274,6 +274,8 @@ start_res_tern() {
 	root-hints = "$RES_HINTS"
 	# the hierarchy's authorities are on 127.0.0.0/8
 	query-loopback = true
+	# as the peers here: validation off (on by default)
+	validation = false
 	# all the load comes from one address: the default 32 waiting queries
 	# per client (against DNSBomb) would drop most of the generator's 100
 	# outstanding; Unbound and PowerDNS Recursor have no such limit on

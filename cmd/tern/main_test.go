@@ -94,6 +94,27 @@ func TestCheckConfig(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "resolver.trust-anchor: "+filepath.Join(dir, "root.key")+": . A: a trust anchor is a DS or DNSKEY record") {
 		t.Fatalf("code %d err %q", code, errs)
 	}
+	// Validation is on by default. Root hints of a private root without
+	// a trust-anchor are refused (the embedded root anchors would make
+	// every answer bogus), naming both ways out; a copy of the IANA
+	// hints takes the embedded anchors.
+	os.WriteFile(filepath.Join(dir, "private.hints"), []byte(". 1 IN NS ns.root.test.\nns.root.test. 1 IN A 127.0.0.81\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "iana.hints"), []byte(". 1 IN NS a.root-servers.net.\na.root-servers.net. 1 IN A 198.41.0.4\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "root.ds"), []byte(". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n"), 0o644)
+	for _, tc := range []struct{ name, extra, want string }{
+		{"private root, no anchor", "root-hints = \"private.hints\"\n", "names ns.root.test. 127.0.0.81, not an IANA root server"},
+		{"private root, validation off", "root-hints = \"private.hints\"\nvalidation = false\n", ""},
+		{"private root, its anchor", "root-hints = \"private.hints\"\ntrust-anchor = \"root.ds\"\n", ""},
+		{"IANA hints copy", "root-hints = \"iana.hints\"\n", ""},
+		{"embedded hints", "", ""},
+	} {
+		path := filepath.Join(dir, "hints.toml")
+		os.WriteFile(path, []byte("[resolver]\nlisten = [\"127.0.0.80:5399\"]\n"+tc.extra), 0o644)
+		code, _, errs = runT("check", "config", path)
+		if tc.want == "" && code != 0 || tc.want != "" && (code != 1 || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "set resolver.trust-anchor") || !strings.Contains(errs, "validation = false")) {
+			t.Errorf("%s: code %d err %q", tc.name, code, errs)
+		}
+	}
 }
 
 func serve(t *testing.T, args ...string) string {

@@ -89,6 +89,7 @@ listen = ["127.0.0.80:0"]
 allow = ["127.0.0.1/32"]
 root-hints = "hints"
 query-loopback = true
+validation = false
 [[resolver.stub]]
 name = "stub.test"
 servers = ["` + h.Addrs[2].String() + `"]
@@ -259,6 +260,7 @@ listen = ["127.0.0.80:0"]
 allow = ["127.0.0.1/32"]
 root-hints = "hints"
 query-loopback = true
+validation = false
 resolution-timeout = "60s"
 `), 0o644); err != nil {
 		t.Fatal(err)
@@ -378,6 +380,7 @@ listen = ["127.0.0.80:0"]
 allow = ["127.0.0.1/32"]
 root-hints = "hints"
 query-loopback = true
+validation = false
 ` + extra + `
 [[resolver.forward]]
 name = "` + zone + `"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"flag"
@@ -56,8 +57,10 @@ type serveFlags struct {
 	// resolvers are --resolver's addresses: a [resolver] table with
 	// them as its listen, defaults for the rest.
 	resolvers multiFlag
-	workers   int
-	logLevel  string
+	// trustAnchor is --trust-anchor: the resolver's trust-anchor file.
+	trustAnchor string
+	workers     int
+	logLevel    string
 }
 
 // config reads the config file (the defaults when there is none), applies
@@ -83,6 +86,9 @@ func (f *serveFlags) config() (*config.Config, error) {
 		}
 		cfg.Resolver.Listen = f.resolvers
 	}
+	if f.trustAnchor != "" && cfg.Resolver != nil {
+		cfg.Resolver.TrustAnchor = f.trustAnchor
+	}
 	if f.workers >= 0 {
 		cfg.Server.Workers = f.workers
 	}
@@ -103,6 +109,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&f.listens, "listen", "address to listen on, host:port (repeatable)")
 	fs.Var(&f.zones, "zone", "zone to serve, ORIGIN=FILE (repeatable)")
 	fs.Var(&f.resolvers, "resolver", "run the recursive resolver on this address, host:port (repeatable)")
+	fs.StringVar(&f.trustAnchor, "trust-anchor", "", "the resolver's DNSSEC trust anchors, DS or DNSKEY records in zone-file form (default: the embedded root anchors)")
 	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
@@ -262,7 +269,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if hints == "" {
 			hints = "embedded IANA hints"
 		}
-		log.Info("resolving", "listen", strings.Join(addrs, ","), "allow", strings.Join(r.Allow, ","), "root-hints", hints, "query-loopback", r.QueryLoopback)
+		validation := "off"
+		if r.Validation {
+			validation = "on, trust anchors " + cmp.Or(r.TrustAnchor, "embedded (root KSK-2017, KSK-2024)")
+		}
+		log.Info("resolving", "listen", strings.Join(addrs, ","), "allow", strings.Join(r.Allow, ","), "root-hints", hints, "query-loopback", r.QueryLoopback, "validation", validation)
 		fmt.Fprintf(stdout, "tern: resolving on %s (UDP and TCP) for %s; try: %s\n",
 			strings.Join(addrs, ", "), strings.Join(r.Allow, ", "), digHint(addrs[0], false, ".", "NS"))
 	}
@@ -327,24 +338,45 @@ func trustAnchors(file string) (validator.Anchors, error) {
 	return validator.ReadAnchors(f, file)
 }
 
+// resolverTrust reads the root hints (nil: the embedded ones) and, with
+// validation on, the trust anchors of the [resolver] table rc: its
+// trust-anchor file, else the embedded root anchors (KSK-2017, KSK-2024).
+// Hints that name servers other than the IANA root's with no trust-anchor
+// are an error: the real root's anchors would make every answer of
+// another root bogus, and running without validation unasked would be a
+// silent downgrade. The operator says which (trust-anchor, or
+// validation = false).
+func resolverTrust(rc *config.Resolver) ([]resolve.Server, validator.Anchors, error) {
+	var hints []resolve.Server
+	if rc.RootHints != "" {
+		var err error
+		if hints, err = resolve.LoadHints(rc.RootHints); err != nil {
+			return nil, nil, fmt.Errorf("resolver.root-hints: %w", err)
+		}
+	}
+	if !rc.Validation {
+		return hints, nil, nil
+	}
+	if rc.TrustAnchor == "" {
+		if other := resolve.NotIANARoot(hints); other != "" {
+			return nil, nil, fmt.Errorf("resolver.root-hints: %s names %s, not an IANA root server, and validation is on (the default) with the embedded root anchors, which cannot validate another root: set resolver.trust-anchor to its root's DS or DNSKEY records, or validation = false", rc.RootHints, other)
+		}
+	}
+	anchors, err := trustAnchors(rc.TrustAnchor)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolver.trust-anchor: %w", err)
+	}
+	return hints, anchors, nil
+}
+
 // newRecursor builds the resolver of cfg's [resolver] table, answering
 // the questions inside resp's zones from their data. It is built once:
 // a reload keeps it, and its caches, whatever changed.
 func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (*recursor.Recursor, error) {
 	rc := cfg.Resolver
-	var hints []resolve.Server
-	if rc.RootHints != "" {
-		var err error
-		if hints, err = resolve.LoadHints(rc.RootHints); err != nil {
-			return nil, fmt.Errorf("resolver.root-hints: %w", err)
-		}
-	}
-	var anchors validator.Anchors
-	if rc.Validation {
-		var err error
-		if anchors, err = trustAnchors(rc.TrustAnchor); err != nil {
-			return nil, fmt.Errorf("resolver.trust-anchor: %w", err)
-		}
+	hints, anchors, err := resolverTrust(rc)
+	if err != nil {
+		return nil, err
 	}
 	var ex upstream.Exchanger = &upstream.Client{}
 	if !rc.QueryLoopback {
@@ -644,17 +676,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				fmt.Fprintf(stderr, "%s: resolver.listen: %v\n", pos[0], err)
 				return 1
 			}
-			if r.RootHints != "" {
-				if _, err := resolve.LoadHints(r.RootHints); err != nil {
-					fmt.Fprintf(stderr, "%s: resolver.root-hints: %v\n", pos[0], err)
-					return 1
-				}
-			}
-			if r.Validation {
-				if _, err := trustAnchors(r.TrustAnchor); err != nil {
-					fmt.Fprintf(stderr, "%s: resolver.trust-anchor: %v\n", pos[0], err)
-					return 1
-				}
+			if _, _, err := resolverTrust(r); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", pos[0], err)
+				return 1
 			}
 			resolver = fmt.Sprintf(", a resolver on %d addresses", len(r.Listen))
 		}

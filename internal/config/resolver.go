@@ -62,13 +62,15 @@ type Resolver struct {
 	// turned off); test hierarchies need it. Default false.
 	QueryLoopback bool `toml:"query-loopback"`
 	// Validation turns DNSSEC validation on (RFC 4033-4035): AD on
-	// secure answers, SERVFAIL with an EDE on bogus ones. Default false
-	// for now.
+	// secure answers, SERVFAIL with an EDE on bogus ones. Default true,
+	// as Unbound's and PowerDNS Recursor's; root hints naming servers
+	// other than the IANA root's then need a TrustAnchor (tern serve
+	// refuses to start without one, or validation = false).
 	Validation bool `toml:"validation"`
 	// TrustAnchor is a file of DS or DNSKEY records in zone-file form
 	// (Debian's /usr/share/dns/root.key); "" means the embedded root
-	// anchors. Relative paths are resolved against the config file's
-	// directory. Read only with validation on.
+	// anchors (KSK-2017, KSK-2024). Relative paths are resolved against
+	// the config file's directory. Read only with validation on.
 	TrustAnchor string `toml:"trust-anchor"`
 	// CacheSize bounds the RRset and negative cache in bytes: "256MiB",
 	// "1GiB", "500MB".
@@ -172,6 +174,7 @@ func DefaultResolver() *Resolver {
 		Allow:                    append([]string(nil), defaultAllow...),
 		CacheSize:                defaultCacheSize,
 		QNameMinimisation:        true,
+		Validation:               true,
 		QueryIPv4:                true,
 		QueryIPv6:                true,
 		CacheMaxTTL:              Duration{cache.DefaultMaxTTL * time.Second},

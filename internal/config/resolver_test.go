@@ -22,7 +22,7 @@ func TestResolverTable(t *testing.T) {
 	if r == nil {
 		t.Fatal("no Resolver")
 	}
-	if r.RootHints != "/etc/tern/hints" || r.Validation || r.TrustAnchor != "" || r.CacheBytes() != 64<<20 || r.QueryLoopback || r.MaxResolutions != 1024 || r.MaxPerClient != 32 ||
+	if r.RootHints != "/etc/tern/hints" || !r.Validation || r.TrustAnchor != "" || r.CacheBytes() != 64<<20 || r.QueryLoopback || r.MaxResolutions != 1024 || r.MaxPerClient != 32 ||
 		r.ClientPrefixIPv4 != 32 || r.ClientPrefixIPv6 != 64 || r.MaxWaiting != 4096 {
 		t.Errorf("%+v", r)
 	}
@@ -37,9 +37,15 @@ func TestResolverTable(t *testing.T) {
 	if got, want := r.CacheOptions(), (cache.Options{Size: 64 << 20, MaxTTL: 86400, MaxNegativeTTL: 3600}); got.Size != want.Size || got.MinTTL != 0 || got.MaxTTL != want.MaxTTL || got.MaxNegativeTTL != want.MaxNegativeTTL || got.Stale != 0 {
 		t.Errorf("cache options %+v, want %+v", got, want)
 	}
-	va, err := Parse("/etc/tern/t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\nvalidation = true\ntrust-anchor = \"root.key\"\n"))
+	va, err := Parse("/etc/tern/t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\ntrust-anchor = \"root.key\"\n"))
 	if err != nil || !va.Resolver.Validation || va.Resolver.TrustAnchor != "/etc/tern/root.key" {
-		t.Errorf("validation: %v %+v", err, va)
+		t.Errorf("validation on by default: %v %+v", err, va)
+	}
+	if !r.Validation {
+		t.Error("validation off by default, want on (as Unbound and PowerDNS Recursor)")
+	}
+	if off, err := Parse("t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\nvalidation = false\n")); err != nil || off.Resolver.Validation {
+		t.Errorf("validation = false: %v %+v", err, off)
 	}
 	c2, err := Parse("t.toml", []byte("[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-min-ttl = \"30s\"\ncache-max-ttl = \"6h\"\ncache-max-negative-ttl = \"5m\"\nserve-stale = \"24h\"\nstale-answer-client-timeout = \"500ms\"\n"))
 	if err != nil {

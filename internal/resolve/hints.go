@@ -125,3 +125,21 @@ func rrAddr(rr dns.RR) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
+
+// NotIANARoot returns the first of the root hints servers that is not one
+// of the IANA root servers, as "NAME ADDRESS", or "" when every one is: a
+// name under root-servers.net. at public addresses only (a copy of
+// named.root, old or new, such as Debian's /usr/share/dns/root.hints).
+// The embedded root trust anchors validate only that root; a private root
+// (a test hierarchy, an internal namespace) needs its own.
+func NotIANARoot(servers []Server) string {
+	for _, s := range servers {
+		for _, a := range s.Addrs {
+			a = a.Unmap()
+			if !dns.IsSubDomain("root-servers.net.", s.Name) || !a.IsGlobalUnicast() || a.IsPrivate() {
+				return s.Name + " " + a.String()
+			}
+		}
+	}
+	return ""
+}

@@ -598,6 +598,24 @@ func TestRootHints(t *testing.T) {
 			t.Errorf("%+v", s)
 		}
 	}
+	if s := NotIANARoot(h); s != "" {
+		t.Errorf("the embedded hints: %s is not an IANA root server", s)
+	}
+	for hints, want := range map[string]string{
+		". 1 IN NS a.root-servers.net.\na.root-servers.net. 1 IN A 198.41.0.4\n":                                   "",
+		". 1 IN NS a.root-servers.net.\na.root-servers.net. 1 IN A 127.0.0.10\n":                                   "a.root-servers.net. 127.0.0.10",
+		". 1 IN NS a.root-servers.net.\na.root-servers.net. 1 IN AAAA fd00::1\n":                                   "a.root-servers.net. fd00::1",
+		". 1 IN NS ns.private.\nns.private. 1 IN A 198.41.0.4\n":                                                   "ns.private. 198.41.0.4",
+		". 1 IN NS a.root-servers.net.\n. 1 IN NS x.\na.root-servers.net. 1 IN A 198.41.0.4\nx. 1 IN A 10.0.0.1\n": "x. 10.0.0.1",
+	} {
+		s, err := ParseHints(strings.NewReader(hints), "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NotIANARoot(s); got != want {
+			t.Errorf("NotIANARoot(%q) = %q, want %q", hints, got, want)
+		}
+	}
 	if _, err := ParseHints(strings.NewReader(". 1 IN NS a.\nb. 1 IN A 192.0.2.1\n"), "h"); err == nil {
 		t.Error("hints without an address for their server accepted")
 	}
