@@ -28,12 +28,17 @@ const (
 // Options control how a zone is signed.
 type Options struct {
 	// NSEC3 builds an NSEC3 chain (RFC 5155) instead of NSEC (RFC 4034
-	// §4). Parameters follow RFC 9276 §3.1: SHA-1, 0 extra iterations,
-	// empty salt.
+	// §4). Parameters follow RFC 9276 §3.1 (SHA-1, 0 extra iterations,
+	// empty salt) unless NSEC3Iterations or NSEC3Salt say otherwise.
 	NSEC3 bool
 	// OptOut leaves unsigned delegations out of the NSEC3 chain and sets
 	// the Opt-Out flag (RFC 5155 §6). Ignored without NSEC3.
 	OptOut bool
+	// NSEC3Iterations and NSEC3Salt (hex) replace RFC 9276's 0 and
+	// empty salt: only for zones that validators must see with other
+	// parameters (their tests: RFC 9276 §3.2's iteration limits).
+	NSEC3Iterations uint16
+	NSEC3Salt       string
 	// Inception and Expiration fix the signature validity window. When
 	// zero they are now-InceptionOffset and now+Validity.
 	Inception, Expiration time.Time
@@ -248,7 +253,7 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 	if opts.NSEC3 {
 		apex.add(&dns.NSEC3PARAM{
 			Hdr:  dns.RR_Header{Name: origin, Rrtype: dns.TypeNSEC3PARAM, Class: dns.ClassINET, Ttl: 0},
-			Hash: dns.SHA1, Flags: 0, Iterations: 0, SaltLength: 0, Salt: "",
+			Hash: dns.SHA1, Flags: 0, Iterations: opts.NSEC3Iterations, SaltLength: uint8(len(opts.NSEC3Salt) / 2), Salt: opts.NSEC3Salt,
 		})
 	}
 
@@ -302,7 +307,7 @@ func sign(ctx context.Context, rrs, prev []dns.RR, origin string, keys []*Key, o
 	// Build the chain.
 	var chain []*node
 	if opts.NSEC3 {
-		chain, err = buildNSEC3(nodes, auth, apexKey, origin, opts.OptOut, chainTTL)
+		chain, err = buildNSEC3(nodes, auth, apexKey, origin, opts, chainTTL)
 		if err != nil {
 			return nil, st, fmt.Errorf("sign %s: %w", origin, err)
 		}
@@ -511,7 +516,8 @@ func buildNSEC(auth []*node, ttl uint32) {
 // §7.1): one per authoritative name and per empty non-terminal, leaving out
 // unsigned delegations (and the empty non-terminals only they create) when
 // optOut is set.
-func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, optOut bool, ttl uint32) ([]*node, error) {
+func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, opts Options, ttl uint32) ([]*node, error) {
+	optOut := opts.OptOut
 	type entry struct {
 		name  string
 		types []uint16
@@ -548,7 +554,7 @@ func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, op
 		}
 	}
 	for i := range entries {
-		entries[i].hash = dns.HashName(entries[i].name, dns.SHA1, 0, "")
+		entries[i].hash = dns.HashName(entries[i].name, dns.SHA1, opts.NSEC3Iterations, opts.NSEC3Salt)
 		if entries[i].hash == "" {
 			return nil, fmt.Errorf("cannot hash %s", entries[i].name)
 		}
@@ -576,9 +582,9 @@ func buildNSEC3(nodes map[string]*node, auth []*node, apexKey, origin string, op
 			Hdr:        dns.RR_Header{Name: owner, Rrtype: dns.TypeNSEC3, Class: dns.ClassINET, Ttl: ttl},
 			Hash:       dns.SHA1,
 			Flags:      flags,
-			Iterations: 0,
-			SaltLength: 0,
-			Salt:       "",
+			Iterations: opts.NSEC3Iterations,
+			SaltLength: uint8(len(opts.NSEC3Salt) / 2),
+			Salt:       opts.NSEC3Salt,
 			HashLength: 20,
 			NextDomain: next,
 			TypeBitMap: e.types,

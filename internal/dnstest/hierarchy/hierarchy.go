@@ -107,7 +107,7 @@ func (h *Hierarchy) serve(zones []Zone) error {
 			}
 			zs = append(zs, zn)
 		}
-		srv, err := serveTern([]string{netip.AddrPortFrom(a, h.Port).String()}, zs)
+		srv, err := Serve([]string{netip.AddrPortFrom(a, h.Port).String()}, zs)
 		if err != nil {
 			return err
 		}
@@ -116,9 +116,9 @@ func (h *Hierarchy) serve(zones []Zone) error {
 	return nil
 }
 
-// serveTern serves zones with Tern's authoritative engine on the listen
-// addresses (host:port), one UDP worker each.
-func serveTern(listen []string, zones []*zone.Zone) (*server.Server, error) {
+// Serve serves zones with Tern's authoritative engine on the listen
+// addresses (host:port), one UDP worker each; the caller closes it.
+func Serve(listen []string, zones []*zone.Zone) (*server.Server, error) {
 	resp := auth.New(zone.NewSet(zones...), auth.Options{})
 	srv := server.New(server.Config{Listen: listen, Workers: 1},
 		server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))

@@ -1,7 +1,6 @@
 package hierarchy_test
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
-	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
-	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/upstream"
 )
 
@@ -32,24 +29,8 @@ func startServed(t *testing.T, h *hierarchy.Standard) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recursor.New(recursor.Options{
-		Resolver:      resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: h.Port, Cache: cache.New(cache.Options{})}),
-		Allow:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		ResponseCache: 1024,
-	})
-	t.Cleanup(rec.Close)
-	addr := netip.AddrPortFrom(servedAddr, h.Port).String()
-	srv := server.New(server.Config{Listen: []string{addr}, Workers: 1}, rec)
-	var last error
-	for range 50 { // a previous test's socket may still be closing
-		if last = srv.Start(context.Background()); last == nil {
-			t.Cleanup(srv.Close)
-			return addr
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("served resolver on %s: %v", addr, last)
-	return ""
+	r := resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: h.Port, Cache: cache.New(cache.Options{})})
+	return hierarchy.StartRecursor(t, netip.AddrPortFrom(servedAddr, h.Port), r)
 }
 
 // testServed asks every case of the Tests list of Tern's served

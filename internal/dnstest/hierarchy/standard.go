@@ -73,7 +73,7 @@ func StartStandard(t testing.TB, first byte) *Standard {
 	for i := range StandardAddrs {
 		h.Addrs = append(h.Addrs, netip.AddrFrom4([4]byte{127, 0, 0, first + byte(i)}))
 	}
-	h.Port = choosePort(t, h.Addrs)
+	h.Port = ChoosePort(t, h.Addrs)
 	if err := h.writeFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +106,10 @@ func StartStandard(t testing.TB, first byte) *Standard {
 	return h
 }
 
-// choosePort returns 53 when it is free on every address (waiting a
+// ChoosePort returns 53 when it is free on every address (waiting a
 // while for a previous run's servers to let go), or a port the kernel
 // picks, free on all of them, where 53 cannot be bound (not root).
-func choosePort(t testing.TB, addrs []netip.Addr) uint16 {
+func ChoosePort(t testing.TB, addrs []netip.Addr) uint16 {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -183,7 +183,7 @@ func (h *Standard) startTern(t testing.TB, s serverSpec) {
 		}
 		zones = append(zones, z)
 	}
-	srv, err := serveTern(h.listen(s), zones)
+	srv, err := Serve(h.listen(s), zones)
 	if err != nil {
 		t.Fatalf("hierarchy: tern for %s: %v", s.name, err)
 	}

@@ -3,9 +3,6 @@ package hierarchy_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -16,101 +13,16 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
-	"github.com/tern-dns/tern/internal/peer"
 )
 
 // unboundAddr is where Unbound listens: the last address of the block.
 var unboundAddr = netip.AddrFrom4([4]byte{127, 0, 0, 39})
 
-// startUnbound runs Unbound (Debian's unbound) as a resolver over the
-// hierarchy: root hints naming the local root, queries to loopback
-// allowed, the iterator alone (no validator: the hierarchy is unsigned
-// and has no trust anchor), one thread, no prefetch, QNAME minimisation
-// as by default (relaxed). It returns the address to ask, or why Unbound
-// cannot run (the tests that need it skip).
+// startUnbound runs Unbound as a resolver over the hierarchy
+// (hierarchy.StartUnbound), the iterator alone: the hierarchy is
+// unsigned and has no trust anchor.
 func startUnbound(t *testing.T, h *hierarchy.Standard) (addr, skip string) {
-	t.Helper()
-	bin, ok := peer.FindTool("unbound")
-	if !ok {
-		if os.Getenv(hierarchy.RequirePeersEnv) == "1" {
-			t.Fatalf("unbound not found and %s=1", hierarchy.RequirePeersEnv)
-		}
-		return "", "unbound not found; install it (Debian: unbound)"
-	}
-	if h.Port != 53 {
-		// Unbound asks authorities on port 53 alone (root hints carry no
-		// port).
-		return "", fmt.Sprintf("the hierarchy is on port %d, not 53: Unbound cannot be pointed at it", h.Port)
-	}
-	dir := t.TempDir()
-	addr = netip.AddrPortFrom(unboundAddr, 53).String()
-	conf := fmt.Sprintf(`server:
-    interface: %s
-    port: 53
-    do-ip6: no
-    do-not-query-localhost: no
-    root-hints: %q
-    module-config: "iterator"
-    username: ""
-    chroot: ""
-    directory: %q
-    pidfile: %q
-    use-syslog: no
-    logfile: ""
-    verbosity: 1
-    num-threads: 1
-    access-control: 127.0.0.0/8 allow
-    prefetch: no
-    ede: yes
-    discard-timeout: 0
-    infra-cache-max-rtt: 1000
-remote-control:
-    control-enable: no
-`, unboundAddr, h.HintsFile, dir, filepath.Join(dir, "unbound.pid"))
-	path := filepath.Join(dir, "unbound.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var last error
-	for attempt := range 3 {
-		p, err := peer.Start(exec.Command(bin, "-d", "-c", path))
-		if err != nil {
-			t.Fatalf("unbound: %v", err)
-		}
-		if last = waitResolver(p, addr); last == nil {
-			t.Cleanup(func() {
-				p.Stop()
-				if t.Failed() {
-					t.Logf("unbound log:\n%s", p.Output())
-				}
-			})
-			return addr, ""
-		}
-		p.Stop()
-		last = fmt.Errorf("attempt %d: %w\n%s", attempt+1, last, p.Output())
-	}
-	t.Fatalf("unbound: %v", last)
-	return "", ""
-}
-
-// waitResolver polls a resolver with a question about the hierarchy's
-// root until it answers, the process exits, or 30 seconds pass.
-func waitResolver(p *peer.Process, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	c := &dns.Client{Timeout: time.Second}
-	for {
-		if p.Exited() {
-			return fmt.Errorf("exited before answering")
-		}
-		r, _, err := c.Exchange(new(dns.Msg).SetQuestion(".", dns.TypeSOA), addr)
-		if err == nil && r.Rcode == dns.RcodeSuccess {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not answering after 30s: %v %v", r, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return hierarchy.StartUnbound(t, unboundAddr, h.Port, h.HintsFile, `module-config: "iterator"`)
 }
 
 // askResolver sends a recursive query with EDNS and returns the
