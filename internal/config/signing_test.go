@@ -38,7 +38,7 @@ serial-policy = "unixtime"
 		{"[zone.signing]\nalgorithm = \"rsasha1\"\n", `tern.toml:2: zone "example.com.": signing: missing key-dir`},
 		{"[zone.signing]\nkey-dir = \"k\"\nalgorithm = \"rsasha1\"\n", `algorithm "rsasha1"`},
 		{"[zone.signing]\nkey-dir = \"k\"\nopt-out = true\n", "opt-out needs nsec3"},
-		{"[zone.signing]\nkey-dir = \"k\"\nserial-policy = \"dateserial\"\n", `serial-policy "dateserial" (want increment or unixtime)`},
+		{"[zone.signing]\nkey-dir = \"k\"\nserial-policy = \"weekly\"\n", `serial policy "weekly" (want increment, unixtime or dateserial)`},
 		{"[zone.signing]\nkey-dir = \"k\"\nsignature-validity = \"1h\"\nsignature-refresh = \"2h\"\n", "signature-refresh must be shorter"},
 		{"[zone.signing]\nkey-dir = \"k\"\nbogus = 1\n", "unknown key zone.signing.bogus"},
 	} {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnssec"
 )
 
 // Limits enforced by Validate.
@@ -116,10 +118,8 @@ func (c *Config) Validate() error {
 			default:
 				v.addZone(at, "%s: signing: algorithm %q (want ecdsap256sha256 or ed25519)", name, sg.Algorithm)
 			}
-			switch strings.ToLower(sg.SerialPolicy) {
-			case "", "increment", "unixtime":
-			default:
-				v.addZone(at, "%s: signing: serial-policy %q (want increment or unixtime)", name, sg.SerialPolicy)
+			if _, err := dnssec.ParseSerialPolicy(sg.SerialPolicy); err != nil {
+				v.addZone(at, "%s: signing: %v", name, err)
 			}
 			if sg.OptOut && !sg.NSEC3 {
 				v.addZone(at, "%s: signing: opt-out needs nsec3", name)

@@ -11,8 +11,9 @@ import (
 	"github.com/tern-dns/tern/internal/wire"
 )
 
-// SerialPolicy says how a zone the server signs gets the SOA serial of a
-// new version (Knot's serial-policy).
+// SerialPolicy says how a new version of a zone the server changes (a
+// signed version, a dynamic update) gets its SOA serial (Knot's
+// serial-policy).
 type SerialPolicy uint8
 
 // The serial policies. The zero value is SerialIncrement, the default.
@@ -22,26 +23,57 @@ const (
 	// SerialUnixtime serves the current Unix time in seconds, or the
 	// previous serial plus one when that is not greater.
 	SerialUnixtime
+	// SerialDateserial serves the date as YYYYMMDD00 (UTC), or the
+	// previous serial plus one when that is not greater: the second
+	// change of a day is YYYYMMDD01, and so on (Knot's dateserial).
+	SerialDateserial
 )
 
 // ParseSerialPolicy reads a serial-policy setting: "increment" (or "",
-// the default) or "unixtime", in any case.
+// the default), "unixtime" or "dateserial", in any case.
 func ParseSerialPolicy(s string) (SerialPolicy, error) {
 	switch strings.ToLower(s) {
 	case "", "increment":
 		return SerialIncrement, nil
 	case "unixtime":
 		return SerialUnixtime, nil
+	case "dateserial":
+		return SerialDateserial, nil
 	}
-	return 0, fmt.Errorf("serial policy %q (want increment or unixtime)", s)
+	return 0, fmt.Errorf("serial policy %q (want increment, unixtime or dateserial)", s)
 }
 
 // String returns the policy's configuration name.
 func (p SerialPolicy) String() string {
-	if p == SerialUnixtime {
+	switch p {
+	case SerialUnixtime:
 		return "unixtime"
+	case SerialDateserial:
+		return "dateserial"
 	}
 	return "increment"
+}
+
+// Next returns the serial of a version following one with serial cur,
+// made at now: greater than cur in RFC 1982 order, as secondaries need
+// to see a new version (RFC 1034 §4.3.5).
+func (p SerialPolicy) Next(cur uint32, now time.Time) uint32 {
+	var t uint32
+	switch p {
+	case SerialUnixtime:
+		// Serials are 32 bits: past 2106 the Unix time wraps, which
+		// RFC 1982 arithmetic handles as long as versions come more
+		// often than every 68 years.
+		t = uint32(now.Unix())
+	case SerialDateserial:
+		y, m, d := now.UTC().Date()
+		t = uint32(((y*100+int(m))*100 + d) * 100)
+	}
+	if t != 0 && wire.SerialCompare(t, cur) > 0 {
+		return t
+	}
+	// RFC 1982 §3.1: adding 1 wraps from 2^32-1 to 0.
+	return cur + 1
 }
 
 // nextSerial returns the serial of a new version of a signed zone whose
@@ -57,16 +89,7 @@ func nextSerial(p SerialPolicy, file, last uint32, haveLast bool, now time.Time)
 	if haveLast && wire.SerialCompare(file, last) <= 0 {
 		floor = last
 	}
-	if p == SerialUnixtime {
-		// Serials are 32 bits: past 2106 the Unix time wraps, which
-		// RFC 1982 arithmetic handles as long as versions come more
-		// often than every 68 years.
-		if t := uint32(now.Unix()); wire.SerialCompare(t, floor) > 0 {
-			return t
-		}
-	}
-	// RFC 1982 §3.1: adding 1 wraps from 2^32-1 to 0.
-	return floor + 1
+	return p.Next(floor, now)
 }
 
 // setSerial gives the SOA record of out, a zone signed by sign (in

@@ -246,6 +246,12 @@ func TestNextSerial(t *testing.T) {
 		{SerialUnixtime, 1, 0, false, 1_800_000_000},
 		{SerialUnixtime, 1, 1_800_000_000, true, 1_800_000_001},
 		{SerialUnixtime, 2_000_000_000, 5, true, 2_000_000_001},
+		// 1_800_000_000 is 2027-01-15 08:00 UTC: the day's first
+		// change is 2027011500, later ones count on.
+		{SerialDateserial, 1, 0, false, 2027011500},
+		{SerialDateserial, 2027011500, 0, false, 2027011501},
+		{SerialDateserial, 2027011599, 0, false, 2027011600},
+		{SerialDateserial, 2027011700, 0, false, 2027011701},
 	} {
 		if got := nextSerial(c.policy, c.file, c.last, c.haveLast, now); got != c.want {
 			t.Errorf("%s file %d last %d (%v): %d, want %d", c.policy, c.file, c.last, c.haveLast, got, c.want)
@@ -254,12 +260,12 @@ func TestNextSerial(t *testing.T) {
 }
 
 func TestParseSerialPolicy(t *testing.T) {
-	for in, want := range map[string]SerialPolicy{"": SerialIncrement, "increment": SerialIncrement, "UnixTime": SerialUnixtime} {
+	for in, want := range map[string]SerialPolicy{"": SerialIncrement, "increment": SerialIncrement, "UnixTime": SerialUnixtime, "dateserial": SerialDateserial} {
 		if got, err := ParseSerialPolicy(in); err != nil || got != want {
 			t.Errorf("%q: %v %v, want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseSerialPolicy("dateserial"); err == nil || !strings.Contains(err.Error(), "dateserial") {
-		t.Errorf("dateserial: %v", err)
+	if _, err := ParseSerialPolicy("weekly"); err == nil || !strings.Contains(err.Error(), "weekly") {
+		t.Errorf("weekly: %v", err)
 	}
 }

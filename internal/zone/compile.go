@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // Compile checks records and builds the zone's lookup structure. It
@@ -24,6 +26,38 @@ func Compile(origin string, recs []Record) (*Zone, error) {
 	}
 	for _, r := range recs {
 		c.add(r.RR, r.File, r.Line)
+	}
+	return c.finish()
+}
+
+// CompileRecords builds a zone from records in wire form (an SOA first,
+// then any order, as SortedRecords and Diff.Apply give them), checked
+// as Compile checks a file's; problems name source and the record's
+// index. It is how a changed version (a dynamic update, a difference
+// applied) is built without going through presentation form.
+func CompileRecords(origin, source string, recs []RR) (*Zone, error) {
+	c, err := newCompiler(origin, len(recs))
+	if err != nil {
+		return nil, err
+	}
+	file := c.fileIndex(source)
+	for i, r := range recs {
+		p := pos{file, uint32(i + 1)}
+		if len(r.Tail) < 10 || 10+int(binary.BigEndian.Uint16(r.Tail[8:])) != len(r.Tail) {
+			c.errorf(&p, "malformed record")
+			continue
+		}
+		if binary.BigEndian.Uint16(r.Tail[2:]) != dns.ClassINET {
+			c.errorf(&p, "class %d is not IN", binary.BigEndian.Uint16(r.Tail[2:]))
+			continue
+		}
+		if !wire.InZone(r.Owner, c.z.Origin) {
+			c.errorf(&p, "%s is outside the zone %s", NameString(r.Owner), c.origin)
+			continue
+		}
+		name := c.owner[:len(r.Owner)]
+		wire.Lower(name, r.Owner)
+		c.addTail(p, name, r.Tail)
 	}
 	return c.finish()
 }
