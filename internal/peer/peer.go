@@ -80,6 +80,9 @@ func (p *Process) Exited() bool {
 // Output returns what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
 
+// Signal sends sig to the process (named reloads its zones on SIGHUP).
+func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(p.cmd.Process.Pid, sig) }
+
 // Stop ends the process group: SIGTERM, then SIGKILL after 5 seconds.
 func (p *Process) Stop() {
 	pgid := p.cmd.Process.Pid
