@@ -155,3 +155,11 @@ func TestKeyParentAndBelow(t *testing.T) {
 		t.Error("KeyBelow with an escaped octet")
 	}
 }
+
+// TestCanonicalLessAllocs: the validator's NSEC checks compare names
+// several times per proof; a comparison allocates nothing.
+func TestCanonicalLessAllocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { CanonicalLess("a.example.", "B.a.example.") }); n != 0 {
+		t.Errorf("%v allocations per comparison", n)
+	}
+}
