@@ -557,6 +557,11 @@ trust-anchor = "root.key"
 		{"w.test.", false, false, dns.RcodeSuccess, false, 1, 0, false},
 		{"bad.test.", true, false, dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeDNSBogus, true},
 		{"bad.test.", true, true, dns.RcodeSuccess, false, 2, 0, false},
+		// RFC 8198: nx2.test. is in the NSEC span that proved nx1.test.
+		// absent.
+		{"nx1.test.", true, false, dns.RcodeNameError, true, 0, 0, false},
+		{"nx2.test.", true, false, dns.RcodeNameError, true, 0, 0, false},
+		{"nx3.test.", false, false, dns.RcodeNameError, false, 0, 0, false},
 	} {
 		m := new(dns.Msg)
 		m.SetQuestion(tc.name, dns.TypeA)
@@ -580,6 +585,22 @@ trust-anchor = "root.key"
 		}
 		if r.Rcode != tc.rcode || r.AuthenticatedData != tc.ad || len(r.Answer) != tc.answers || code != tc.ede || ok != tc.edeExpected {
 			t.Errorf("%s DO %v CD %v: %v", tc.name, tc.do, tc.cd, r)
+		}
+		if tc.rcode == dns.RcodeNameError {
+			// The SOA, and with DO the NSEC records and every RRSIG
+			// (RFC 4035 §3.1.3.2); the second name's answer is
+			// synthesised from the first's (RFC 8198).
+			types := map[uint16]int{}
+			for _, rr := range r.Ns {
+				types[rr.Header().Rrtype]++
+			}
+			wantSigs := 0
+			if tc.do {
+				wantSigs = 1 + types[dns.TypeNSEC]
+			}
+			if types[dns.TypeSOA] != 1 || (types[dns.TypeNSEC] == 0) != !tc.do || types[dns.TypeRRSIG] != wantSigs {
+				t.Errorf("%s DO %v: authority %v", tc.name, tc.do, r.Ns)
+			}
 		}
 	}
 }

@@ -398,6 +398,8 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 			Stub:       resolveZones(rc.Stub),
 			Validate:   rc.Validation,
 			Anchors:    anchors,
+			// RFC 8198, with validation on.
+			NoAggressiveNSEC: !rc.AggressiveNSEC,
 		}),
 		Auth:             resp,
 		Allow:            rc.AllowPrefixes(),

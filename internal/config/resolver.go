@@ -72,6 +72,11 @@ type Resolver struct {
 	// anchors (KSK-2017, KSK-2024). Relative paths are resolved against
 	// the config file's directory. Read only with validation on.
 	TrustAnchor string `toml:"trust-anchor"`
+	// AggressiveNSEC answers negative questions from the validated NSEC
+	// and NSEC3 records cached for other names of the same zone (RFC
+	// 8198), with validation on; default true, as Unbound's
+	// aggressive-nsec since 1.15.
+	AggressiveNSEC bool `toml:"aggressive-nsec"`
 	// CacheSize bounds the RRset and negative cache in bytes: "256MiB",
 	// "1GiB", "500MB".
 	CacheSize string `toml:"cache-size" want:"a size string such as \"256MiB\""`
@@ -175,6 +180,7 @@ func DefaultResolver() *Resolver {
 		CacheSize:                defaultCacheSize,
 		QNameMinimisation:        true,
 		Validation:               true,
+		AggressiveNSEC:           true,
 		QueryIPv4:                true,
 		QueryIPv6:                true,
 		CacheMaxTTL:              Duration{cache.DefaultMaxTTL * time.Second},

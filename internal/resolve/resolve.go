@@ -122,6 +122,11 @@ type Options struct {
 	// Result gets a Security from the chain of trust built down from
 	// Anchors (validate.go). It needs the DO bit (not NoDNSSEC).
 	Validate bool
+	// NoAggressiveNSEC turns the aggressive use of validated NSEC and
+	// NSEC3 records off (RFC 8198; on by default with Validate and a
+	// Cache, as Unbound's aggressive-nsec since 1.15): negative answers
+	// are then only those cached for their own name and type.
+	NoAggressiveNSEC bool
 	// Anchors are the trust anchors; nil means validator.RootAnchors.
 	Anchors validator.Anchors
 	// Validator configures the checks (its clock, its limits).
@@ -167,6 +172,9 @@ type Resolver struct {
 	// validClock is validator.Options.Now.
 	trusted    *trustCache
 	validClock func() time.Time
+	// denials are the validated NSEC and NSEC3 records (aggressive.go),
+	// nil unless validating with a cache.
+	denials *cache.Denials
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -193,6 +201,9 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		r.trusted, r.validClock = &trustCache{}, opt.Validator.Now
 		if r.anchors == nil {
 			r.anchors = validator.RootAnchors()
+		}
+		if opt.Cache != nil && !opt.NoAggressiveNSEC {
+			r.denials = cache.NewDenials(0, opt.Cache.Now)
 		}
 	}
 	if _, ok := ex.(upstream.OptionsExchanger); ok {
@@ -364,8 +375,13 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 		}
 		return &Result{Rcode: dns.RcodeServerFailure, Queries: ru.queries}, err
 	}
-	if r.validator != nil && !ru.noValidate {
+	switch {
+	case ru.synthesised && len(res.Answer) == 0:
+		// RFC 8198: made of records validated when they came.
+		res.Security = cache.Secure
+	case r.validator != nil && !ru.noValidate:
 		r.validate(parent, name, qtype, res)
+		r.learnDenials(res)
 	}
 	res.Queries = ru.queries
 	return res, nil
@@ -390,6 +406,9 @@ type run struct {
 	// noValidate is set on the resolutions of DS and DNSKEY records the
 	// validator's chain makes: the chain checks them.
 	noValidate bool
+	// synthesised is set when the answer to the question itself came
+	// from validated NSEC or NSEC3 records (aggressive.go).
+	synthesised bool
 }
 
 // hit notes a limit hit.
@@ -548,6 +567,10 @@ func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
 // lame for the zone.
 func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
 	if m, zone, ok := ru.cached(name, qtype); ok {
+		return m, zone, nil
+	}
+	if m, zone, ok := ru.synthesise(name, qtype); ok {
+		ru.synthesised = ru.synthesised || (name == ru.name && qtype == ru.qtype)
 		return m, zone, nil
 	}
 	zone, servers, fromCache := ru.closest(name, qtype)
