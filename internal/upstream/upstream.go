@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -43,6 +42,9 @@ type Client struct {
 	Timeout time.Duration
 	// UDPSize is the EDNS payload size advertised; 0 means DefaultUDPSize.
 	UDPSize uint16
+
+	// poll waits for the UDP answers.
+	poll poller
 }
 
 // ErrMismatch is wrapped by Validate's errors: the packet is not the
@@ -166,7 +168,7 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 		defer cancel()
 	}
 	start := time.Now()
-	m, err := exchangeUDP(udpCtx, server, q, h)
+	m, err := c.exchangeUDP(udpCtx, server, q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -203,48 +205,6 @@ func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
 // cold resolution's CPU (rbench's profile, 2026-12-03). Validate's parse
 // copies what it keeps, so a buffer goes back once the answer is parsed.
 var udpBuffers = sync.Pool{New: func() any { return new([65535]byte) }}
-
-// exchangeUDP sends the query from a new socket, so from a new source port
-// chosen at random by the kernel (RFC 5452 §9.2; Linux picks ephemeral
-// ports at random), and waits for the matching answer.
-func exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
-	m, pkt, err := query(q, h)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(server))
-	if err != nil {
-		return nil, fmt.Errorf("udp to %s: %w", server, err)
-	}
-	defer conn.Close()
-	if d, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(d)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	if _, err := conn.Write(pkt); err != nil {
-		return nil, fmt.Errorf("udp to %s: %w", server, err)
-	}
-	bp := udpBuffers.Get().(*[65535]byte)
-	defer udpBuffers.Put(bp)
-	buf := bp[:]
-	for {
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			return nil, fmt.Errorf("udp to %s: %w", server, ioError(ctx, err))
-		}
-		// A connected socket only receives from the server, but the check
-		// costs nothing and does not depend on the kernel.
-		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
-			continue
-		}
-		if r, err := h.validate(buf[:n], m.Id, q); err == nil {
-			return r, nil
-		}
-		// RFC 5452 §9.1: a packet that does not match is dropped and the
-		// wait for the real answer goes on.
-	}
-}
 
 // exchangeTCP asks over a new TCP connection (RFC 7766), framed by
 // miekg/dns's Conn; the answer must pass the same checks as over UDP.
