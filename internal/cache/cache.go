@@ -1,6 +1,8 @@
 // Package cache holds what the resolver learns: an RRset cache and a
 // negative cache (RFC 2308) shared by every goroutine, and a response
-// cache (Responses) that one worker owns for its cache hits.
+// cache (Responses) that one worker owns for its cache hits. Each RRset
+// and negative entry keeps what the validator found of it (Validated),
+// and data found bogus goes after Options.BogusTTL.
 //
 // The RRset cache is split into shards by a hash of the name and type,
 // each with its own lock and its own byte budget, so that concurrent
@@ -38,6 +40,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +136,17 @@ type Options struct {
 	Stale time.Duration
 	// Now is the clock (default time.Now); tests advance their own.
 	Now func() time.Time
+	// BogusTTL is how long an entry found Bogus (SetValidated) stays:
+	// it is then gone, and the data is asked again (default
+	// DefaultBogusTTL, Unbound's val-bogus-ttl).
+	BogusTTL time.Duration
 }
+
+// DefaultBogusTTL is how long bogus data is kept unless configured:
+// Unbound's val-bogus-ttl, 60 seconds. Within it, every question of the
+// data is answered from the finding (SERVFAIL, or the data for CD),
+// without asking or checking again.
+const DefaultBogusTTL = 60 * time.Second
 
 // DefaultSize is the cache's size in bytes unless configured.
 const DefaultSize = 256 << 20
@@ -156,14 +169,38 @@ type Entry struct {
 	Sigs []dns.RR
 	// Rank is where the data came from.
 	Rank Rank
-	// Security is its validation state.
-	Security Security
+	// Validated is what the validator found of the data (SetValidated),
+	// nil until then. Get returns it; Put ignores it.
+	Validated *Validated
 	// TTL, from Get, is the seconds left (StaleTTL for a stale entry);
 	// every record's TTL is set to it. Put ignores it and takes the
 	// records' TTLs.
 	TTL uint32
 	// Stale is set on an entry past its TTL, returned by GetStale.
 	Stale bool
+}
+
+// Validated is what a validator found of an entry's data (RFC 4035
+// §4.3): kept with the entry, so that the data taken from the cache is
+// not checked again while the finding holds.
+type Validated struct {
+	Security Security
+	// EDE and Why say why the data is Bogus or Insecure (RFC 8914
+	// INFO-CODE and EXTRA-TEXT).
+	EDE uint16
+	Why string
+	// Until is when the finding stops holding, on the validator's clock
+	// (which may not be the cache's): the earliest expiration of the
+	// RRSIGs and of the chain of trust it follows from (RFC 4035 §5.3.3).
+	// The user of the finding checks it.
+	Until time.Time
+}
+
+// validation is a Validated as stored, with dead: for Bogus, when the
+// entry goes, on the cache's clock (Options.BogusTTL).
+type validation struct {
+	v    Validated
+	dead int64
 }
 
 // Cache is the RRset and negative cache. It is safe for concurrent use.
@@ -201,12 +238,23 @@ type entry struct {
 	whole    uint16 // whole records after them
 	kind     Kind
 	rank     Rank
-	sec      Security
 	ttl      uint32 // as stored, clamped
 	expire   int64  // unix nanoseconds
 	slot     int32
 	use      atomic.Uint32 // 0-3: CLOCK's use counter
 	wholeOff uint32        // offset in data of the whole records
+	// val is what the validator found of data, set once it has
+	// (SetValidated), nil before.
+	val atomic.Pointer[validation]
+}
+
+// end is when e stops being live: its TTL's end, or sooner for data found
+// Bogus (Options.BogusTTL).
+func (e *entry) end() int64 {
+	if v := e.val.Load(); v != nil && v.dead != 0 {
+		return min(e.expire, v.dead)
+	}
+	return e.expire
 }
 
 // overhead is the bytes an entry costs beyond its data: the struct, its
@@ -227,6 +275,9 @@ func New(opt Options) *Cache {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.BogusTTL <= 0 {
+		opt.BogusTTL = DefaultBogusTTL
 	}
 	// Shards: enough that goroutines rarely share one (16 per CPU, at
 	// least 16), few enough that each holds many entries.
@@ -297,7 +348,7 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.m[string(k)]; old != nil {
-		if old.expire > now && old.rank > ne.rank {
+		if old.end() > now && old.rank > ne.rank {
 			return
 		}
 		s.remove(old)
@@ -353,7 +404,7 @@ func entryTTL(e *Entry) (uint32, bool) {
 
 // encode packs e's records after the key k into a new entry.
 func encode(k []byte, e *Entry) (*entry, error) {
-	ne := &entry{keyLen: uint16(len(k)), kind: e.Kind, rank: e.Rank, sec: e.Security}
+	ne := &entry{keyLen: uint16(len(k)), kind: e.Kind, rank: e.Rank}
 	size := len(k)
 	for _, rr := range e.Records {
 		size += dns.Len(rr)
@@ -434,12 +485,90 @@ func (s *shard) evict(keep *entry, dead int64) {
 		if e == nil || e == keep {
 			continue
 		}
-		if u := e.use.Load(); u > 0 && e.expire > dead {
+		if u := e.use.Load(); u > 0 && e.end() > dead {
 			e.use.Store(u - 1)
 			continue
 		}
 		s.remove(e)
 	}
+}
+
+// SetValidated keeps v with the live entry of name and type (an
+// NXDomain's for the name) when it holds exactly e's records (Kind,
+// records and signatures, TTLs aside, in any order): the data the
+// validator checked, not data stored since. It reports whether it did.
+// Data found Bogus goes after Options.BogusTTL, sooner than its TTL.
+func (c *Cache) SetValidated(name string, qtype uint16, e Entry, v Validated) bool {
+	if !dns.IsFqdn(name) {
+		return false
+	}
+	if e.Kind == NXDomain {
+		qtype = 0
+	}
+	k := key(name, qtype)
+	want, err := encode(k, &e)
+	if err != nil {
+		return false
+	}
+	now := c.opt.Now().UnixNano()
+	s := c.shardOf(k)
+	s.mu.RLock()
+	got := s.m[string(k)]
+	s.mu.RUnlock()
+	if got == nil || got.end() <= now || got.kind != e.Kind || !sameData(got, want) {
+		return false
+	}
+	val := &validation{v: v}
+	if v.Security == Bogus {
+		val.dead = now + int64(c.opt.BogusTTL)
+	}
+	got.val.Store(val)
+	return true
+}
+
+// sameData reports whether a and b hold the same records, TTLs aside,
+// in any order.
+func sameData(a, b *entry) bool {
+	if a.n != b.n || a.whole != b.whole {
+		return false
+	}
+	ua, ub := a.units(), b.units()
+	if len(ua) != len(ub) {
+		return false
+	}
+	slices.Sort(ua)
+	slices.Sort(ub)
+	return slices.Equal(ua, ub)
+}
+
+// units are e's records as comparable strings: each RDATA (with its
+// length) of a positive RRset, then each whole record without its TTL.
+func (e *entry) units() []string {
+	out := make([]string, 0, int(e.n)+int(e.whole))
+	off := int(e.keyLen)
+	for range e.n {
+		end := off + 2 + int(binary.BigEndian.Uint16(e.data[off:]))
+		if end > len(e.data) {
+			return nil
+		}
+		out = append(out, "r"+string(e.data[off:end]))
+		off = end
+	}
+	off = int(e.wholeOff)
+	for range e.whole {
+		// owner, type, class, TTL (4 bytes), RDLENGTH, RDATA
+		ttl := off + nameLen(e.data[off:]) + 4
+		if ttl+6 > len(e.data) {
+			return nil
+		}
+		end := ttl + 6 + int(binary.BigEndian.Uint16(e.data[ttl+4:]))
+		if end > len(e.data) {
+			return nil
+		}
+		out = append(out, "w"+string(e.data[off:ttl])+string(e.data[ttl+4:end]))
+		off = end
+	}
+	return out
 }
 
 // Get returns the live entry for name and type: the RRset, a NODATA for
@@ -475,9 +604,12 @@ func (c *Cache) get(name string, qtype uint16, stale bool) (Entry, bool) {
 	if e == nil {
 		return Entry{}, false
 	}
-	out := Entry{Kind: e.kind, Rank: e.rank, Security: e.sec}
-	if e.expire > now {
-		out.TTL = uint32((e.expire - now) / int64(time.Second))
+	out := Entry{Kind: e.kind, Rank: e.rank}
+	if v := e.val.Load(); v != nil {
+		out.Validated = &v.v
+	}
+	if end := e.end(); end > now {
+		out.TTL = uint32((end - now) / int64(time.Second))
 	} else {
 		out.TTL, out.Stale = StaleTTL, true
 	}
@@ -495,6 +627,11 @@ func (c *Cache) lookup(k []byte, now int64, stale bool) *entry {
 	e := s.m[string(k)]
 	s.mu.RUnlock()
 	if e == nil || (e.expire <= now && (!stale || e.expire <= now-c.stale)) {
+		return nil
+	}
+	if v := e.val.Load(); v != nil && v.dead != 0 && v.dead <= now {
+		// Bogus data past Options.BogusTTL is gone, stale or not: it
+		// is asked again.
 		return nil
 	}
 	// Write the counter only until it saturates: a popular entry's hits

@@ -271,14 +271,73 @@ func TestGet(t *testing.T) {
 	}
 }
 
-func TestSecurityKept(t *testing.T) {
-	c := New(Options{})
-	for _, s := range []Security{Unchecked, Secure, Insecure, Bogus} {
-		name := fmt.Sprintf("s%d.example.", s)
-		c.Put(name, dns.TypeA, Entry{Records: rrs(t, name+" 60 IN A 192.0.2.1"), Security: s})
-		if e, ok := c.Get(name, dns.TypeA); !ok || e.Security != s {
-			t.Errorf("%s: got %v %v, want %v", name, ok, e.Security, s)
+// TestValidated: a validator's finding is kept with the entry holding
+// exactly the data it checked (TTLs and order aside), returned by Get,
+// and gone with the entry; Bogus data goes after BogusTTL, sooner than
+// its TTL, and is then replaced by a lower rank too.
+func TestValidated(t *testing.T) {
+	clk := newClock()
+	c := newCache(clk, Options{})
+	name := "www.example.com."
+	sigs := rrs(t, name+" 300 IN RRSIG A 13 3 300 20270101000000 20260101000000 1234 example.com. AAAA")
+	data := rrs(t, name+" 300 IN A 192.0.2.1", name+" 300 IN A 192.0.2.2")
+	c.Put(name, dns.TypeA, Entry{Records: data, Sigs: sigs, Rank: RankAuthAnswer})
+	secure := Validated{Security: Secure, Until: clk.t.Add(time.Hour)}
+	// Other data: another address, another signature, a record fewer.
+	for _, other := range []Entry{
+		{Records: rrs(t, name+" 300 IN A 192.0.2.1", name+" 300 IN A 192.0.2.3"), Sigs: sigs},
+		{Records: data, Sigs: rrs(t, name+" 300 IN RRSIG A 13 3 300 20270101000000 20260101000000 1234 example.com. AAAB")},
+		{Records: data[:1], Sigs: sigs},
+		{Records: data},
+		{Kind: NoData, Records: rrs(t, "example.com. 300 IN SOA ns. h. 1 2 3 4 300")},
+	} {
+		if c.SetValidated(name, dns.TypeA, other, secure) {
+			t.Errorf("finding kept for other data %v", other)
 		}
+	}
+	if e, _ := c.Get(name, dns.TypeA); e.Validated != nil {
+		t.Fatalf("a finding after SetValidated of other data: %+v", e.Validated)
+	}
+	// The same data, TTLs gone down, in another order.
+	same := rrs(t, name+" 100 IN A 192.0.2.2", name+" 100 IN A 192.0.2.1")
+	if !c.SetValidated(name, dns.TypeA, Entry{Records: same, Sigs: rrs(t, name+" 100 IN RRSIG A 13 3 300 20270101000000 20260101000000 1234 example.com. AAAA")}, secure) {
+		t.Fatal("finding not kept for the same data")
+	}
+	if e, _ := c.Get(name, dns.TypeA); e.Validated == nil || *e.Validated != secure {
+		t.Fatalf("Get: %+v, want %+v", e.Validated, secure)
+	}
+	c.Put(name, dns.TypeA, Entry{Records: data, Sigs: sigs, Rank: RankAuthAnswer})
+	if e, _ := c.Get(name, dns.TypeA); e.Validated != nil {
+		t.Errorf("a new entry has the old one's finding: %+v", e.Validated)
+	}
+	// Bogus: gone after BogusTTL (60 s) though its TTL is 300 s, and
+	// then a lower rank takes its place.
+	bogus := Validated{Security: Bogus, EDE: 6, Why: "bad", Until: clk.t.Add(time.Minute)}
+	if !c.SetValidated(name, dns.TypeA, Entry{Records: data, Sigs: sigs}, bogus) {
+		t.Fatal("bogus finding not kept")
+	}
+	clk.advance(59 * time.Second)
+	if e, ok := c.Get(name, dns.TypeA); !ok || e.Validated == nil || e.Validated.Security != Bogus || e.TTL != 1 {
+		t.Fatalf("bogus within BogusTTL: %v %+v", ok, e)
+	}
+	clk.advance(time.Second)
+	if e, ok := c.Get(name, dns.TypeA); ok {
+		t.Fatalf("bogus data past BogusTTL still there: %+v", e)
+	}
+	c.Put(name, dns.TypeA, Entry{Records: data[:1], Rank: RankAdditional})
+	if e, ok := c.Get(name, dns.TypeA); !ok || len(e.Records) != 1 || e.Validated != nil {
+		t.Errorf("after the bogus entry went, a lower rank's: %v %+v", ok, e)
+	}
+	// A negative entry: an NXDOMAIN's finding holds for every type.
+	nx := "nx.example.com."
+	auth := rrs(t, "example.com. 300 IN SOA ns. h. 1 2 3 4 300", "example.com. 300 IN RRSIG SOA 13 2 300 20270101000000 20260101000000 1234 example.com. AAAA",
+		"example.com. 300 IN NSEC z.example.com. NS SOA RRSIG NSEC DNSKEY")
+	c.Put(nx, dns.TypeA, Entry{Kind: NXDomain, Records: auth, Rank: RankAuthority})
+	if !c.SetValidated(nx, dns.TypeAAAA, Entry{Kind: NXDomain, Records: []dns.RR{auth[2], auth[0], auth[1]}}, secure) {
+		t.Fatal("NXDOMAIN finding not kept")
+	}
+	if e, ok := c.Get(nx, dns.TypeMX); !ok || e.Kind != NXDomain || e.Validated == nil || e.Validated.Security != Secure {
+		t.Errorf("NXDOMAIN: %v %+v", ok, e)
 	}
 }
 

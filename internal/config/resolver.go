@@ -86,6 +86,11 @@ type Resolver struct {
 	CacheMinTTL         Duration `toml:"cache-min-ttl"`
 	CacheMaxTTL         Duration `toml:"cache-max-ttl"`
 	CacheMaxNegativeTTL Duration `toml:"cache-max-negative-ttl"`
+	// BogusTTL is how long data that failed validation is kept (its
+	// finding answering every question of it, SERVFAIL or the data for
+	// CD) before it is asked again: Unbound's val-bogus-ttl, default
+	// 60s.
+	BogusTTL Duration `toml:"bogus-ttl"`
 	// ServeStale is how long past their TTL answers are kept to be
 	// served when no authority answers (RFC 8767 max-stale-ttl; it
 	// suggests 1 to 3 days); 0s, the default, turns serve-stale off.
@@ -186,6 +191,7 @@ func DefaultResolver() *Resolver {
 		CacheMaxTTL:              Duration{cache.DefaultMaxTTL * time.Second},
 		CacheMaxNegativeTTL:      Duration{cache.DefaultMaxNegativeTTL * time.Second},
 		StaleAnswerClientTimeout: Duration{cache.StaleClientTimeout},
+		BogusTTL:                 Duration{cache.DefaultBogusTTL},
 		MaxUpstreamQueries:       l.Queries,
 		MaxCNAMEChain:            l.CNAMEs,
 		MaxReferrals:             l.Referrals,
@@ -241,6 +247,7 @@ func (r *Resolver) CacheOptions() cache.Options {
 		MaxTTL:         uint32(r.CacheMaxTTL.Seconds()),
 		MaxNegativeTTL: uint32(r.CacheMaxNegativeTTL.Seconds()),
 		Stale:          r.ServeStale.Duration,
+		BogusTTL:       r.BogusTTL.Duration,
 	}
 }
 
@@ -403,6 +410,9 @@ func (v *validator) validateResolver(r *Resolver) {
 	}
 	if r.CacheMinTTL.Duration > r.CacheMaxTTL.Duration {
 		v.addf("resolver.cache-min-ttl", "resolver.cache-min-ttl: %s is more than cache-max-ttl (%s)", r.CacheMinTTL.Duration, r.CacheMaxTTL.Duration)
+	}
+	if r.BogusTTL.Duration < time.Second {
+		v.addf("resolver.bogus-ttl", "resolver.bogus-ttl: must be at least 1s, got %s", r.BogusTTL.Duration)
 	}
 	if r.ServeStale.Duration < 0 {
 		v.addf("resolver.serve-stale", "resolver.serve-stale: must not be negative, got %s", r.ServeStale.Duration)

@@ -51,6 +51,9 @@ func TestResolverTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := r.CacheOptions().BogusTTL; got != time.Minute {
+		t.Errorf("default bogus-ttl %v, want Unbound's 60s", got)
+	}
 	if got := c2.Resolver.CacheOptions(); got.MinTTL != 30 || got.MaxTTL != 6*3600 || got.MaxNegativeTTL != 300 || got.Stale != 24*time.Hour {
 		t.Errorf("cache options %+v", got)
 	}
@@ -107,8 +110,8 @@ func TestResolverErrors(t *testing.T) {
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nresolution-timeout = \"0s\"\n", []string{"t.toml:3: resolver.resolution-timeout: must be positive"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-max-ttl = \"0s\"\ncache-min-ttl = \"1.5s\"\n",
 			[]string{"t.toml:3: resolver.cache-max-ttl: want whole seconds from 1s to 2147483647s, got 0s", "t.toml:4: resolver.cache-min-ttl: want whole seconds from 0s", "cache-min-ttl: 1.5s is more than cache-max-ttl (0s)"}},
-		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-min-ttl = \"2h\"\ncache-max-ttl = \"1h\"\nserve-stale = \"-1s\"\nstale-answer-client-timeout = \"-1ms\"\n",
-			[]string{"t.toml:3: resolver.cache-min-ttl: 2h0m0s is more than cache-max-ttl (1h0m0s)", "t.toml:5: resolver.serve-stale: must not be negative", "t.toml:6: resolver.stale-answer-client-timeout: must not be negative"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-min-ttl = \"2h\"\ncache-max-ttl = \"1h\"\nserve-stale = \"-1s\"\nstale-answer-client-timeout = \"-1ms\"\nbogus-ttl = \"0s\"\n",
+			[]string{"t.toml:3: resolver.cache-min-ttl: 2h0m0s is more than cache-max-ttl (1h0m0s)", "t.toml:5: resolver.serve-stale: must not be negative", "t.toml:6: resolver.stale-answer-client-timeout: must not be negative", "t.toml:7: resolver.bogus-ttl: must be at least 1s"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-lopback = true\n", []string{"t.toml:3: unknown key resolver.query-lopback (did you mean resolver.query-loopback?)"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-loopback = \"yes\"\n", []string{"t.toml:3: resolver.query-loopback: want true or false, got a string"}},
 	} {

@@ -33,6 +33,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	}
 	m := &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}}
 	if e, ok := c.Get(name, qtype); ok && e.Rank >= cache.RankAnswer {
+		ru.known.note(e)
 		switch e.Kind {
 		case cache.Positive:
 			m.Answer = append(e.Records, e.Sigs...)
@@ -45,6 +46,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	}
 	if qtype != dns.TypeCNAME {
 		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+			ru.known.note(e)
 			m.Answer = append(e.Records, e.Sigs...)
 			return m, name, true
 		}
@@ -54,6 +56,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	for z := name; z != "."; {
 		z = parent(z)
 		if e, ok := c.Get(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+			ru.known.note(e)
 			m.Answer = append(e.Records, e.Sigs...)
 			return m, z, true
 		}
@@ -331,9 +334,10 @@ func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 // is a timer), and ok is false unless it is Secure or Insecure: the
 // client then waits for the resolution.
 func (r *Resolver) Stale(name string, qtype uint16) (*Result, bool) {
-	res, ok := (&run{r: r}).stale(dns.CanonicalName(name), qtype)
+	ru := &run{r: r}
+	res, ok := ru.stale(dns.CanonicalName(name), qtype)
 	if ok && r.validator != nil {
-		r.validateWith(context.Background(), name, qtype, res, true)
+		r.validateWith(context.Background(), name, qtype, res, true, ru.known)
 		ok = res.Security != cache.Bogus
 	}
 	return res, ok
@@ -355,6 +359,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 		e, ok := c.GetStale(cur, qtype)
 		if ok && e.Rank >= cache.RankAnswer {
 			res.Stale = res.Stale || e.Stale
+			ru.known.note(e)
 			switch e.Kind {
 			case cache.Positive:
 				res.Answer = append(append(res.Answer, e.Records...), e.Sigs...)
@@ -373,6 +378,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 			break
 		}
 		res.Stale = res.Stale || e.Stale
+		ru.known.note(e)
 		res.Answer = append(append(res.Answer, e.Records...), e.Sigs...)
 		cur = dns.CanonicalName(e.Records[0].(*dns.CNAME).Target)
 	}

@@ -368,7 +368,7 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 			if r.validator != nil && !ru.noValidate {
 				// The cache holds data as it came, bogus or not: a
 				// stale answer is validated as a fresh one.
-				r.validate(parent, name, qtype, res)
+				r.validate(parent, name, qtype, res, ru.known)
 			}
 			res.Queries = ru.queries
 			return res, nil
@@ -380,7 +380,7 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 		// RFC 8198: made of records validated when they came.
 		res.Security = cache.Secure
 	case r.validator != nil && !ru.noValidate:
-		r.validate(parent, name, qtype, res)
+		r.validate(parent, name, qtype, res, ru.known)
 		r.learnDenials(res)
 	}
 	res.Queries = ru.queries
@@ -409,6 +409,9 @@ type run struct {
 	// synthesised is set when the answer to the question itself came
 	// from validated NSEC or NSEC3 records (aggressive.go).
 	synthesised bool
+	// known are the validator's findings the cache held for the data
+	// the resolution took from it (validate.go).
+	known findings
 }
 
 // hit notes a limit hit.

@@ -37,6 +37,95 @@ type trustChain struct {
 	unprovedWildcard bool
 	// offline: nothing is fetched (validateWith).
 	offline bool
+	// cached are the findings the cache held for data of the result;
+	// found are those made here, to be kept in the cache.
+	cached findings
+	found  []finding
+}
+
+// findings are the validator's findings the cache held for the data a
+// resolution took from it (cache.Entry.Validated), by the identity of
+// the first record of each RRset, and of the SOA of each negative
+// answer, as Get decoded them: a finding covers those records and no
+// others (data that came another way, or was stored since, is checked).
+type findings struct {
+	sets, negative map[dns.RR]*cache.Validated
+}
+
+// note remembers e's finding, if it has one.
+func (f *findings) note(e cache.Entry) {
+	if e.Validated == nil || len(e.Records) == 0 {
+		return
+	}
+	if e.Kind == cache.Positive {
+		if f.sets == nil {
+			f.sets = map[dns.RR]*cache.Validated{}
+		}
+		f.sets[e.Records[0]] = e.Validated
+		return
+	}
+	if soa := firstSOA(e.Records); soa != nil {
+		if f.negative == nil {
+			f.negative = map[dns.RR]*cache.Validated{}
+		}
+		f.negative[soa] = e.Validated
+	}
+}
+
+// firstSOA returns the first SOA record of rrs, or nil.
+func firstSOA(rrs []dns.RR) dns.RR {
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeSOA {
+			return rr
+		}
+	}
+	return nil
+}
+
+// finding is what the chain found of an RRset or a negative answer, to be
+// kept with its cache entry (cache.SetValidated).
+type finding struct {
+	name  string
+	qtype uint16
+	entry cache.Entry
+	v     cache.Validated
+}
+
+// fromFinding returns v as the validator's Result.
+func fromFinding(v *cache.Validated) validator.Result {
+	return validator.Result{Security: v.Security, EDE: v.EDE, Text: v.Why}
+}
+
+// lookup returns the finding of the RRset (or, negative, the negative
+// answer) whose first record (SOA) is first, while it holds on the
+// validator's clock.
+func (c *trustChain) lookup(negative bool, first dns.RR) *cache.Validated {
+	if first == nil {
+		return nil
+	}
+	m := c.cached.sets
+	if negative {
+		m = c.cached.negative
+	}
+	if v := m[first]; v != nil && c.r.validNow().Before(v.Until) {
+		return v
+	}
+	return nil
+}
+
+// keep notes what was found of name/qtype's entry e, valid until until.
+func (c *trustChain) keep(name string, qtype uint16, e cache.Entry, r validator.Result, until time.Time) {
+	if c.offline || c.r.cache == nil {
+		return
+	}
+	if r.Security == cache.Bogus {
+		// The cache drops bogus data after its BogusTTL, sooner.
+		until = lifetime(c.r.validNow(), e.Records, nil)
+	}
+	if !c.r.validNow().Before(until) {
+		return
+	}
+	c.found = append(c.found, finding{name, qtype, e, cache.Validated{Security: r.Security, EDE: r.EDE, Why: r.Text, Until: until}})
 }
 
 // zoneTrust is what the chain found of one zone.
@@ -117,20 +206,28 @@ func (c *trustChain) known(zone string) (zoneTrust, bool) {
 }
 
 // validate sets res.Security (and res.EDE, res.Why when not Secure) for
-// the question name/qtype.
-func (r *Resolver) validate(ctx context.Context, name string, qtype uint16, res *Result) {
-	r.validateWith(ctx, name, qtype, res, false)
+// the question name/qtype. What the cache held of the findings for data
+// of res (known) is taken as found; what is found of the rest is kept in
+// the cache with the data, so that the next resolution taking it from
+// there checks no signature (BenchmarkValidate).
+func (r *Resolver) validate(ctx context.Context, name string, qtype uint16, res *Result, known findings) {
+	r.validateWith(ctx, name, qtype, res, false, known)
 }
 
 // validateWith is validate; offline, it asks no authority (nor the
 // cache) for the chain's DS and DNSKEY records: what the trustCache
-// does not hold fails the validation.
-func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, res *Result, offline bool) {
+// does not hold fails the validation, and nothing is kept.
+func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, res *Result, offline bool, known findings) {
 	// The chain's fetches together take no longer than one resolution
 	// may (Limits.Timeout), not that long each.
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}, offline: offline}
+	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}, offline: offline, cached: known}
+	defer func() {
+		for _, f := range c.found {
+			r.cache.SetValidated(f.name, f.qtype, f.entry, f.v)
+		}
+	}()
 	out := c.result(name, qtype, res)
 	if c.unprovedWildcard && !offline {
 		// The cache keeps a wildcard answer's proof under the NSEC's
@@ -190,7 +287,7 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 			sname = set.Records[0].(*dns.CNAME).Target
 			continue
 		}
-		r, sig := c.rrset(set)
+		r, sig, _ := c.rrset(set)
 		out = worse(out, r)
 		if r.Secure() && sig != nil && int(sig.Labels) < dns.CountLabel(set.Name) && !strings.HasPrefix(set.Name, "*.") {
 			wildcards = append(wildcards, struct {
@@ -206,10 +303,20 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 	if out.Security == cache.Bogus {
 		return out
 	}
+	negative := res.Rcode == dns.RcodeNameError || (res.Rcode == dns.RcodeSuccess && !hasType(res.Answer, sname, qtype))
+	soa := firstSOA(res.Authority)
+	if negative {
+		if v := c.lookup(true, soa); v != nil {
+			return worse(out, fromFinding(v))
+		}
+	}
 	// The proofs (NSEC/NSEC3 of the authority section), each RRset
-	// verified; the SOA of a negative answer names its zone.
+	// verified; the SOA of a negative answer names its zone. auth is
+	// what they are, until when.
 	proofs := map[string][]dns.RR{}
 	negZone := ""
+	auth := secureResult
+	authUntil := c.r.validNow().Add(time.Duration(cache.DefaultMaxTTL) * time.Second)
 	for _, set := range RRsets(res.Authority) {
 		if len(set.Records) == 0 {
 			continue
@@ -217,19 +324,19 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 		switch set.Type {
 		case dns.TypeSOA:
 			negZone = set.Name
-			if r, _ := c.rrset(set); !r.Secure() {
-				out = worse(out, r)
-			}
+			r, _, until := c.rrset(set)
+			auth, authUntil = worse(auth, r), minTime(authUntil, until)
 		case dns.TypeNSEC, dns.TypeNSEC3:
-			r, sig := c.rrset(set)
+			r, sig, until := c.rrset(set)
+			auth, authUntil = worse(auth, r), minTime(authUntil, until)
 			if !r.Secure() {
-				out = worse(out, r)
 				continue
 			}
 			z := dns.CanonicalName(sig.SignerName)
 			proofs[z] = append(proofs[z], set.Records...)
 		}
 	}
+	out = worse(out, auth)
 	if out.Security != cache.Secure {
 		return out
 	}
@@ -241,7 +348,6 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 		}
 		out = worse(out, c.r.validator.ProveWildcard(w.owner, w.labels, w.zone, proofs[w.zone], &c.work))
 	}
-	negative := res.Rcode == dns.RcodeNameError || (res.Rcode == dns.RcodeSuccess && !hasType(res.Answer, sname, qtype))
 	if !negative || out.Security != cache.Secure {
 		return out
 	}
@@ -255,19 +361,32 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 		}
 		return t.res
 	}
-	claim := validator.NoData
+	claim, kind := validator.NoData, cache.NoData
 	if res.Rcode == dns.RcodeNameError {
-		claim = validator.NXDomain
+		claim, kind = validator.NXDomain, cache.NXDomain
 	}
+	// The negative answer's finding is kept with its entry (the SOA,
+	// its proof and their RRSIGs, under the name and type).
+	var d validator.Result
 	if len(proofs[negZone]) == 0 {
-		return validator.Result{Security: cache.Bogus, EDE: wire.EDENSECMissing, Text: fmt.Sprintf("%s: negative answer without NSEC or NSEC3 from %s", sname, negZone)}
+		d = validator.Result{Security: cache.Bogus, EDE: wire.EDENSECMissing, Text: fmt.Sprintf("%s: negative answer without NSEC or NSEC3 from %s", sname, negZone)}
+	} else {
+		d = c.r.validator.ProveDenial(claim, sname, qtype, negZone, proofs[negZone], &c.work)
 	}
-	d := c.r.validator.ProveDenial(claim, sname, qtype, negZone, proofs[negZone], &c.work)
 	if d.Secure() && d.OptOut {
 		// RFC 5155 §9.2: an Opt-Out proof authenticates nothing.
 		d = validator.Result{Security: cache.Insecure, Text: "opt-out NSEC3"}
 	}
+	c.keep(sname, qtype, cache.Entry{Kind: kind, Records: res.Authority}, worse(auth, d), authUntil)
 	return worse(out, d)
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // hasType reports whether rrs holds a record of name and type t.
@@ -292,24 +411,65 @@ func dnameOver(sets []RRset, name string) bool {
 
 // rrset validates one RRset: with the keys of the zone that signed it,
 // or, unsigned, as part of an unsigned zone (RFC 4035 §5.2: the zone
-// above it must have proved it has no DS).
-func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG) {
+// above it must have proved it has no DS). It returns the signature that
+// verified (of a Secure RRset), and until when the outcome holds. A
+// finding the cache held for the RRset is taken as it is; one made here
+// is kept.
+func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) {
+	if v := c.lookup(false, set.Records[0]); v != nil {
+		var sig *dns.RRSIG
+		if v.Security == cache.Secure {
+			sig = signer(set)
+		}
+		return fromFinding(v), sig, v.Until
+	}
+	r, sig, t := c.verify(set)
+	until := lifetime(c.r.validNow(), set.Records, set.Sigs)
+	if t.expire.Before(until) {
+		// The chain's keys or proved unsigned delegation it follows
+		// from; zero when the chain had no outcome to keep.
+		until = t.expire
+	}
+	e := cache.Entry{Records: set.Records}
+	for _, s := range set.Sigs {
+		e.Sigs = append(e.Sigs, s)
+	}
+	c.keep(set.Name, set.Type, e, r, until)
+	return r, sig, until
+}
+
+// signer returns the first RRSIG of set by an ancestor of its owner: the
+// one whose labels tell a wildcard expansion (RFC 4035 §5.3.4) when set
+// was found Secure before.
+func signer(set RRset) *dns.RRSIG {
+	for _, sig := range set.Sigs {
+		if dns.IsSubDomain(dns.CanonicalName(sig.SignerName), set.Name) {
+			return sig
+		}
+	}
+	return nil
+}
+
+// verify is rrset's check, with the chain's outcome at the zone it
+// depends on.
+func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust) {
 	if len(set.Sigs) == 0 {
 		t := c.trust(set.Name)
 		if t.res.Security == cache.Secure {
-			return validator.Result{Security: cache.Bogus, EDE: wire.EDERRSIGsMissing, Text: fmt.Sprintf("%s %s: no RRSIG in a signed zone", set.Name, dns.TypeToString[set.Type])}, nil
+			return validator.Result{Security: cache.Bogus, EDE: wire.EDERRSIGsMissing, Text: fmt.Sprintf("%s %s: no RRSIG in a signed zone", set.Name, dns.TypeToString[set.Type])}, nil, t
 		}
-		return t.res, nil
+		return t.res, nil, t
 	}
 	zone := dns.CanonicalName(set.Sigs[0].SignerName)
 	if !dns.IsSubDomain(zone, set.Name) {
-		return validator.Result{Security: cache.Bogus, EDE: wire.EDEDNSSECBogus, Text: fmt.Sprintf("%s: signer %s is not an ancestor", set.Name, zone)}, nil
+		return validator.Result{Security: cache.Bogus, EDE: wire.EDEDNSSECBogus, Text: fmt.Sprintf("%s: signer %s is not an ancestor", set.Name, zone)}, nil, zoneTrust{}
 	}
 	t := c.trust(zone)
 	if !t.res.Secure() {
-		return t.res, nil
+		return t.res, nil, t
 	}
-	return c.r.validator.VerifyRRset(set.Records, set.Sigs, t.keys, zone, &c.work)
+	r, sig := c.r.validator.VerifyRRset(set.Records, set.Sigs, t.keys, zone, &c.work)
+	return r, sig, t
 }
 
 // trust returns what the chain of trust says of the zone at or above

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ var (
 )
 
 // signedHierarchy signs and serves: the root (10.0.1.1), test.
-// (10.0.1.2), which delegates signed.test. (10.0.1.3, with DS),
+// (10.0.1.2), which delegates signed.test. (10.0.1.3, with DS; its
+// chain.signed.test. is a CNAME to www.wrongds.test.),
 // unsigned.test. (10.0.1.4, without DS), broken.test. (10.0.1.5, with
 // DS, its www record changed after signing) and wrongds.test. (10.0.1.6,
 // with the DS of a key it does not hold). It returns the Exchanger and
@@ -124,6 +126,7 @@ func signedHierarchy(t testing.TB, opts dnssec.Options) (*authFake, []*dns.DS) {
 ns A 10.0.1.3
 www A 192.0.2.1
 *.wild A 192.0.2.7
+chain CNAME www.wrongds.test.
 `, true, opts, nil)
 	serve("10.0.1.4", "unsigned.test.", `$TTL 300
 @ SOA ns h 1 7200 3600 1209600 300
@@ -272,6 +275,113 @@ func TestValidateTrustKept(t *testing.T) {
 	}
 }
 
+// TestValidateFindingsCached: what validation found of each RRset and
+// negative answer is kept with its cache entry, and a resolution taking
+// the data from the cache checks no signature again: with the
+// validator's clock set back before the signatures' inception and the
+// chain's outcomes forgotten, cached answers keep their state (a check
+// would find every signature not yet valid, EDE 8), without a question
+// upstream; bogus data keeps its EDE, and its records for a CD client.
+// Bogus data goes after the cache's BogusTTL (60 s), sooner than its
+// TTL, and is asked again; the secure answer stays.
+func TestValidateFindingsCached(t *testing.T) {
+	f, anchor := signedHierarchy(t, dnssec.Options{NSEC3: true})
+	now, cacheNow := checkTime, time.Unix(1_800_000_000, 0)
+	r := New(f, Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Cache:     cache.New(cache.Options{Now: func() time.Time { return cacheNow }}),
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return now }},
+	})
+	cases := []struct {
+		name  string
+		rcode int
+		sec   cache.Security
+		ede   uint16
+	}{
+		{"www.signed.test.", dns.RcodeSuccess, cache.Secure, 0},
+		{"nx.signed.test.", dns.RcodeNameError, cache.Secure, 0},
+		{"www.unsigned.test.", dns.RcodeSuccess, cache.Insecure, 0},
+		{"www.broken.test.", dns.RcodeSuccess, cache.Bogus, wire.EDEDNSSECBogus},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tc := range cases {
+			res, err := r.Resolve(context.Background(), tc.name, dns.TypeA)
+			if err != nil || res.Rcode != tc.rcode || res.Security != tc.sec || res.EDE != tc.ede || (tc.rcode == dns.RcodeSuccess && len(res.Answer) == 0) {
+				t.Errorf("%s: %s: %v rcode %d security %v EDE %d (%s) answer %v", when, tc.name, err, res.Rcode, res.Security, res.EDE, res.Why, res.Answer)
+			}
+		}
+	}
+	check("first")
+	now = signTime.Add(-2 * time.Hour)
+	r.trusted = &trustCache{}
+	f.asked = nil
+	check("from the cache, clock before the signatures")
+	if len(f.asked) != 0 {
+		t.Errorf("asked upstream %v, want nothing", f.asked)
+	}
+	// The client-response timer's offline validation takes them too.
+	if res, ok := r.Stale("www.signed.test.", dns.TypeA); !ok || res.Security != cache.Secure {
+		t.Errorf("Stale: %v %v (%s)", ok, res.Security, res.Why)
+	}
+	now = checkTime
+	cacheNow = cacheNow.Add(61 * time.Second)
+	f.asked = nil
+	check("past BogusTTL")
+	if f.asked[dns.TypeA] != 1 {
+		t.Errorf("past BogusTTL asked %d A questions, want 1 (the bogus name's): %v", f.asked[dns.TypeA], f.asked)
+	}
+}
+
+// blockingFake is authFake but for the DNSKEY questions of the zones in
+// block, which it never answers: it waits until the query's context ends.
+// live counts those that came with time left.
+type blockingFake struct {
+	*authFake
+	block map[string]bool
+	live  atomic.Int32
+}
+
+func (b *blockingFake) ExchangeOptions(ctx context.Context, s netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	if q.Qtype == dns.TypeDNSKEY && b.block[dns.CanonicalName(q.Name)] {
+		if ctx.Err() == nil {
+			b.live.Add(1)
+		}
+		<-ctx.Done()
+		return nil, upstream.Report{}, ctx.Err()
+	}
+	return b.authFake.ExchangeOptions(ctx, s, q, opt)
+}
+
+// TestValidateTimeBound: the validation of one result takes at most one
+// resolution's time (Limits.Timeout) altogether, whatever number of DS
+// and DNSKEY fetches its chains need (250c586). A CNAME from signed.test.
+// to www.wrongds.test. needs the keys of both zones, and neither answers
+// its DNSKEY question: the first fetch uses up the time, the second has
+// none left and asks nothing. Without the bound, each fetch would get a
+// resolution's time of its own (two waits; more with longer chains).
+func TestValidateTimeBound(t *testing.T) {
+	f, anchor := signedHierarchy(t, dnssec.Options{})
+	b := &blockingFake{authFake: f, block: map[string]bool{"signed.test.": true, "wrongds.test.": true}}
+	r := New(b, Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Limits:    Limits{Timeout: 300 * time.Millisecond},
+		Cache:     cache.New(cache.Options{}),
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return checkTime }},
+	})
+	res, err := r.Resolve(context.Background(), "chain.signed.test.", dns.TypeA)
+	if err != nil || res.Security != cache.Bogus || res.EDE != wire.EDEDNSKEYMissing || len(res.Answer) == 0 {
+		t.Fatalf("%v: security %v EDE %d (%s) answer %v, want bogus, EDE 9", err, res.Security, res.EDE, res.Why, res.Answer)
+	}
+	if n := b.live.Load(); n != 1 {
+		t.Errorf("%d DNSKEY questions were waited on with time left, want 1: the validation's time is one resolution's", n)
+	}
+}
+
 // TestValidateStale: a stale answer (RFC 8767, every authority of its
 // zone gone) is validated as a fresh one: the bogus record stays bogus,
 // the secure one secure.
@@ -280,9 +390,11 @@ func TestValidateStale(t *testing.T) {
 	now := checkTime
 	clock := func() time.Time { return now }
 	r := New(f, Options{
-		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
-		Now:       clock,
-		Cache:     cache.New(cache.Options{Stale: time.Hour, Now: clock}),
+		Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Now:   clock,
+		// Bogus data kept past its TTL (not dropped after a minute as
+		// by default) to be found stale, and checked again then.
+		Cache:     cache.New(cache.Options{Stale: time.Hour, Now: clock, BogusTTL: time.Hour}),
 		Validate:  true,
 		Anchors:   validator.Anchors{".": anchor},
 		Validator: validator.Options{Now: clock},
@@ -344,8 +456,8 @@ func TestValidateOff(t *testing.T) {
 
 // BenchmarkValidate: a resolution of a secure name with every record in
 // the RRset cache (no upstream query), with and without validation: what
-// validating a cached answer costs (the chain's outcomes come from the
-// trustCache; the answer's signature is checked again each time).
+// validating a cached answer costs (its finding comes with the cached
+// data: no signature is checked again).
 func BenchmarkValidate(b *testing.B) {
 	f, anchor := signedHierarchy(b, dnssec.Options{})
 	for _, validate := range []bool{false, true} {
