@@ -55,9 +55,9 @@ type Store interface {
 	// Served returns the version served: nil or Unavailable when none.
 	Served(origin string) *zone.Zone
 	// Install serves a new version.
-	Install(origin string, z *zone.Zone) error
+	Install(ctx context.Context, origin string, z *zone.Zone) error
 	// Expire serves no data for origin (SERVFAIL) until the next Install.
-	Expire(origin string, why error) error
+	Expire(ctx context.Context, origin string, why error) error
 }
 
 // Options are the timing; the zero value takes the defaults.
@@ -253,7 +253,7 @@ func (s *Secondaries) run(ctx context.Context, z Zone, zr *zoneRun) {
 				// RFC 1035 §3.3.13: past expire, the zone is no longer
 				// authoritative.
 				why := fmt.Errorf("expired: not refreshed since %s (SOA expire %ds): %w", last.Format(time.RFC3339), soa.Expire, err)
-				if eerr := s.store.Expire(z.Origin, why); eerr == nil {
+				if eerr := s.store.Expire(ctx, z.Origin, why); eerr == nil {
 					log.Error("secondary: expired, answered SERVFAIL until a transfer succeeds", "err", why)
 				}
 				last = time.Time{}
@@ -356,7 +356,7 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 				continue
 			}
 		}
-		if err := s.store.Install(z.Origin, nz); err != nil {
+		if err := s.store.Install(ctx, z.Origin, nz); err != nil {
 			return err
 		}
 		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "how", how, "took", time.Since(start).Round(time.Millisecond))

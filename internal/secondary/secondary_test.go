@@ -40,13 +40,13 @@ type fakeStore struct {
 }
 
 func (f *fakeStore) Served(string) *zone.Zone { f.mu.Lock(); defer f.mu.Unlock(); return f.z }
-func (f *fakeStore) Install(_ string, z *zone.Zone) error {
+func (f *fakeStore) Install(_ context.Context, _ string, z *zone.Zone) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.z, f.installs = z, f.installs+1
 	return nil
 }
-func (f *fakeStore) Expire(string, error) error {
+func (f *fakeStore) Expire(context.Context, string, error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.z = nil

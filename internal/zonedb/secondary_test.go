@@ -32,7 +32,7 @@ func TestSecondaryReload(t *testing.T) {
 	}
 	expectServed(t, "copy", &pub, &log, map[string]string{"s.test.": "serial 1"}, nil)
 
-	if err := m.Expire("s.test.", errors.New("expired")); err != nil {
+	if err := m.Expire(ctx, "s.test.", errors.New("expired")); err != nil {
 		t.Fatal(err)
 	}
 	expectServed(t, "expired", &pub, &log, map[string]string{"s.test.": "unavailable"}, nil)

@@ -1,9 +1,17 @@
 // Package zonedb keeps the set of zones a server answers from: it loads
-// them as the configuration says, signs those that have a signing policy
-// and keeps their signatures and keys fresh, reloads on request, and
-// publishes every new set whole. A zone that fails to load or reload does
-// not hold the others back: it keeps serving the version it had, or is
-// answered SERVFAIL when it has none.
+// them as the configuration says (and as zones are added and removed at
+// run time), signs those that have a signing policy and keeps their
+// signatures and keys fresh, installs the versions transferred or
+// changed elsewhere, and publishes every new set whole.
+//
+// The work on each zone (load, reload, install of a transfer, expire,
+// re-sign, an applied change) runs as events of that zone, one at a time
+// per zone and concurrently across zones, as Knot organises it: a slow
+// transfer of one zone never delays another zone's reload, and queries
+// never wait for any of it (they read the published set, an
+// atomic.Pointer swapped whole). A zone that fails to load or reload
+// does not hold the others back: it keeps serving the version it had,
+// or is answered SERVFAIL when it has none.
 package zonedb
 
 import (
@@ -12,78 +20,54 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/config"
-	"github.com/tern-dns/tern/internal/dnssec"
-	"github.com/tern-dns/tern/internal/durable"
 	"github.com/tern-dns/tern/internal/journal"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
 // Manager owns the served zones. Publish is called with each new set.
 type Manager struct {
-	cfg     []config.Zone
 	publish func(*zone.Set)
 	log     *slog.Logger
 	now     func() time.Time
+	// ctx is the timed events' context; stop ends it (Close).
+	ctx  context.Context
+	stop context.CancelFunc
 
-	mu      sync.Mutex
-	current map[string]*zone.Zone
-	states  map[string]loadState
-	signed  map[string]*signedZone
-	wake    chan struct{}
+	// mu guards the registry of zones; it is held only to find, add or
+	// remove an entry, never while a zone's event runs.
+	mu    sync.Mutex
+	zones map[string]*entry
+	order []*entry // configuration order, then zones added at run time
 
-	// The journals of differences (see KeepJournals), apart from mu so
-	// that an IXFR never waits on a reload or a signing.
+	// Publication (publish.go): pending are the changes staged by
+	// events, published (the set last published, by origin) is
+	// publishing's.
+	pmu        sync.Mutex
+	pending    map[string]*zone.Zone
+	publishing sync.Mutex
+	published  map[string]*zone.Zone
+
+	// The journals of differences (journals.go), apart from mu so that
+	// an IXFR never waits on a registry change.
 	jmu      sync.Mutex
 	jdir     string
 	jmax     func(*config.Zone) int64
-	jzones   map[string]config.Zone // zones that keep one: those with an ACL
 	journals map[string]*journal.Journal
 
 	// changed is called with each version of a zone published whose
 	// serial differs from the one served before (see OnChange).
-	changed func(origin string, z *zone.Zone)
-}
-
-// OnChange makes the Manager call fn, after publishing, with each zone
-// loaded for the first time or published with a new serial (a reload, a
-// re-signing): the NOTIFY of RFC 1996 §3 goes out from there. fn is
-// called with the Manager's lock held and must not block. Call it before
-// Load.
-func (m *Manager) OnChange(fn func(origin string, z *zone.Zone)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.changed = fn
-}
-
-// announce calls the OnChange function with each zone of changed.
-func (m *Manager) announce(changed []*zone.Zone) {
-	if m.changed == nil {
-		return
-	}
-	for _, z := range changed {
-		m.changed(zone.NameString(z.Origin), z)
-	}
-}
-
-// newSerial reports whether z, replacing prev, is announced.
-func newSerial(prev, z *zone.Zone) bool {
-	return prev == nil || prev.Unavailable || prev.Serial != z.Serial
-}
-
-// signedZone is the state of one automatically signed zone.
-type signedZone struct {
-	cfg      config.Zone
-	signer   *dnssec.ZoneSigner
-	unsigned []dns.RR  // the zone file's content, re-signed on schedule
-	next     time.Time // when signatures or keys next need work
+	changed atomic.Pointer[func(origin string, z *zone.Zone)]
+	// hooks are told of zones added and removed (see OnZones).
+	hooks atomic.Pointer[Hooks]
 }
 
 // New returns a Manager for the configured zones; now is the clock (nil
@@ -95,136 +79,94 @@ func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now fun
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: zones, publish: publish, log: log, now: now,
-		current: map[string]*zone.Zone{}, states: map[string]loadState{}, signed: map[string]*signedZone{}, wake: make(chan struct{}, 1),
-		journals: map[string]*journal.Journal{}}
+	m := &Manager{publish: publish, log: log, now: now,
+		zones: map[string]*entry{}, pending: map[string]*zone.Zone{}, journals: map[string]*journal.Journal{}}
+	m.ctx, m.stop = context.WithCancel(context.Background())
+	m.setConfig(zones)
+	return m
 }
 
-// KeepJournals makes the Manager record every change of a zone that has
-// an ACL (a zone someone may transfer) in a journal under dir, bounded by
-// max (see package journal): a reload whose serial differs from the
-// version served, and each re-signing. Call it before Load.
-func (m *Manager) KeepJournals(dir string, max func(*config.Zone) int64) {
-	m.jmu.Lock()
-	defer m.jmu.Unlock()
-	m.jdir, m.jmax = dir, max
+// OnChange makes the Manager call fn, after publishing, with each zone
+// loaded for the first time or published with a new serial (a reload, a
+// transfer, a re-signing, an applied change): the NOTIFY of RFC 1996 §3
+// goes out from there. fn is called from the zone's event and must not
+// block. Call it before Load.
+func (m *Manager) OnChange(fn func(origin string, z *zone.Zone)) { m.changed.Store(&fn) }
+
+// Hooks are told of zones as they come and go (config reloads, AddZone,
+// RemoveZone): a secondary zone's refresh starts and stops there.
+type Hooks struct {
+	// Added is called with each zone added (at Load too) and with a
+	// zone whose settings changed; Removed with each zone removed.
+	Added   func(zc config.Zone)
+	Removed func(origin string)
 }
 
-// setJournalZones notes which zones keep a journal and their bounds,
-// closing the journals of zones that no longer keep one.
-func (m *Manager) setJournalZones(zones []config.Zone) {
-	m.jmu.Lock()
-	defer m.jmu.Unlock()
-	if m.jdir == "" {
+// OnZones sets the hooks. Call it before Load.
+func (m *Manager) OnZones(h Hooks) { m.hooks.Store(&h) }
+
+// announce calls the OnChange function with each zone of changed.
+func (m *Manager) announce(changed ...*zone.Zone) {
+	fn := m.changed.Load()
+	if fn == nil {
 		return
 	}
-	m.jzones = make(map[string]config.Zone, len(zones))
+	for _, z := range changed {
+		if z != nil {
+			(*fn)(zone.NameString(z.Origin), z)
+		}
+	}
+}
+
+// newSerial reports whether z, replacing prev, is announced.
+func newSerial(prev, z *zone.Zone) bool {
+	return prev == nil || prev.Unavailable || prev.Serial != z.Serial
+}
+
+// entry returns the zone origin (any spelling), nil when not served.
+func (m *Manager) entry(origin string) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.zones[originKey(origin)]
+}
+
+// setConfig makes zones the configured ones: entries are made for the
+// new, the removed ones (configured before, not added at run time) are
+// returned, closed and out of the registry, and the zones to load are
+// returned with their entries, in configuration order. A zone added at
+// run time that the configuration now names becomes configured.
+func (m *Manager) setConfig(zones []config.Zone) (load []*entry, removed []*entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	configured := make(map[string]bool, len(zones))
+	order := make([]*entry, 0, len(zones))
 	for _, zc := range zones {
-		if len(zc.ACL) > 0 {
-			m.jzones[originKey(zc.Origin)] = zc
+		key := originKey(zc.Origin)
+		if configured[key] {
+			continue // config.Validate refuses duplicates; flags may repeat
+		}
+		configured[key] = true
+		e := m.zones[key]
+		if e == nil || e.dynamic {
+			if e != nil {
+				removed = append(removed, e)
+			}
+			e = newEntry(m.ctx, zc, false)
+			m.zones[key] = e
+		}
+		order = append(order, e)
+	}
+	for _, e := range m.order {
+		switch {
+		case e.dynamic && !configured[e.origin]:
+			order = append(order, e)
+		case !e.dynamic && !configured[e.origin]:
+			delete(m.zones, e.origin)
+			removed = append(removed, e)
 		}
 	}
-	for origin, j := range m.journals {
-		if zc, ok := m.jzones[origin]; ok {
-			j.SetMax(m.jmax(&zc)) // journal-max-size may have changed
-		} else {
-			j.Close()
-			delete(m.journals, origin)
-		}
-	}
-}
-
-// journalLocked returns the journal of origin, opening it on first use
-// (creating it only when create is set: a change to record); nil when
-// the zone keeps none, has none yet, or it cannot be opened (logged:
-// transfers are then whole).
-func (m *Manager) journalLocked(origin string, create bool) *journal.Journal {
-	if j := m.journals[origin]; j != nil {
-		return j
-	}
-	zc, ok := m.jzones[origin]
-	if !ok {
-		return nil
-	}
-	path := journal.Path(m.jdir, origin)
-	if _, err := os.Stat(path); err != nil && !create {
-		return nil
-	}
-	j, dropped, err := journal.Open(path, m.jmax(&zc))
-	if err != nil {
-		m.log.Error("no journal: IXFR answered with whole zones", "zone", origin, "err", err)
-		return nil
-	}
-	if dropped > 0 {
-		m.log.Warn("journal: dropped a torn or corrupt tail", "zone", origin, "file", path, "octets", dropped)
-	}
-	m.journals[origin] = j
-	return j
-}
-
-// checkJournal, at a zone's first load, empties its journal when it leads
-// to the serial being served but not to its content (the zone file edited
-// while the server was down, its serial kept, which CompareVersions cannot
-// see across a restart): its differences would bring secondaries to
-// records the zone no longer has. A journal that leads to another serial
-// is harmless: IXFR finds it does not lead to the zone served.
-func (m *Manager) checkJournal(origin string, z *zone.Zone) {
-	m.jmu.Lock()
-	defer m.jmu.Unlock()
-	if _, ok := m.jzones[origin]; !ok {
-		return
-	}
-	j := m.journalLocked(origin, false)
-	if j == nil {
-		return
-	}
-	serial, digest, ok := j.Last()
-	if !ok || serial != z.Serial || digest == z.Digest() {
-		return
-	}
-	m.log.Warn(fmt.Sprintf("journal: serial %d is not the version the journal recorded (the zone changed without a new serial): differences from before it dropped", serial), "zone", origin)
-	if err := j.Reset(); err != nil {
-		m.log.Error("journal: emptying", "zone", origin, "err", err)
-	}
-}
-
-// record appends the change from old to new of a zone to its journal, if
-// it keeps one. A failure is logged: the zone is served all the same,
-// and IXFR from before the change is answered with the whole zone.
-func (m *Manager) record(origin string, old, new *zone.Zone) {
-	if old == nil || old.Unavailable || old.Serial == new.Serial {
-		return
-	}
-	m.jmu.Lock()
-	defer m.jmu.Unlock()
-	j := m.journalLocked(origin, true)
-	if j == nil {
-		return
-	}
-	d, err := zone.Compare(old, new)
-	if err == nil {
-		err = j.Append(d, new.Digest())
-	}
-	if err != nil {
-		m.log.Error("journal: change not recorded", "zone", origin, "from", old.Serial, "to", new.Serial, "err", err)
-		return
-	}
-	m.log.Debug("journal: change recorded", "zone", origin, "from", old.Serial, "to", new.Serial, "deleted", len(d.Deleted), "added", len(d.Added), "size", j.Size())
-}
-
-// Since returns the changes of the zone origin (a canonical wire name)
-// from serial to the newest version recorded, condensed into one
-// difference, or journal.ErrNotFound: no journal, or serial not in it.
-// The caller checks that the difference leads to the version it serves.
-func (m *Manager) Since(origin []byte, serial uint32) (*zone.Diff, error) {
-	m.jmu.Lock()
-	// An IXFR makes no journal: a zone that never changed has none.
-	j := m.journalLocked(zone.NameString(origin), false)
-	m.jmu.Unlock()
-	if j == nil {
-		return nil, journal.ErrNotFound
-	}
-	return j.Since(serial)
+	m.order = order
+	return order[:len(configured)], removed
 }
 
 // Load loads every configured zone (signing those with a policy) and
@@ -236,8 +178,14 @@ func (m *Manager) Since(origin []byte, serial uint32) (*zone.Diff, error) {
 // kept) and the failed zones' errors, joined.
 func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.loadLocked(ctx, m.cfg)
+	zones := make([]config.Zone, 0, len(m.order))
+	for _, e := range m.order {
+		if !e.dynamic {
+			zones = append(zones, *e.conf.Load())
+		}
+	}
+	m.mu.Unlock()
+	return m.Reload(ctx, zones)
 }
 
 // Reload re-reads the zones of a (possibly changed) configuration, as
@@ -245,57 +193,118 @@ func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 // (queries for them are then REFUSED), and zones whose settings changed
 // (file, signing policy) are loaded with the new ones. Signed zones are
 // re-signed incrementally (unchanged RRsets keep their signatures).
+// Zones added at run time (AddZone) are left as they are.
+//
+// Each zone loads in an event of its own, as many at once as there are
+// CPUs, and the set is published once they have loaded; a zone busy
+// with another event (a transfer) loads when that ends and is published
+// then, without holding the others back. Reload returns when every zone
+// has loaded.
 func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.loadLocked(ctx, zones)
-}
-
-func (m *Manager) loadLocked(ctx context.Context, zones []config.Zone) (int, error) {
-	m.setJournalZones(zones)
-	configured := make(map[string]bool, len(zones))
-	for _, zc := range zones {
-		configured[originKey(zc.Origin)] = true
+	load, removed := m.setConfig(zones)
+	for _, e := range removed {
+		m.remove(e)
 	}
-	for origin := range m.current {
-		if !configured[origin] {
-			delete(m.current, origin)
-			delete(m.signed, origin)
-			delete(m.states, origin)
-			m.log.Info("removed", "zone", origin)
+	byOrigin := make(map[string]config.Zone, len(zones))
+	for _, zc := range zones {
+		byOrigin[originKey(zc.Origin)] = zc
+	}
+	// A zone busy with another event (a transfer) loads when that ends:
+	// its outcome is then "late", published and announced by its own
+	// event, so that the others are published without waiting for it.
+	const (
+		pending = iota
+		done    // published by Reload
+		late    // published by its event
+	)
+	type outcome struct {
+		serving bool
+		changed *zone.Zone
+		err     error
+		phase   atomic.Int32
+	}
+	results := make([]outcome, len(load))
+	var all, workers sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(load)) {
+		workers.Go(func() {
+			for i := range next {
+				e, r := load[i], &results[i]
+				zc := byOrigin[e.origin]
+				all.Add(1)
+				ok := e.start(func() {
+					defer all.Done()
+					_ = e.run(ctx, func(ctx context.Context) error {
+						r.serving, r.changed, r.err = m.loadZone(ctx, e, zc)
+						return nil
+					})
+					if !r.phase.CompareAndSwap(pending, done) {
+						m.flush()
+						m.announce(r.changed)
+					}
+				})
+				if !ok {
+					all.Done() // removed meanwhile
+				}
+				// Loaded on this goroutine (done), or queued (late).
+				r.phase.CompareAndSwap(pending, late)
+			}
+		})
+	}
+	for i := range load {
+		next <- i
+	}
+	close(next)
+	workers.Wait()
+	m.flush()
+	for i := range results {
+		if r := &results[i]; r.phase.Load() == done {
+			m.announce(r.changed)
 		}
 	}
-	serving := 0
+	all.Wait()
 	var errs []error
-	var changed []*zone.Zone
-	for _, zc := range zones {
-		ok, ch, err := m.loadZoneLocked(ctx, zc)
-		if ok {
+	for i := range results {
+		r := &results[i]
+		if r.serving {
 			serving++
 		}
-		if ch != nil {
-			changed = append(changed, ch)
-		}
-		if err != nil {
-			errs = append(errs, err)
+		if r.err != nil {
+			errs = append(errs, r.err)
 		}
 	}
-	m.cfg = zones
-	m.publishLocked()
-	m.announce(changed)
-	m.poke()
 	return serving, errors.Join(errs...)
 }
 
-// loadZoneLocked loads one configured zone into m.current (not yet
-// published): serving reports whether the zone serves data after it
-// (loaded, or its previous version kept), changed is the zone loaded when
-// its serial is new, err the failure, naming the zone.
-func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving bool, changed *zone.Zone, err error) {
-	origin := originKey(zc.Origin)
+// remove stops serving e (closed, out of the registry already).
+func (m *Manager) remove(e *entry) {
+	e.close()
+	m.closeJournal(e.origin)
+	m.stage(e.origin, nil)
+	m.flush()
+	if h := m.hooks.Load(); h != nil && h.Removed != nil {
+		h.Removed(e.origin)
+	}
+	m.log.Info("removed", "zone", e.origin)
+}
+
+// loadZone loads zc into e, in an event of e (not yet published: it is
+// staged): serving reports whether the zone serves data after it
+// (loaded, or its previous version kept), changed is the zone loaded
+// when its serial is new, err the failure, naming the zone.
+func (m *Manager) loadZone(ctx context.Context, e *entry, zc config.Zone) (serving bool, changed *zone.Zone, err error) {
+	origin := e.origin
 	start := time.Now()
-	prev := m.current[origin]
-	if zc.Secondary() && prev != nil && (!prev.Unavailable || m.states[origin].expired) && m.sameFileLocked(zc) {
+	prev := e.served.Load()
+	old := e.conf.Load()
+	sameFile := prev != nil && old.File == zc.File
+	settings := prev == nil || !sameSettings(old, &zc)
+	e.conf.Store(&zc)
+	m.journalSettings(origin, &zc)
+	if h := m.hooks.Load(); settings && h != nil && h.Added != nil {
+		defer h.Added(zc)
+	}
+	if zc.Secondary() && prev != nil && (!prev.Unavailable || e.state.Load().expired) && sameFile {
 		// A secondary's data changes by transfers (Install) alone: a
 		// reload keeps the version served, and an expired zone stays
 		// unserved (RFC 1035 §3.3.13) until a transfer succeeds.
@@ -307,19 +316,20 @@ func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving b
 			// the version transferred, kept across a reload).
 			if prev == nil {
 				if p, perr := zone.Placeholder(origin); perr == nil {
-					m.current[origin] = p
+					e.served.Store(p)
+					m.stage(origin, p)
 				}
 				m.log.Info("secondary: no stored copy yet, answered SERVFAIL until transferred", "zone", origin, "file", zc.File)
 			}
 			return prev != nil && !prev.Unavailable, nil, nil
 		}
 	}
-	z, err := m.load(ctx, zc)
+	z, err := m.load(ctx, e, zc)
 	took := time.Since(start).Round(time.Millisecond)
 	zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
 	switch {
 	case err == nil:
-		changed = m.installLocked(origin, z)
+		changed = m.install(e, z, nil)
 		m.log.Info(fmt.Sprintf("loaded serial %d", z.Serial), "zone", origin, "file", zc.File, "took", took)
 		return true, changed, nil
 	case prev != nil && !prev.Unavailable:
@@ -330,114 +340,208 @@ func (m *Manager) loadZoneLocked(ctx context.Context, zc config.Zone) (serving b
 		if perr != nil {
 			err = errors.Join(err, perr)
 		} else {
-			m.current[origin] = p
+			e.served.Store(p)
+			m.stage(origin, p)
 		}
 		m.log.Error("not loaded: "+oneLine(err), "zone", origin)
 	}
 	err = inZone(origin, err)
-	st := m.states[origin]
+	st := *e.state.Load()
 	st.err = err
-	m.states[origin] = st
+	e.state.Store(&st)
 	return serving, nil, err
 }
 
-// installLocked makes z the version of origin served (once published),
-// recording the difference in the journal; it returns z when its serial
-// is new (to announce), else nil.
-func (m *Manager) installLocked(origin string, z *zone.Zone) (changed *zone.Zone) {
-	prev := m.current[origin]
+// sameSettings reports whether a and b configure a zone alike.
+func sameSettings(a, b *config.Zone) bool {
+	return fmt.Sprint(*a) == fmt.Sprint(*b)
+}
+
+// install makes z the version of e served (staged, in an event of e),
+// recording the difference d from the version served (nil: computed) in
+// the journal first; it returns z when its serial is new (to announce),
+// else nil. A journal that cannot be written is logged: the zone is
+// served all the same, and IXFR from before the change is answered with
+// the whole zone.
+func (m *Manager) install(e *entry, z *zone.Zone, d *zone.Diff) (changed *zone.Zone) {
+	prev := e.served.Load()
 	if prev != nil && !prev.Unavailable {
-		zone.LogWarnings(m.log, origin, zone.CompareVersions(prev, z))
+		zone.LogWarnings(m.log, e.origin, zone.CompareVersions(prev, z))
 	}
 	if prev == nil || prev.Unavailable {
-		m.checkJournal(origin, z)
+		m.checkJournal(e, z)
 	}
-	m.record(origin, prev, z)
+	if err := m.record(e, prev, z, d); err != nil {
+		m.log.Error(err.Error(), "zone", e.origin)
+	}
+	m.serve(e, z, loadState{loaded: m.now()})
 	if newSerial(prev, z) {
 		changed = z
 	}
-	m.current[origin] = z
-	m.states[origin] = loadState{loaded: m.now()}
 	return changed
 }
 
-// Install serves z, a new version of the configured zone origin that
-// was obtained elsewhere (a secondary's transfer, already stored), as a
-// reload would: recorded in the journal, published, announced.
-func (m *Manager) Install(origin string, z *zone.Zone) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := originKey(origin)
-	if !m.configuredLocked(key) {
-		return fmt.Errorf("zone %s: %w", key, ErrNoZone)
+// serve makes z e's version, staged, with st; in an event of e.
+func (m *Manager) serve(e *entry, z *zone.Zone, st loadState) {
+	e.served.Store(z)
+	e.state.Store(&st)
+	m.stage(e.origin, z)
+	m.scheduleResign(e)
+}
+
+// Install serves z, a new version of the zone origin obtained elsewhere
+// (a secondary's transfer, already stored), as a reload would: an event
+// of the zone, recorded in the journal, published, announced. Called
+// from an event of the zone (ctx is the event's), it runs within it.
+func (m *Manager) Install(ctx context.Context, origin string, z *zone.Zone) error {
+	e := m.entry(origin)
+	if e == nil {
+		return fmt.Errorf("zone %s: %w", originKey(origin), ErrNoZone)
 	}
-	changed := m.installLocked(key, z)
-	m.publishLocked()
-	if changed != nil {
-		m.announce([]*zone.Zone{changed})
+	return e.do(ctx, func(context.Context) error {
+		changed := m.install(e, z, nil)
+		m.flush()
+		m.announce(changed)
+		return nil
+	})
+}
+
+// Apply runs change as an event of the zone origin (after the zone's
+// events posted before it, before those posted after): change gets the
+// version served and returns the next one and the difference from the
+// one to the other (nil: Apply computes it, O(zone)). The difference is
+// written to the zone's journal and fsynced before the new version is
+// published and announced (NOTIFY), so that when Apply returns nil the
+// change is served and survives a crash (a dynamic update may then be
+// acknowledged, RFC 2136 §3.8). A change that cannot be journaled is
+// not served: Apply returns why. A zone that keeps no journal (no ACL,
+// or no data directory) is served without one. change returning an
+// error changes nothing.
+func (m *Manager) Apply(ctx context.Context, origin string, change func(ctx context.Context, served *zone.Zone) (*zone.Zone, *zone.Diff, error)) error {
+	e := m.entry(origin)
+	if e == nil {
+		return fmt.Errorf("zone %s: %w", originKey(origin), ErrNoZone)
 	}
-	return nil
+	return e.do(ctx, func(ctx context.Context) error {
+		prev := e.served.Load()
+		if prev == nil || prev.Unavailable {
+			return fmt.Errorf("zone %s: no data served to change", e.origin)
+		}
+		z, d, err := change(ctx, prev)
+		if err != nil {
+			return err
+		}
+		if err := m.record(e, prev, z, d); err != nil {
+			return inZone(e.origin, err)
+		}
+		m.serve(e, z, loadState{loaded: m.now()})
+		m.flush()
+		if newSerial(prev, z) {
+			m.announce(z)
+		}
+		return nil
+	})
 }
 
 // Expire stops serving the data of zone origin (a secondary not
 // refreshed within its SOA expire time, RFC 1035 §3.3.13): it is
 // answered SERVFAIL until a version is installed again. why is kept as
-// the zone's state.
-func (m *Manager) Expire(origin string, why error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := originKey(origin)
-	if !m.configuredLocked(key) {
-		return fmt.Errorf("zone %s: %w", key, ErrNoZone)
+// the zone's state. Like Install, an event of the zone.
+func (m *Manager) Expire(ctx context.Context, origin string, why error) error {
+	e := m.entry(origin)
+	if e == nil {
+		return fmt.Errorf("zone %s: %w", originKey(origin), ErrNoZone)
 	}
-	p, err := zone.Placeholder(key)
+	p, err := zone.Placeholder(e.origin)
 	if err != nil {
 		return err
 	}
-	m.current[key] = p
-	m.states[key] = loadState{err: inZone(key, why), expired: true}
-	m.publishLocked()
+	return e.do(ctx, func(context.Context) error {
+		m.serve(e, p, loadState{err: inZone(e.origin, why), expired: true})
+		m.flush()
+		return nil
+	})
+}
+
+// ErrExists is AddZone's error for a zone served already.
+var ErrExists = errors.New("zone served already")
+
+// AddZone serves a zone that the configuration does not name (tern ctl
+// zone-add, a catalog zone's member): loaded (or, a secondary without a
+// stored copy, a placeholder until transferred) in an event of its own
+// and published, without pausing the other zones. A zone that fails to
+// load is not added. A reload of the configuration leaves it, unless
+// the configuration names the same origin (the configuration's settings
+// then win); RemoveZone removes it.
+func (m *Manager) AddZone(ctx context.Context, zc config.Zone) error {
+	zc.Origin = originKey(zc.Origin)
+	m.mu.Lock()
+	if m.zones[zc.Origin] != nil {
+		m.mu.Unlock()
+		return fmt.Errorf("zone %s: %w", zc.Origin, ErrExists)
+	}
+	e := newEntry(m.ctx, zc, true)
+	m.zones[zc.Origin] = e
+	m.order = append(m.order, e)
+	m.mu.Unlock()
+	var changed *zone.Zone
+	err := e.do(ctx, func(ctx context.Context) error {
+		var err error
+		_, changed, err = m.loadZone(ctx, e, zc)
+		return err
+	})
+	if err != nil {
+		m.unregister(e)
+		m.remove(e)
+		return err
+	}
+	m.flush()
+	m.announce(changed)
+	m.log.Info("added", "zone", zc.Origin)
 	return nil
+}
+
+// RemoveZone stops serving the zone origin (queries for it are then
+// REFUSED), whether configured or added at run time; a reload of the
+// configuration brings back a configured one. Its events in progress
+// see their context end; its files (zone file, journal, keys) stay.
+func (m *Manager) RemoveZone(origin string) error {
+	m.mu.Lock()
+	e := m.zones[originKey(origin)]
+	m.mu.Unlock()
+	if e == nil {
+		return fmt.Errorf("zone %s: %w", originKey(origin), ErrNoZone)
+	}
+	m.unregister(e)
+	m.remove(e)
+	return nil
+}
+
+// unregister takes e out of the registry.
+func (m *Manager) unregister(e *entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.zones[e.origin] == e {
+		delete(m.zones, e.origin)
+	}
+	for i, x := range m.order {
+		if x == e {
+			m.order = append(m.order[:i:i], m.order[i+1:]...)
+			break
+		}
+	}
 }
 
 // Served returns the version of origin served: nil when there is none,
 // or a placeholder (Unavailable).
 func (m *Manager) Served(origin string) *zone.Zone {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.current[originKey(origin)]
-}
-
-// sameFileLocked reports whether zc's origin was configured with zc's
-// file before (m.cfg is the configuration last loaded).
-func (m *Manager) sameFileLocked(zc config.Zone) bool {
-	key := originKey(zc.Origin)
-	for _, old := range m.cfg {
-		if originKey(old.Origin) == key {
-			return old.File == zc.File
-		}
+	if e := m.entry(origin); e != nil {
+		return e.served.Load()
 	}
-	return false
+	return nil
 }
 
-func (m *Manager) configuredLocked(key string) bool {
-	for _, zc := range m.cfg {
-		if originKey(zc.Origin) == key {
-			return true
-		}
-	}
-	return false
-}
-
-// loadState is what the Manager remembers of a zone's loads for State.
-type loadState struct {
-	loaded time.Time // when the version served was loaded or signed
-	err    error     // the last load's failure; nil when it succeeded
-	// expired: a secondary past its SOA expire (Expire), until Install.
-	expired bool
-}
-
-// State is one configured zone as the Manager serves it.
+// State is one zone as the Manager serves it.
 type State struct {
 	Origin, File string
 	// Zone is the version served; nil or Unavailable (a placeholder
@@ -448,49 +552,75 @@ type State struct {
 	// Err is the last load's failure, naming the zone and file:line;
 	// nil when it succeeded.
 	Err error
+	// Dynamic: added at run time (AddZone), not by the configuration.
+	Dynamic bool
 }
 
-// States returns every configured zone's state, in configuration order.
+// States returns every zone's state, in configuration order, then the
+// zones added at run time. It reads what the zones' events published:
+// it never waits for one.
 func (m *Manager) States() []State {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]State, 0, len(m.cfg))
-	for _, zc := range m.cfg {
-		out = append(out, m.stateLocked(zc))
+	order := m.order
+	m.mu.Unlock()
+	out := make([]State, 0, len(order))
+	for _, e := range order {
+		out = append(out, e.stateNow())
 	}
 	return out
 }
 
-func (m *Manager) stateLocked(zc config.Zone) State {
-	origin := originKey(zc.Origin)
-	st := m.states[origin]
-	return State{Origin: origin, File: zc.File, Zone: m.current[origin], Loaded: st.loaded, Err: st.err}
+func (e *entry) stateNow() State {
+	st := e.state.Load()
+	return State{Origin: e.origin, File: e.conf.Load().File, Zone: e.served.Load(), Loaded: st.loaded, Err: st.err, Dynamic: e.dynamic}
 }
 
-// ErrNoZone is ReloadZone's error for a zone not in the configuration.
+// ErrNoZone is the error for a zone not served.
 var ErrNoZone = errors.New("no such zone configured")
 
-// ReloadZone re-reads one zone's file (the configuration as last loaded;
-// a changed configuration takes Reload) and publishes the result, as
-// Reload does for every zone: a failure keeps the version served. It
-// returns the zone's state after it and the failure, if any.
+// errGone is an event's error for a zone removed before it ran.
+var errGone = fmt.Errorf("removed: %w", ErrNoZone)
+
+// ReloadZone re-reads one zone's file (its settings as last loaded; a
+// changed configuration takes Reload) in an event of the zone and
+// publishes the result: a failure keeps the version served. It returns
+// the zone's state after it and the failure, if any.
 func (m *Manager) ReloadZone(ctx context.Context, origin string) (State, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := originKey(origin)
-	for _, zc := range m.cfg {
-		if originKey(zc.Origin) != key {
-			continue
-		}
-		_, changed, err := m.loadZoneLocked(ctx, zc)
-		m.publishLocked()
-		if changed != nil {
-			m.announce([]*zone.Zone{changed})
-		}
-		m.poke()
-		return m.stateLocked(zc), err
+	e := m.entry(origin)
+	if e == nil {
+		return State{Origin: originKey(origin)}, fmt.Errorf("zone %s: %w", originKey(origin), ErrNoZone)
 	}
-	return State{Origin: key}, fmt.Errorf("zone %s: %w", key, ErrNoZone)
+	var lerr error
+	err := e.do(ctx, func(ctx context.Context) error {
+		var changed *zone.Zone
+		_, changed, lerr = m.loadZone(ctx, e, *e.conf.Load())
+		m.flush()
+		m.announce(changed)
+		return nil
+	})
+	if err != nil {
+		return e.stateNow(), inZone(e.origin, err)
+	}
+	return e.stateNow(), lerr
+}
+
+// Close stops every zone's timed events (re-signing) and ends the
+// context of the events in progress.
+func (m *Manager) Close() {
+	m.stop()
+	m.mu.Lock()
+	order := m.order
+	m.mu.Unlock()
+	for _, e := range order {
+		e.close()
+	}
+}
+
+// Run returns when ctx ends, after Close: the zones' events are timed
+// by the zones themselves.
+func (m *Manager) Run(ctx context.Context) {
+	<-ctx.Done()
+	m.Close()
 }
 
 // inZone prefixes err with its zone, unless it names the zone already.
@@ -509,216 +639,6 @@ func originKey(origin string) string { return dns.CanonicalName(dns.Fqdn(origin)
 // oneLine puts an error that may hold several (one per line, as
 // errors.Join writes them) on one log line.
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
-
-func (m *Manager) publishLocked() {
-	zs := make([]*zone.Zone, 0, len(m.current))
-	for _, z := range m.current {
-		zs = append(zs, z)
-	}
-	m.publish(zone.NewSet(zs...))
-}
-
-func (m *Manager) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// load reads, checks and (with a signing policy) signs one zone. It
-// changes the Manager's signing state only when it succeeds, so that a
-// zone that fails keeps being maintained as the version it still serves.
-func (m *Manager) load(ctx context.Context, zc config.Zone) (*zone.Zone, error) {
-	origin := originKey(zc.Origin)
-	if zc.Signing == nil {
-		z, err := zone.Load(zc.File, zc.Origin)
-		if err == nil {
-			delete(m.signed, origin) // signing turned off
-		}
-		return z, err
-	}
-	// The unsigned zone is checked first so that problems are reported
-	// with the zone file's lines.
-	recs, warnings, err := zone.LoadRecords(zc.File, zc.Origin)
-	if err != nil {
-		return nil, err
-	}
-	rrs := make([]dns.RR, 0, len(recs))
-	for _, r := range recs {
-		switch r.RR.Header().Rrtype {
-		case dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY:
-			// The signer owns these; a zone file for automatic signing
-			// holds only the data.
-			continue
-		}
-		rrs = append(rrs, r.RR)
-	}
-	sz := m.signed[origin]
-	if sz == nil || *sz.cfg.Signing != *zc.Signing {
-		// New, or its policy, keys or chain changed: a new signer.
-		if sz, err = m.newSigned(zc); err != nil {
-			return nil, err
-		}
-	}
-	z, next, err := m.sign(ctx, sz, rrs)
-	if err != nil {
-		return nil, err
-	}
-	sz.cfg, sz.unsigned, sz.next = zc, rrs, next
-	m.signed[origin] = sz
-	// The zone file's warnings, with its lines, rather than the signed
-	// copy's.
-	z.Warnings = warnings
-	return z, nil
-}
-
-func (m *Manager) newSigned(zc config.Zone) (*signedZone, error) {
-	sg := zc.Signing
-	// The key directory is made by dnssec.NewManager, durably (its parent
-	// fsynced); making it here first would skip that.
-	p := dnssec.DefaultPolicy()
-	if sg.Algorithm != "" {
-		alg, err := dnssec.ParseAlgorithm(sg.Algorithm)
-		if err != nil {
-			return nil, err
-		}
-		p.Algorithm = alg
-	}
-	set := func(dst *time.Duration, d config.Duration) {
-		if d.Duration > 0 {
-			*dst = d.Duration
-		}
-	}
-	set(&p.ZSKLifetime, sg.ZSKLifetime)
-	set(&p.KSKLifetime, sg.KSKLifetime)
-	set(&p.SignatureValidity, sg.SignatureValidity)
-	set(&p.SignatureRefresh, sg.SignatureRefresh)
-	set(&p.PropagationDelay, sg.PropagationDelay)
-	set(&p.ParentDelay, sg.ParentDelay)
-	serial, err := dnssec.ParseSerialPolicy(sg.SerialPolicy)
-	if err != nil {
-		return nil, err
-	}
-	p.Serial = serial
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	signer, err := dnssec.NewZoneSigner(sg.KeyDir, zc.Origin, p, dnssec.Options{NSEC3: sg.NSEC3, OptOut: sg.OptOut})
-	if err != nil {
-		return nil, err
-	}
-	// The last signed copy lets a restart keep every signature that is
-	// still fresh instead of signing the whole zone again.
-	if prev, err := zone.ParseFile(signedPath(zc), zc.Origin); err == nil {
-		signer.SetPrevious(zone.RRs(prev))
-	} else if !errors.Is(err, os.ErrNotExist) {
-		m.log.Warn("ignoring the last signed copy", "zone", zc.Origin, "err", err)
-	}
-	return &signedZone{cfg: zc, signer: signer}, nil
-}
-
-// signedPath is where the last signed copy of a zone is kept.
-func signedPath(zc config.Zone) string {
-	return filepath.Join(zc.Signing.KeyDir, strings.TrimSuffix(zc.Origin, ".")+".signed")
-}
-
-// sign signs unsigned, the content of sz's zone file, now, saves the
-// signed copy and compiles it; next is when it must be signed again.
-func (m *Manager) sign(ctx context.Context, sz *signedZone, unsigned []dns.RR) (z *zone.Zone, next time.Time, err error) {
-	out, next, st, err := sz.signer.Sign(ctx, unsigned, m.now())
-	if err != nil {
-		return nil, next, err
-	}
-	var b strings.Builder
-	for _, rr := range out {
-		b.WriteString(rr.String())
-		b.WriteByte('\n')
-	}
-	if err := durable.WriteFile(signedPath(sz.cfg), []byte(b.String()), 0o600); err != nil {
-		return nil, next, fmt.Errorf("saving the signed copy: %w", err)
-	}
-	recs := make([]zone.Record, len(out))
-	for i, rr := range out {
-		recs[i] = zone.Record{RR: rr, File: signedPath(sz.cfg), Line: i + 1}
-	}
-	z, err = zone.Compile(sz.cfg.Origin, recs)
-	if err != nil {
-		return nil, next, fmt.Errorf("compiling the signed zone: %w", err)
-	}
-	m.log.Info("signed", "zone", sz.cfg.Origin, "serial", z.Serial, "signatures", st.Signed, "kept", st.Reused, "next", next.Format(time.RFC3339))
-	return z, next, nil
-}
-
-// Next returns the earliest time a signed zone needs work, zero if none.
-func (m *Manager) Next() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var t time.Time
-	for _, sz := range m.signed {
-		if !sz.next.IsZero() && (t.IsZero() || sz.next.Before(t)) {
-			t = sz.next
-		}
-	}
-	return t
-}
-
-// Maintain re-signs every signed zone whose time has come (signature
-// refresh, or a key event of a rollover) and publishes the result. A
-// failure keeps the zone's previous version and is retried a minute on.
-func (m *Manager) Maintain(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	resigned := false
-	var changed []*zone.Zone
-	var errs []error
-	for origin, sz := range m.signed {
-		if sz.next.IsZero() || sz.next.After(now) {
-			continue
-		}
-		z, next, err := m.sign(ctx, sz, sz.unsigned)
-		if err != nil {
-			sz.next = now.Add(time.Minute)
-			errs = append(errs, inZone(origin, err))
-			continue
-		}
-		sz.next = next
-		m.record(origin, m.current[origin], z)
-		if newSerial(m.current[origin], z) {
-			changed = append(changed, z)
-		}
-		m.current[origin] = z
-		m.states[origin] = loadState{loaded: m.now(), err: m.states[origin].err}
-		resigned = true
-	}
-	if resigned {
-		m.publishLocked()
-		m.announce(changed)
-	}
-	return errors.Join(errs...)
-}
-
-// Run calls Maintain when signed zones need it, until ctx ends.
-func (m *Manager) Run(ctx context.Context) {
-	for {
-		wait := time.Hour
-		if t := m.Next(); !t.IsZero() {
-			wait = max(time.Until(t), 0)
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-m.wake:
-			timer.Stop()
-		case <-timer.C:
-			if err := m.Maintain(ctx); err != nil {
-				m.log.Error("re-signing failed, the previous signatures stay served", "err", err)
-			}
-		}
-	}
-}
 
 // Check compiles every configured zone file without serving or signing
 // it, reporting all errors, and each zone's warnings to warn.
