@@ -196,7 +196,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify,
+	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
@@ -458,8 +458,10 @@ type reloader struct {
 	// where IXFR finds the zones' differences.
 	setAccess   func(*auth.Access)
 	setJournals func(auth.Journals)
-	// onNotify sets what an accepted NOTIFY does.
+	// onNotify sets what an accepted NOTIFY does, onUpdate an accepted
+	// UPDATE.
 	onNotify func(func(origin string))
+	onUpdate func(func(*auth.UpdateRequest) int)
 	// mgr is nil while the demo zone is served.
 	mgr *zonedb.Manager
 	// notify sends the zones' NOTIFYs.
@@ -485,6 +487,7 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
 	sec := rl.secondaries
 	rl.onNotify(func(origin string) { sec.Refresh(origin) })
+	rl.onUpdate(func(u *auth.UpdateRequest) int { return applyUpdate(context.Background(), m, rl.log, u) })
 	return m
 }
 

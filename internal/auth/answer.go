@@ -50,6 +50,10 @@ type Responder struct {
 	// notified is called with each NOTIFY accepted (OnNotify); nil:
 	// NOTIFY is not implemented.
 	notified atomic.Pointer[func(origin string)]
+	// updated is handed each UPDATE accepted (OnUpdate); nil: UPDATEs
+	// are refused. updates counts those waiting for it (maxUpdates).
+	updated atomic.Pointer[func(*UpdateRequest) int]
+	updates atomic.Int32
 	// access holds the TSIG keys and the zones' ACLs (SetAccess); nil:
 	// no keys, no transfers.
 	access atomic.Pointer[Access]
@@ -212,6 +216,9 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 		if rcode == wire.RcodeNotImp && q.Opcode == wire.OpcodeNotify {
 			// Off the query path: only errors come here.
 			return r.answerNotify(s, pkt, out, tcp)
+		}
+		if rcode == wire.RcodeNotImp && q.Opcode == wire.OpcodeUpdate {
+			return r.answerUpdate(s, pkt, out, tcp)
 		}
 		return r.errorResponse(s, pkt, flags, rcode)
 	}

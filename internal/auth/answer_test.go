@@ -339,7 +339,10 @@ func TestMalformed(t *testing.T) {
 		{"trailing garbage", append(append([]byte(nil), good...), 1, 2, 3), dns.RcodeFormatError},
 		{"ancount lies", mk(func(p []byte) []byte { p[7] = 1; return p }), dns.RcodeFormatError},
 		{"notify opcode", mk(func(p []byte) []byte { p[2] |= 4 << 3; return p }), dns.RcodeNotImplemented},
-		{"update opcode", mk(func(p []byte) []byte { p[2] |= 5 << 3; return p }), dns.RcodeNotImplemented},
+		{"status opcode", mk(func(p []byte) []byte { p[2] |= 2 << 3; return p }), dns.RcodeNotImplemented},
+		// RFC 2136 §3.1.1: an UPDATE's zone section is of type SOA.
+		{"update opcode, zone type A", mk(func(p []byte) []byte { p[2] |= 5 << 3; return p }), dns.RcodeFormatError},
+		{"update opcode, qdcount 0", mk(func(p []byte) []byte { p[2] |= 5 << 3; p[5] = 0; return p[:12] }), dns.RcodeFormatError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -142,6 +142,17 @@ type Zone struct {
 	ACL []string `toml:"acl" want:"a list of acl names"`
 	// JournalMaxSize overrides server.journal-max-size for this zone.
 	JournalMaxSize string `toml:"journal-max-size" want:"a size string such as \"64MiB\""`
+	// SerialPolicy is how a dynamic update (RFC 2136) sets the serial
+	// of the version it makes, when it does not set one itself:
+	// "increment" (the default), "unixtime" or "dateserial" (Knot's
+	// serial-policy). A signed zone's served serial follows
+	// [zone.signing]'s.
+	SerialPolicy string `toml:"serial-policy"`
+	// ZonefileSync is how long after a dynamic update the zone file is
+	// rewritten with the zone's content (Knot's zonefile-sync); until
+	// then the change is kept in the zone's journal, which a restart
+	// replays over the file. Default 0: right after each update.
+	ZonefileSync Duration `toml:"zonefile-sync"`
 	// Primary names the remotes a secondary zone is fetched from (by
 	// AXFR, then IXFR), tried in order.
 	Primary []string `toml:"primary" want:"a list of remote names"`

@@ -109,6 +109,12 @@ func (c *Config) Validate() error {
 				v.addZone(at, "%s: journal-max-size: %q is less than 4KiB", name, z.JournalMaxSize)
 			}
 		}
+		if _, err := dnssec.ParseSerialPolicy(z.SerialPolicy); err != nil {
+			v.addZone(at, "%s: %v", name, err)
+		}
+		if z.ZonefileSync.Duration < 0 {
+			v.addZone(at, "%s: zonefile-sync %s is negative", name, z.ZonefileSync.Duration)
+		}
 		if sg := z.Signing; sg != nil {
 			if sg.KeyDir == "" {
 				v.addZone(at, "%s: signing: missing key-dir", name)

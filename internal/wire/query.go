@@ -30,6 +30,7 @@ const (
 const (
 	OpcodeQuery  = 0
 	OpcodeNotify = 4
+	OpcodeUpdate = 5 // RFC 2136
 
 	RcodeSuccess  = 0
 	RcodeFormErr  = 1
@@ -216,9 +217,10 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 			// carries EDNS, as Knot's does.
 			q.scanOPT(pkt, HeaderLen, int(an)+int(ns), int(ar))
 		}
-		if q.Opcode != OpcodeQuery && q.Opcode != OpcodeNotify {
+		if q.Opcode != OpcodeQuery && q.Opcode != OpcodeNotify && q.Opcode != OpcodeUpdate {
 			return Error, RcodeNotImp
 		}
+		// RFC 2136 §3.1.1: an UPDATE names one zone, else FORMERR.
 		return Error, RcodeFormErr
 	}
 	off, ok := q.parseQName(pkt, HeaderLen)

@@ -34,6 +34,7 @@ func (m *Manager) load(ctx context.Context, e *entry, zc config.Zone) (*zone.Zon
 		z, err := zone.Load(zc.File, zc.Origin)
 		if err == nil {
 			e.signed = nil // signing turned off
+			z = m.replayUpdates(e, zc, z)
 		}
 		return z, err
 	}
@@ -52,6 +53,16 @@ func (m *Manager) load(ctx context.Context, e *entry, zc config.Zone) (*zone.Zon
 			continue
 		}
 		rrs = append(rrs, r.RR)
+	}
+	if m.pendingUpdates(zc) {
+		// Dynamic updates not yet in the file: replayed over it.
+		if base, err := compileRRs(zc.Origin, rrs); err == nil {
+			if z := m.replayUpdates(e, zc, base); z != base {
+				if rrs, err = records(z); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	sz := e.signed
 	if sz == nil || *sz.cfg.Signing != *zc.Signing {

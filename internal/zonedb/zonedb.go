@@ -63,6 +63,12 @@ type Manager struct {
 	jmax     func(*config.Zone) int64
 	journals map[string]*journal.Journal
 
+	// The zones' update journals and the zone file rewrites pending
+	// (update.go).
+	umu       sync.Mutex
+	ujournals map[string]*journal.Journal
+	syncDue   map[string]bool
+
 	// changed is called with each version of a zone published whose
 	// serial differs from the one served before (see OnChange).
 	changed atomic.Pointer[func(origin string, z *zone.Zone)]

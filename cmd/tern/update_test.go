@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/dnstest"
+)
+
+// Issue 14's addresses (127.0.0.130-149): each test its own.
+const (
+	updNsupdate  = "127.0.0.130"
+	updKnsupdate = "127.0.0.131"
+	updCertbot   = "127.0.0.135"
+	updSecret    = "dXBkYXRlIGtleSBmb3IgdGhlIHRlc3RzIG9ubHkhIQ=="
+	updKeyArg    = "hmac-sha256:upd:" + updSecret
+	updZone      = "$ORIGIN dyn.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 86400 300\n@ NS ns1\nns1 A 192.0.2.1\n"
+)
+
+// updConfig writes dyn.test's zone file and a config in dir: updates
+// allowed to key upd (and transfers and notify as more says), the zone
+// file rewritten sync after an update.
+func updConfig(t *testing.T, dir, sync, more string) (cfg, zoneFile string) {
+	t.Helper()
+	zoneFile = filepath.Join(dir, "dyn.zone")
+	if err := os.WriteFile(zoneFile, []byte(updZone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`[server]
+data-dir = "data"
+control = ""
+
+[[key]]
+name = "upd"
+algorithm = "hmac-sha256"
+secret = %q
+
+[[acl]]
+name = "upd"
+key = ["upd"]
+action = ["update"]
+
+[[zone]]
+origin = "dyn.test"
+file = "dyn.zone"
+acl = ["upd"]
+zonefile-sync = %q
+%s`, updSecret, sync, more)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, zoneFile
+}
+
+// updServe starts tern serve with cfg on host and returns its address,
+// log and stop function.
+func updServe(t *testing.T, cfg, host string) (string, *dnstest.LogBuffer, func()) {
+	t.Helper()
+	return serveStoppable(t, serveAddr, "-c", cfg, "--listen", host+":0", "--workers", "1")
+}
+
+// runUpdate runs an update client (nsupdate, knsupdate) with script on
+// its standard input and returns its output and error.
+func runUpdate(t *testing.T, tool string, args []string, addr, script string) (string, error) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(tool, args...)
+	cmd.Stdin = strings.NewReader(fmt.Sprintf("server %s %s\nzone dyn.test.\n%ssend\n", host, port, script))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// updLookup returns the records of name and qtype served at addr, as
+// dnstest.Records prints them.
+func updLookup(t *testing.T, addr, name string, qtype uint16) []string {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	r, err := dnstest.Exchange(m, "udp", addr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, dns.Type(qtype), err)
+	}
+	return dnstest.Records(r.Answer)
+}
+
+// updSerial is the serial served at addr.
+func updSerial(t *testing.T, addr string) uint32 {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion("dyn.test.", dns.TypeSOA)
+	r, err := dnstest.Exchange(m, "udp", addr)
+	if err != nil || len(r.Answer) != 1 {
+		t.Fatalf("SOA: %v %v", r, err)
+	}
+	return r.Answer[0].(*dns.SOA).Serial
+}
+
+// waitFile waits (bounded: a loaded machine, not a measure) until the
+// zone file holds want (or, with absent, no longer holds it).
+func waitFile(t *testing.T, file, want string, absent bool, logs *dnstest.LogBuffer) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(file)
+		if err == nil && strings.Contains(string(b), want) != absent {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zone file (absent %v) %q:\n%s\ntern log:\n%s", absent, want, b, logs.String())
+		}
+	}
+}
+
+// TestNsupdate: BIND's nsupdate adds and deletes records with TSIG; each
+// change is served at once (the answer comes after it is journaled), is
+// not yet in the zone file while zonefile-sync has not passed, and is
+// served after a restart (the journal replayed over the file). An
+// unsigned update is refused.
+func TestNsupdate(t *testing.T) {
+	nsupdate := peerTool(t, "nsupdate")
+	dir := t.TempDir()
+	cfg, zoneFile := updConfig(t, dir, "1h", "")
+	addr, logs, stop := updServe(t, cfg, updNsupdate)
+	key := []string{"-y", updKeyArg}
+	if out, err := runUpdate(t, nsupdate, key, addr, "update add www.dyn.test. 60 A 192.0.2.9\nupdate add www.dyn.test. 60 AAAA 2001:db8::9\nupdate add _acme-challenge.dyn.test. 60 TXT \"token\"\n"); err != nil {
+		t.Fatalf("nsupdate: %v\n%s\ntern log:\n%s", err, out, logs.String())
+	}
+	if got := updLookup(t, addr, "www.dyn.test.", dns.TypeA); len(got) != 1 || !strings.Contains(got[0], "192.0.2.9") {
+		t.Fatalf("www A after the update: %q", got)
+	}
+	if got := updSerial(t, addr); got != 2 {
+		t.Errorf("serial %d after one update, want 2", got)
+	}
+	if b, _ := os.ReadFile(zoneFile); string(b) != updZone {
+		t.Errorf("zone file rewritten before zonefile-sync:\n%s", b)
+	}
+	if out, err := runUpdate(t, nsupdate, nil, addr, "update add evil.dyn.test. 60 A 192.0.2.66\n"); err == nil || !strings.Contains(out, "REFUSED") {
+		t.Errorf("unsigned nsupdate: %v\n%s", err, out)
+	}
+	if out, err := runUpdate(t, nsupdate, key, addr, "update delete www.dyn.test. AAAA\n"); err != nil {
+		t.Fatalf("nsupdate delete: %v\n%s", err, out)
+	}
+	if got := updLookup(t, addr, "www.dyn.test.", dns.TypeAAAA); len(got) != 0 {
+		t.Errorf("www AAAA after its deletion: %q", got)
+	}
+	stop()
+	addr, logs, _ = updServe(t, cfg, updNsupdate)
+	if got := updLookup(t, addr, "www.dyn.test.", dns.TypeA); len(got) != 1 {
+		t.Errorf("www A after a restart: %q\ntern log:\n%s", got, logs.String())
+	}
+	if got := updLookup(t, addr, "www.dyn.test.", dns.TypeAAAA); len(got) != 0 {
+		t.Errorf("www AAAA after a restart: %q", got)
+	}
+	if got := updLookup(t, addr, "evil.dyn.test.", dns.TypeA); len(got) != 0 {
+		t.Errorf("a refused update served: %q", got)
+	}
+	if got := updSerial(t, addr); got != 3 {
+		t.Errorf("serial %d after a restart, want 3", got)
+	}
+	if !strings.Contains(logs.String(), "update journal: serial 3 replayed over the file's 1") {
+		t.Errorf("no replay in the log:\n%s", logs.String())
+	}
+}
+
+// TestKnsupdate: Knot's knsupdate adds and deletes records with TSIG;
+// with zonefile-sync 0 the zone file holds each change soon after, and a
+// restart serves what the file holds.
+func TestKnsupdate(t *testing.T) {
+	knsupdate := peerTool(t, "knsupdate")
+	dir := t.TempDir()
+	cfg, zoneFile := updConfig(t, dir, "0s", "")
+	addr, logs, stop := updServe(t, cfg, updKnsupdate)
+	key := []string{"-y", updKeyArg}
+	if out, err := runUpdate(t, knsupdate, key, addr, "update add host.dyn.test. 120 TXT \"hello\"\nupdate add alias.dyn.test. 120 CNAME host.dyn.test.\n"); err != nil {
+		t.Fatalf("knsupdate: %v\n%s\ntern log:\n%s", err, out, logs.String())
+	}
+	if got := updLookup(t, addr, "alias.dyn.test.", dns.TypeTXT); len(got) != 2 {
+		t.Fatalf("alias TXT after the update: %q", got)
+	}
+	waitFile(t, zoneFile, "alias.dyn.test.\t120\tIN\tCNAME\thost.dyn.test.", false, logs)
+	// A prerequisite that fails changes nothing (RFC 2136 §3.2).
+	if out, err := runUpdate(t, knsupdate, key, addr, "prereq nxdomain host.dyn.test.\nupdate add other.dyn.test. 60 A 192.0.2.1\n"); err == nil || !strings.Contains(out, "YXDOMAIN") {
+		t.Errorf("knsupdate with a failing prerequisite: %v\n%s", err, out)
+	}
+	if out, err := runUpdate(t, knsupdate, key, addr, "prereq yxdomain host.dyn.test.\nupdate delete alias.dyn.test.\n"); err != nil {
+		t.Fatalf("knsupdate delete: %v\n%s", err, out)
+	}
+	if got := updLookup(t, addr, "alias.dyn.test.", dns.TypeTXT); len(got) != 0 {
+		t.Errorf("alias after its deletion: %q", got)
+	}
+	waitFile(t, zoneFile, "alias.dyn.test.", true, logs)
+	waitFile(t, zoneFile, "hostmaster.dyn.test. 3 ", false, logs)
+	stop()
+	addr, logs, _ = updServe(t, cfg, updKnsupdate)
+	if got := updLookup(t, addr, "host.dyn.test.", dns.TypeTXT); len(got) != 1 || updSerial(t, addr) != 3 {
+		t.Errorf("after a restart: host TXT %q, serial %d\ntern log:\n%s", got, updSerial(t, addr), logs.String())
+	}
+	if regexp.MustCompile("replayed").MatchString(logs.String()) {
+		t.Errorf("a replay after the file was written:\n%s", logs.String())
+	}
+}
