@@ -32,23 +32,42 @@ import (
 // and keeps one-off questions out so). And its entries age: a response
 // expires when its smallest TTL has passed, and the offsets of its TTL
 // fields are recorded when it is stored.
+//
+// The sets hold only bookkeeping; the bytes (question, response, TTL
+// offsets) are appended to a ring (a log that wraps), each entry taking
+// its own size: a one-record answer about 110 bytes where a fixed slot
+// took 1536. A slot whose entry the ring has since written over is a
+// miss. A hit on an entry among the oldest quarter of the ring copies it
+// to the ring's head, so what is asked keeps its place however many new
+// responses pass (TestResponsesRing). Appending fills memory in order, a
+// page at a time: fixed slots spread over the whole array faulted a new
+// page in on almost every Put of a cold resolution (46% of its page
+// faults, 1.2 per answer).
 type Responses struct {
 	shift uint // a hash's set is its top bits: h >> shift
 	seed  maphash.Seed
 	sets  []respSet
-	data  []byte   // slot w of set i holds its key, response and TTL offsets at data[(Ways*i+w)*respSlotData:]
-	offs  []uint16 // Put's scratch
+	// ring holds the entries: a slot's key, response and TTL offsets at
+	// ring[pos%len(ring):], pos counting every byte ever appended; head is
+	// the pos of the next entry. The bytes of pos >= head-len(ring) are
+	// intact.
+	ring []byte
+	head uint64
+	offs []uint16 // Put's scratch
 }
 
-// respSlotData is the room per slot for the question, the response and
-// its TTL offsets (two bytes a record): a response of 1232 bytes (the
-// default EDNS limit) with 100 records fits beside a name of 100 bytes.
-// Larger ones are not cached.
-const respSlotData = 1536
+// respRoom is the ring's room per response: about four one-record
+// answers (110 bytes each with their question and TTL offsets), or one
+// with DNSSEC signatures. minRing is the smallest ring; an entry larger
+// than a quarter of the ring is not cached.
+const (
+	respRoom = 512
+	minRing  = 64 << 10
+)
 
 // DefaultResponses is the responses a worker's cache holds unless
-// configured: 12 MiB per worker when full; memory becomes resident only
-// as slots are used.
+// configured: 4 MiB of ring and 0.6 MiB of sets per worker when full;
+// the ring's memory becomes resident as it fills.
 const DefaultResponses = 8192
 
 // respSet is a set's bookkeeping and what its four slots hold.
@@ -58,6 +77,7 @@ type respSet struct {
 }
 
 type respSlot struct {
+	pos      uint64 // where its entry starts in the ring
 	stored   int64  // when, unix nanoseconds
 	expire   int64  // when its smallest TTL runs out
 	ttl      uint32 // its smallest TTL, for the prefetch threshold
@@ -75,6 +95,12 @@ func NewResponses(size int) *Responses {
 	if size <= 0 {
 		size = DefaultResponses
 	}
+	return newResponses(size, size*respRoom)
+}
+
+// newResponses is NewResponses with a ring of ring bytes (at least
+// minRing).
+func newResponses(size, ring int) *Responses {
 	sets, shift := 1, uint(64)
 	for sets*Ways < size {
 		sets *= 2
@@ -84,7 +110,7 @@ func NewResponses(size int) *Responses {
 		shift: shift,
 		seed:  maphash.MakeSeed(),
 		sets:  make([]respSet, sets),
-		data:  make([]byte, Ways*sets*respSlotData),
+		ring:  make([]byte, max(ring, minRing)),
 	}
 }
 
@@ -157,10 +183,11 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 	t := now.UnixNano()
 	name := q.Name()
 	n := int(sl.nameLen)
-	if sl.variant != v || n != len(name) || sl.expire <= t || int(sl.respLen) > cap(out) || int(sl.respLen) > limit || q.QuestionEnd-wire.HeaderLen != n+4 {
+	if sl.variant != v || n != len(name) || sl.expire <= t || int(sl.respLen) > cap(out) || int(sl.respLen) > limit || q.QuestionEnd-wire.HeaderLen != n+4 ||
+		r.head-sl.pos > uint64(len(r.ring)) {
 		return nil, false
 	}
-	d := r.data[(Ways*int(i)+w)*respSlotData:]
+	d := r.ring[sl.pos%uint64(len(r.ring)):]
 	if !bytes.Equal(d[:n], name) || binary.BigEndian.Uint16(d[n:]) != q.QType || binary.BigEndian.Uint16(d[n+2:]) != q.QClass {
 		return nil, false
 	}
@@ -191,7 +218,28 @@ func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 		sl.reported = true
 		refresh = true
 	}
+	if r.head-sl.pos > uint64(len(r.ring))/4*3 {
+		// Among the oldest quarter: move it ahead of what the ring
+		// writes over next.
+		e := d[:n+4+int(sl.respLen)+2*int(sl.nTTL)]
+		var to []byte
+		sl.pos, to = r.reserve(len(e))
+		copy(to, e) // a memmove: e may overlap to
+	}
 	return resp, refresh
+}
+
+// reserve takes the next size bytes of the ring for an entry and returns
+// its pos and where to write it. An entry does not wrap: one that would
+// goes to the ring's start, the end left unused.
+func (r *Responses) reserve(size int) (uint64, []byte) {
+	ring := uint64(len(r.ring))
+	if off := r.head % ring; off+uint64(size) > ring {
+		r.head += ring - off
+	}
+	pos := r.head
+	r.head += uint64(size)
+	return pos, r.ring[pos%ring : pos%ring+uint64(size)]
 }
 
 // Put stores resp, the response to q (parsed from pkt) built for the
@@ -217,7 +265,8 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	if r.offs, ok = wire.TTLOffsets(resp, r.offs[:0]); !ok || len(r.offs) == 0 {
 		return
 	}
-	if len(name)+4+len(resp)+2*len(r.offs) > respSlotData {
+	size := len(name) + 4 + len(resp) + 2*len(r.offs)
+	if size > len(r.ring)/4 || len(resp) > 0xFFFF {
 		return
 	}
 	ttl := ^uint32(0)
@@ -228,7 +277,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 		return
 	}
 	w := set.Victim(h)
-	d := r.data[(Ways*int(i)+w)*respSlotData:]
+	pos, d := r.reserve(size)
 	n := copy(d, name)
 	binary.BigEndian.PutUint16(d[n:], q.QType)
 	binary.BigEndian.PutUint16(d[n+2:], q.QClass)
@@ -240,7 +289,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	}
 	t := now.UnixNano()
 	set.slot[w] = respSlot{
-		stored: t, expire: t + int64(ttl)*int64(time.Second), ttl: ttl, variant: v,
+		pos: pos, stored: t, expire: t + int64(ttl)*int64(time.Second), ttl: ttl, variant: v,
 		nameLen: uint16(len(name)), respLen: uint16(len(resp)), nTTL: uint16(len(r.offs)), limit: uint16(min(limit, 0xFFFF)),
 	}
 	set.Fill(w, h)

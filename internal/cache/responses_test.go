@@ -3,6 +3,8 @@ package cache
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,7 +178,7 @@ func TestResponses(t *testing.T) {
 		},
 		ask: base, miss: true,
 	}, {
-		name:  "a response larger than a slot not cached",
+		name:  "a response larger than the client's limit not served",
 		store: with(func(q *respQuery) { q.edns = 4096; q.qtype = dns.TypeTXT }),
 		resp: func(t testing.TB, pkt []byte) []byte {
 			var an []dns.RR
@@ -303,6 +305,90 @@ func TestResponsesTruncated(t *testing.T) {
 	}
 	if got, _ := c.Get(q, pkt, 4000, t0, out); got != nil {
 		t.Errorf("a truncated response served to a larger limit in its class")
+	}
+}
+
+// TestResponsesRing: entries go into a ring that wraps. Once the ring has
+// written over an entry its slot misses (it never serves the bytes of
+// another), the latest entries hit with their own bytes, and an entry
+// that is asked while it is among the oldest quarter moves ahead and
+// stays, however many wraps pass.
+func TestResponsesRing(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	// 4096 slots, a ring of 64 KiB: about 600 of these entries.
+	c := newResponses(4096, minRing)
+	type entry struct {
+		pkt  []byte
+		q    *wire.Query
+		resp []byte
+	}
+	mk := func(name string) entry {
+		rq := respQuery{name: name, qtype: dns.TypeA, rd: true, edns: 1232}
+		pkt, q := rq.pack(t)
+		return entry{pkt, q, reply(t, pkt, dns.RcodeSuccess, rrs(t, name+" 300 IN A 192.0.2.1"), nil, nil)}
+	}
+	hot := mk("hot.example.")
+	c.Put(hot.q, hot.pkt, 1232, hot.resp, t0)
+	out := make([]byte, 0, 1232)
+	check := func(e entry, want bool) {
+		t.Helper()
+		got, _ := c.Get(e.q, e.pkt, 1232, t0, out)
+		if (got != nil) != want {
+			t.Fatalf("%s: hit %v, want %v (ring head %d)", e.q.Name(), got != nil, want, c.head)
+		}
+		if got != nil && !bytes.Equal(got, e.resp) {
+			t.Fatalf("%s: served %x, want %x", e.q.Name(), got, e.resp)
+		}
+	}
+	var all []entry
+	for i := range 4000 {
+		e := mk(fmt.Sprintf("n%d.example.", i))
+		all = append(all, e)
+		c.Put(e.q, e.pkt, 1232, e.resp, t0)
+		if i%100 == 0 {
+			check(hot, true)
+		}
+	}
+	if c.head < 4*uint64(len(c.ring)) {
+		t.Fatalf("the ring wrapped %d times, want 4 or more", c.head/uint64(len(c.ring)))
+	}
+	for i, e := range all {
+		if i%100 == 0 {
+			// Hits move entries too: the ring moves on while they are read.
+			check(hot, true)
+		}
+		switch {
+		case i >= len(all)-200:
+			check(e, true)
+		case i < len(all)-1000:
+			check(e, false)
+		default:
+			// Between: a hit only with its own bytes (check compares).
+			if got, _ := c.Get(e.q, e.pkt, 1232, t0, out); got != nil && !bytes.Equal(got, e.resp) {
+				t.Fatalf("%s: served %x, want %x", e.q.Name(), got, e.resp)
+			}
+		}
+	}
+	// The rule, not the bytes, decides: an entry the ring has passed
+	// over misses even where its bytes happen to be intact.
+	c.head += uint64(len(c.ring))
+	check(hot, false)
+}
+
+// TestResponsesTooLarge: a response over a quarter of the ring is not
+// stored (nor does it take ring space).
+func TestResponsesTooLarge(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	rq := respQuery{name: "big.example.", qtype: dns.TypeTXT, rd: true, edns: 1232}
+	pkt, q := rq.pack(t)
+	var an []dns.RR
+	for range 200 {
+		an = append(an, rrs(t, `big.example. 300 IN TXT "`+strings.Repeat("x", 100)+`"`)...)
+	}
+	c := newResponses(64, minRing)
+	c.Put(q, pkt, 65535, reply(t, pkt, dns.RcodeSuccess, an, nil, nil), t0)
+	if c.head != 0 || c.sets[0].Hash != [Ways]uint64{} {
+		t.Errorf("a response of more than %d bytes stored (ring head %d)", minRing/4, c.head)
 	}
 }
 
