@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzTTLOffsets -fuzztime 30s
 	$(GO) test ./internal/dnssec -run '^$$' -fuzz FuzzSignZone -fuzztime 30s
 	$(GO) test ./internal/perf -run '^$$' -fuzz FuzzQueryFile -fuzztime 30s
+	$(GO) test ./internal/tsig -run '^$$' -fuzz FuzzVerify -fuzztime 30s
 
 # The serving harness, then offline signing timed beside dnssec-signzone
 # and ldns-signzone (1,000,000 records; 100,000 with QUICK=1).

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"errors"
+
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
@@ -32,7 +34,8 @@ func (r *Responder) keys() *tsig.Keyring {
 
 // answerSigned answers a query that carries a TSIG record (RFC 8945
 // §5.2): verified first, answered NOTAUTH with the TSIG error when it
-// fails (BADKEY and BADSIG unsigned, BADTIME signed), else answered as
+// fails (BADKEY and BADSIG unsigned, BADTIME and BADTRUNC signed), or
+// dropped when its MAC's length is one no HMAC sends, else answered as
 // the same query without TSIG would be and signed with its key. A
 // signed answer over the client's size limit is replaced by a truncated
 // one (TC, question only), signed too, so the client retries over TCP.
@@ -40,6 +43,18 @@ func (r *Responder) answerSigned(s *Scratch, res wire.ParseResult, rcode int, pk
 	q := &s.q
 	at := q.TSIG
 	req, err := r.keys().Verify(pkt, at)
+	if errors.Is(err, tsig.ErrDrop) {
+		// RFC 8945 §5.2.2.1: a MAC of a length no HMAC sends is
+		// dropped and logged.
+		if r.log != nil {
+			attrs := []any{"err", err}
+			if s.req != nil {
+				attrs = append(attrs, "client", s.req.Remote().String())
+			}
+			r.log.Warn("TSIG: query dropped", attrs...)
+		}
+		return nil
+	}
 	if err != nil {
 		// The record's framing parsed but its RDATA does not.
 		return r.headerOnly(s, pkt, out, tcp, 0, wire.RcodeFormErr)

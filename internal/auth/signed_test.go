@@ -151,3 +151,43 @@ func TestTSIGTruncated(t *testing.T) {
 		t.Errorf("over TCP: %v %v", err, resp)
 	}
 }
+
+// TestTSIGTruncatedMAC: RFC 8945 §5.2.4: a query whose MAC is truncated
+// to a length the RFC allows, shorter than Tern's policy (the whole
+// MAC), gets NOTAUTH with BADTRUNC, signed (§5.3.2); one truncated below
+// what the RFC allows gets no answer at all (§5.2.2.1: dropped, logged).
+func TestTSIGTruncatedMAC(t *testing.T) {
+	r := testResponder(t, Options{})
+	r.SetAccess(&Access{Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}})})
+	for _, tc := range []struct {
+		name  string
+		bytes int
+		drop  bool
+	}{
+		{"16 of 32", 16, false},
+		{"8 of 32", 8, true},
+	} {
+		pkt, mac := signQuery(t, query("www.example.test.", dns.TypeA), "xfr.", dns.HmacSHA256, testSecret, time.Now())
+		var m dns.Msg
+		if err := m.Unpack(pkt); err != nil {
+			t.Fatal(err)
+		}
+		m.IsTsig().MAC, m.IsTsig().MACSize = mac[:2*tc.bytes], uint16(tc.bytes)
+		pkt, _ = m.Pack()
+		var s Scratch
+		out := r.Answer(&s, pkt, make([]byte, 0, BufferSize), false)
+		if tc.drop {
+			if out != nil {
+				t.Errorf("%s: answered, want dropped", tc.name)
+			}
+			continue
+		}
+		resp := new(dns.Msg)
+		if err := resp.Unpack(out); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ts := resp.IsTsig(); resp.Rcode != dns.RcodeNotAuth || ts == nil || ts.Error != tsig.BadTrunc || ts.MACSize != 32 || len(resp.Answer) != 0 {
+			t.Errorf("%s: %v", tc.name, resp)
+		}
+	}
+}

@@ -18,10 +18,9 @@ import (
 
 // xfrMessage is the size an AXFR message is filled to (a record that does
 // not fit an empty one gets up to 65535 bytes). Knot fills each message to
-// 64 KiB; at 16 KiB a stream buffers a quarter of that per transfer, and a
-// signed message that miekg/dns packs again (tsig.Signer) never nears
-// 64 KiB, while the messages are still large enough that the per-message
-// costs (a write, a TSIG) stay small against the records'.
+// 64 KiB; at 16 KiB a stream buffers a quarter of that per transfer,
+// while the messages are still large enough that the per-message costs
+// (a write, a TSIG's HMAC finalisation) stay small against the records'.
 const xfrMessage = 16 << 10
 
 // maxTransfers bounds the transfers out at a time (BIND's transfers-out
