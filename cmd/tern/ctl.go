@@ -139,6 +139,9 @@ func (st *controlState) controlZone(s zonedb.State) control.Zone {
 	if st.rl.secondaries != nil {
 		if t, ok := st.rl.secondaries.Timers(s.Origin); ok {
 			c.Role = control.RoleSecondary
+			if !t.LastRefresh.IsZero() {
+				c.LastRefresh = t.LastRefresh.UTC().Truncate(time.Second)
+			}
 			if !t.NextRefresh.IsZero() {
 				c.NextRefresh = t.NextRefresh.UTC().Truncate(time.Second)
 			}

@@ -225,7 +225,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		go rl.mgr.Run(ctx)
-		rl.secondaries.Set(ctx, secondaryZones(cfg, access.Keys))
+		rl.secondaries.Set(secondaryZones(cfg, access.Keys))
 	}
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
@@ -486,6 +486,7 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	rl.setJournals(m)
 	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
 	sec := rl.secondaries
+	m.OnZones(zonedb.Hooks{Removed: sec.Remove})
 	rl.onNotify(func(origin string) { sec.Refresh(origin) })
 	rl.onUpdate(func(u *auth.UpdateRequest) int { return applyUpdate(context.Background(), m, rl.log, u) })
 	return m
@@ -532,7 +533,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		go rl.mgr.Run(ctx)
 	}
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
-	rl.secondaries.Set(ctx, secondaryZones(cfg, access.Keys))
+	rl.secondaries.Set(secondaryZones(cfg, access.Keys))
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
 	return err

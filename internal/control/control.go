@@ -87,6 +87,9 @@ type Zone struct {
 	File   string    `json:"file,omitempty"`
 	// Error is why the last load failed (file:line and what is wrong).
 	Error string `json:"error,omitempty"`
+	// LastRefresh (a secondary's) is when the primary last confirmed
+	// the version served (a transfer, or the serial found current).
+	LastRefresh time.Time `json:"last-refresh,omitzero"`
 	// NextRefresh (a secondary's) is when its next SOA query is due;
 	// zero while one runs.
 	NextRefresh time.Time `json:"next-refresh,omitzero"`

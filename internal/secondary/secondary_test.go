@@ -46,6 +46,7 @@ func (f *fakeStore) Install(_ context.Context, _ string, z *zone.Zone) error {
 	f.z, f.installs = z, f.installs+1
 	return nil
 }
+func (f *fakeStore) At(string, string, time.Duration, func(context.Context)) bool { return true }
 func (f *fakeStore) Expire(context.Context, string, error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,6 +63,10 @@ type fakePrimary struct {
 	mu     sync.Mutex
 	serial uint32
 	mode   string
+	// refresh is the SOA's refresh interval (0: 1 second); queries
+	// counts the SOA queries answered.
+	refresh uint32
+	queries int
 }
 
 func (p *fakePrimary) set(serial uint32, mode string) {
@@ -72,12 +77,20 @@ func (p *fakePrimary) set(serial uint32, mode string) {
 
 func (p *fakePrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	p.mu.Lock()
-	serial, mode := p.serial, p.mode
+	serial, mode, refresh := p.serial, p.mode, max(p.refresh, 1)
+	if r.Question[0].Qtype == dns.TypeSOA {
+		p.queries++
+	}
 	p.mu.Unlock()
-	soa, _ := dns.NewRR(fmt.Sprintf("b.test. 300 IN SOA ns1.b.test. h.b.test. %d 1 1 3600 300", serial))
+	soa, _ := dns.NewRR(fmt.Sprintf("b.test. 300 IN SOA ns1.b.test. h.b.test. %d %d 1 3600 300", serial, refresh))
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
+	if mode == "down" {
+		m.Rcode = dns.RcodeRefused
+		w.WriteMsg(m)
+		return
+	}
 	switch r.Question[0].Qtype {
 	case dns.TypeSOA:
 		m.Answer = []dns.RR{soa}
@@ -101,11 +114,9 @@ func (p *fakePrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 }
 
-// TestBrokenTransfer: a transfer that ends early or yields a zone that
-// does not load is rejected: the version served and the stored copy stay.
-func TestBrokenTransfer(t *testing.T) {
-	p := &fakePrimary{}
-	p.set(1, "good")
+// start serves p on 127.0.0.105 and returns its address.
+func (p *fakePrimary) start(t *testing.T) netip.AddrPort {
+	t.Helper()
 	var addr netip.AddrPort
 	for _, network := range []string{"tcp", "udp"} {
 		srv := &dns.Server{Net: network, Handler: p}
@@ -129,6 +140,15 @@ func TestBrokenTransfer(t *testing.T) {
 		<-started
 		t.Cleanup(func() { srv.Shutdown() })
 	}
+	return addr
+}
+
+// TestBrokenTransfer: a transfer that ends early or yields a zone that
+// does not load is rejected: the version served and the stored copy stay.
+func TestBrokenTransfer(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(1, "good")
+	addr := p.start(t)
 	store := &fakeStore{}
 	s := New(store, nil, Options{Timeout: 5 * time.Second})
 	file := filepath.Join(t.TempDir(), "b.test.zone")

@@ -27,6 +27,10 @@ type entry struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// events counts the events queued or running, of every zone
+	// (Close waits for them).
+	events *sync.WaitGroup
+
 	mu      sync.Mutex
 	queue   []func()
 	running bool                   // an event runs (on some goroutine)
@@ -43,9 +47,10 @@ type entry struct {
 	resign atomic.Int64 // when signing needs work next (Unix ns), 0: never
 }
 
-func newEntry(parent context.Context, zc config.Zone, dynamic bool) *entry {
-	e := &entry{origin: originKey(zc.Origin), dynamic: dynamic, timers: map[string]*time.Timer{}}
+func newEntry(parent context.Context, events *sync.WaitGroup, zc config.Zone, dynamic bool) *entry {
+	e := &entry{origin: originKey(zc.Origin), dynamic: dynamic, timers: map[string]*time.Timer{}, events: events}
 	e.ctx, e.cancel = context.WithCancel(parent)
+	e.gone = e.ctx.Err() != nil // the Manager closed
 	e.conf.Store(&zc)
 	e.state.Store(&loadState{})
 	return e
@@ -64,6 +69,12 @@ func (e *entry) start(fn func()) bool {
 	if e.gone {
 		e.mu.Unlock()
 		return false
+	}
+	e.events.Add(1)
+	inner := fn
+	fn = func() {
+		defer e.events.Done()
+		inner()
 	}
 	if e.running {
 		e.queue = append(e.queue, fn)

@@ -41,6 +41,8 @@ type Manager struct {
 	// ctx is the timed events' context; stop ends it (Close).
 	ctx  context.Context
 	stop context.CancelFunc
+	// events counts the zones' events queued or running (Close waits).
+	events sync.WaitGroup
 
 	// mu guards the registry of zones; it is held only to find, add or
 	// remove an entry, never while a zone's event runs.
@@ -157,7 +159,7 @@ func (m *Manager) setConfig(zones []config.Zone) (load []*entry, removed []*entr
 			if e != nil {
 				removed = append(removed, e)
 			}
-			e = newEntry(m.ctx, zc, false)
+			e = newEntry(m.ctx, &m.events, zc, false)
 			m.zones[key] = e
 		}
 		order = append(order, e)
@@ -469,6 +471,20 @@ func (m *Manager) Expire(ctx context.Context, origin string, why error) error {
 	})
 }
 
+// At makes fn an event of the zone origin d from now (at once when d <=
+// 0), replacing the pending event of that kind: each kind of timed event
+// is pending at most once per zone, as Knot's zone events are. It
+// reports false when origin is not served. fn's context ends when the
+// zone is removed or the Manager closed.
+func (m *Manager) At(origin, kind string, d time.Duration, fn func(ctx context.Context)) bool {
+	e := m.entry(origin)
+	if e == nil {
+		return false
+	}
+	e.at(kind, d, fn)
+	return true
+}
+
 // ErrExists is AddZone's error for a zone served already.
 var ErrExists = errors.New("zone served already")
 
@@ -486,7 +502,7 @@ func (m *Manager) AddZone(ctx context.Context, zc config.Zone) error {
 		m.mu.Unlock()
 		return fmt.Errorf("zone %s: %w", zc.Origin, ErrExists)
 	}
-	e := newEntry(m.ctx, zc, true)
+	e := newEntry(m.ctx, &m.events, zc, true)
 	m.zones[zc.Origin] = e
 	m.order = append(m.order, e)
 	m.mu.Unlock()
@@ -610,8 +626,10 @@ func (m *Manager) ReloadZone(ctx context.Context, origin string) (State, error) 
 	return e.stateNow(), lerr
 }
 
-// Close stops every zone's timed events (re-signing) and ends the
-// context of the events in progress.
+// Close stops every zone's timed events (re-signing, refreshes), ends
+// the context of the events in progress and waits for them to return
+// (a transfer stops at its next read). Call it from outside the zones'
+// events.
 func (m *Manager) Close() {
 	m.stop()
 	m.mu.Lock()
@@ -620,6 +638,7 @@ func (m *Manager) Close() {
 	for _, e := range order {
 		e.close()
 	}
+	m.events.Wait()
 }
 
 // Run returns when ctx ends, after Close: the zones' events are timed
