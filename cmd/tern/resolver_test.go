@@ -603,4 +603,16 @@ trust-anchor = "root.key"
 			}
 		}
 	}
+	// The trust-anchor file is writable, so RFC 5011 manages it: the
+	// first probe of the root's DNSKEY RRset replaces the DS by the key
+	// it matches, Valid, in Unbound's auto-trust-anchor-file form.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "root.key"))
+		if strings.Contains(string(b), "DNSKEY\t257 3 ") && strings.Contains(string(b), ";;state=2 [ VALID ]") && !strings.Contains(string(b), "\tDS\t") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("root.key not managed after 30s:\n%s", b)
+		}
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/secondary"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/trustanchor"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/upstream"
 	"github.com/tern-dns/tern/internal/validator"
@@ -184,10 +185,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var rec *recursor.Recursor
 	var rsrv *server.Server
 	if cfg.Resolver != nil {
-		if rec, err = newRecursor(cfg, resp, nsid, log); err != nil {
+		var stopAnchors func()
+		if rec, stopAnchors, err = newRecursor(cfg, resp, nsid, log); err != nil {
 			fmt.Fprintf(stderr, "tern serve: %v\n", err)
 			return 1
 		}
+		defer stopAnchors()
 		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), rec)
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
@@ -324,8 +327,10 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 	}
 }
 
-// trustAnchors reads the trust anchors of file (DS or DNSKEY records),
-// or returns the embedded root anchors when file is "".
+// trustAnchors reads the trust anchors of file (DS or DNSKEY records,
+// with the RFC 5011 states an anchor file Tern or Unbound manages
+// records: only the keys in force are anchors), or returns the embedded
+// root anchors when file is "".
 func trustAnchors(file string) (validator.Anchors, error) {
 	if file == "" {
 		return validator.RootAnchors(), nil
@@ -335,7 +340,31 @@ func trustAnchors(file string) (validator.Anchors, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return validator.ReadAnchors(f, file)
+	return trustanchor.Read(f, file)
+}
+
+// managedAnchors returns the RFC 5011-managed Store of the [resolver]
+// trust-anchor file when validation is on and the file is writable
+// (else nil), and starts its probes (RFC 5011 §2.3) through a resolver
+// that neither validates nor caches, like opt's otherwise; stop ends
+// them.
+func managedAnchors(rc *config.Resolver, ex upstream.Exchanger, opt resolve.Options, log *slog.Logger) (store *trustanchor.Store, stop func(), err error) {
+	if !rc.Validation || rc.TrustAnchor == "" || !trustanchor.Writable(rc.TrustAnchor) {
+		return nil, func() {}, nil
+	}
+	store, err = trustanchor.Load(rc.TrustAnchor, trustanchor.Options{Managed: true, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolver.trust-anchor: %w", err)
+	}
+	opt.Cache, opt.Validate, opt.Anchors = nil, false, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		store.Run(ctx, trustanchor.ResolverFetch(resolve.New(ex, opt)))
+	}()
+	log.Info("trust anchors managed by RFC 5011", "file", rc.TrustAnchor, "zones", store.Zones())
+	return store, func() { cancel(); <-done }, nil
 }
 
 // resolverTrust reads the root hints (nil: the embedded ones) and, with
@@ -372,35 +401,43 @@ func resolverTrust(rc *config.Resolver) ([]resolve.Server, validator.Anchors, er
 // newRecursor builds the resolver of cfg's [resolver] table, answering
 // the questions inside resp's zones from their data. It is built once:
 // a reload keeps it, and its caches, whatever changed.
-func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (*recursor.Recursor, error) {
+func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (rec *recursor.Recursor, stopAnchors func(), err error) {
 	rc := cfg.Resolver
 	hints, anchors, err := resolverTrust(rc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ex upstream.Exchanger = &upstream.Client{}
 	if !rc.QueryLoopback {
 		ex = upstream.NoLoopback(ex)
 	}
+	opt := resolve.Options{
+		Hints:  hints,
+		Limits: rc.Limits(),
+		// The RRset and negative cache, shared by every worker;
+		// built here once, it lives as long as the resolver,
+		// across reloads.
+		Cache:      cache.New(rc.CacheOptions()),
+		NoMinimise: !rc.QNameMinimisation,
+		CaseRandom: rc.RandomiseCase,
+		NoIPv4:     !rc.QueryIPv4,
+		NoIPv6:     !rc.QueryIPv6,
+		Forward:    resolveZones(rc.Forward),
+		Stub:       resolveZones(rc.Stub),
+		Validate:   rc.Validation,
+		Anchors:    anchors,
+		// RFC 8198, with validation on.
+		NoAggressiveNSEC: !rc.AggressiveNSEC,
+	}
+	store, stopAnchors, err := managedAnchors(rc, ex, opt, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if store != nil {
+		opt.AnchorSource = store
+	}
 	return recursor.New(recursor.Options{
-		Resolver: resolve.New(ex, resolve.Options{
-			Hints:  hints,
-			Limits: rc.Limits(),
-			// The RRset and negative cache, shared by every worker;
-			// built here once, it lives as long as the resolver,
-			// across reloads.
-			Cache:      cache.New(rc.CacheOptions()),
-			NoMinimise: !rc.QNameMinimisation,
-			CaseRandom: rc.RandomiseCase,
-			NoIPv4:     !rc.QueryIPv4,
-			NoIPv6:     !rc.QueryIPv6,
-			Forward:    resolveZones(rc.Forward),
-			Stub:       resolveZones(rc.Stub),
-			Validate:   rc.Validation,
-			Anchors:    anchors,
-			// RFC 8198, with validation on.
-			NoAggressiveNSEC: !rc.AggressiveNSEC,
-		}),
+		Resolver:         resolve.New(ex, opt),
 		Auth:             resp,
 		Allow:            rc.AllowPrefixes(),
 		UDPPayload:       cfg.Server.UDPPayload,
@@ -415,7 +452,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		// RFC 8767 §5's client response timer: only with a stale
 		// window is there stale data to answer with.
 		StaleClientTimeout: staleClientTimeout(rc),
-	}), nil
+	}), stopAnchors, nil
 }
 
 // staleClientTimeout is the recursor's client response timer: the

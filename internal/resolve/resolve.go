@@ -129,6 +129,10 @@ type Options struct {
 	NoAggressiveNSEC bool
 	// Anchors are the trust anchors; nil means validator.RootAnchors.
 	Anchors validator.Anchors
+	// AnchorSource, when set, gives the trust anchors in force at each
+	// validation instead of Anchors: a trustanchor.Store, which RFC
+	// 5011 keeps current.
+	AnchorSource interface{ Anchors() validator.Anchors }
 	// Validator configures the checks (its clock, its limits).
 	Validator validator.Options
 }
@@ -168,6 +172,8 @@ type Resolver struct {
 	// validator is set when Options.Validate is, with anchors.
 	validator *validator.Validator
 	anchors   validator.Anchors
+	// anchorSource is Options.AnchorSource.
+	anchorSource interface{ Anchors() validator.Anchors }
 	// trusted are the chain's outcomes at zone cuts (validate.go);
 	// validClock is validator.Options.Now.
 	trusted    *trustCache
@@ -197,7 +203,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 	}
 	r.noIPv4, r.noIPv6 = opt.NoIPv4, opt.NoIPv6
 	if opt.Validate {
-		r.validator, r.anchors = validator.New(opt.Validator), opt.Anchors
+		r.validator, r.anchors, r.anchorSource = validator.New(opt.Validator), opt.Anchors, opt.AnchorSource
 		r.trusted, r.validClock = &trustCache{}, opt.Validator.Now
 		if r.anchors == nil {
 			r.anchors = validator.RootAnchors()

@@ -480,7 +480,11 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 // proved absence elsewhere (a name inside the zone) passes on.
 func (c *trustChain) trust(name string) zoneTrust {
 	name = dns.CanonicalName(name)
-	anchor, ds := c.r.anchors.Closest(name)
+	anchors := c.r.anchors
+	if c.r.anchorSource != nil {
+		anchors = c.r.anchorSource.Anchors()
+	}
+	anchor, ds := anchors.Closest(name)
 	if ds == nil {
 		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: "no trust anchor above " + name}}
 	}

@@ -1,8 +1,6 @@
 package validator
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -19,47 +17,18 @@ const rootDS = `. IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC68
 . IN DS 38696 8 2 683D2D0ACB8C9B712A1948B27F741219298D0A450D612C483AF444A4C0FB2B16
 `
 
-// RootAnchors are the embedded root trust anchors.
+// RootAnchors are the embedded root trust anchors. Anchor files are
+// read by internal/trustanchor.
 func RootAnchors() Anchors {
-	a, err := ReadAnchors(strings.NewReader(rootDS), "embedded root anchors")
-	if err != nil {
-		panic(err) // impossible: the text above parses
+	a := Anchors{}
+	for _, line := range strings.Split(strings.TrimSpace(rootDS), "\n") {
+		rr, err := dns.NewRR(line)
+		if err != nil {
+			panic(err) // impossible: the text above parses
+		}
+		a["."] = append(a["."], rr.(*dns.DS))
 	}
 	return a
-}
-
-// ReadAnchors reads trust anchors in zone-file form, DS or DNSKEY records
-// (a DNSKEY stands for its SHA-256 DS), as BIND's, Unbound's and Knot
-// Resolver's anchor files and Debian's /usr/share/dns/root.key hold them.
-// Other record types are errors, named with file:line.
-func ReadAnchors(r io.Reader, file string) (Anchors, error) {
-	a := Anchors{}
-	zp := dns.NewZoneParser(r, ".", file)
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		owner := dns.CanonicalName(rr.Header().Name)
-		switch rr := rr.(type) {
-		case *dns.DS:
-			a[owner] = append(a[owner], rr)
-		case *dns.DNSKEY:
-			if rr.Flags&dns.ZONE == 0 {
-				return nil, fmt.Errorf("%s: DNSKEY %d of %s: not a zone key (flags %d)", file, rr.KeyTag(), owner, rr.Flags)
-			}
-			ds := rr.ToDS(dns.SHA256)
-			if ds == nil {
-				return nil, fmt.Errorf("%s: DNSKEY %d of %s: no SHA-256 digest of it", file, rr.KeyTag(), owner)
-			}
-			a[owner] = append(a[owner], ds)
-		default:
-			return nil, fmt.Errorf("%s: %s %s: a trust anchor is a DS or DNSKEY record", file, owner, dns.TypeToString[rr.Header().Rrtype])
-		}
-	}
-	if err := zp.Err(); err != nil {
-		return nil, fmt.Errorf("trust anchors: %w", err)
-	}
-	if len(a) == 0 {
-		return nil, fmt.Errorf("%s: no trust anchor in it", file)
-	}
-	return a, nil
 }
 
 // Closest returns the anchor at name or closest above it, with its

@@ -119,7 +119,12 @@ func (h *Hierarchy) serve(zones []Zone) error {
 // Serve serves zones with Tern's authoritative engine on the listen
 // addresses (host:port), one UDP worker each; the caller closes it.
 func Serve(listen []string, zones []*zone.Zone) (*server.Server, error) {
-	resp := auth.New(zone.NewSet(zones...), auth.Options{})
+	return ServeResponder(listen, auth.New(zone.NewSet(zones...), auth.Options{}))
+}
+
+// ServeResponder serves resp on the listen addresses, one UDP worker
+// each; resp.Publish changes what they serve.
+func ServeResponder(listen []string, resp *auth.Responder) (*server.Server, error) {
 	srv := server.New(server.Config{Listen: listen, Workers: 1},
 		server.HandlerFunc(func(tcp bool) server.Worker { return resp.NewWorker(tcp, 0) }))
 	if err := srv.Start(context.Background()); err != nil {

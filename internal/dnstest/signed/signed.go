@@ -22,6 +22,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/dnssec"
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
+	"github.com/tern-dns/tern/internal/trustanchor"
 	"github.com/tern-dns/tern/internal/validator"
 	"github.com/tern-dns/tern/internal/zone"
 )
@@ -70,7 +71,7 @@ func Start(t testing.TB, first byte) *Tree {
 	if err := os.WriteFile(tr.HintsFile, []byte(hints), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if tr.Anchors, err = validator.ReadAnchors(strings.NewReader(b.String()), tr.AnchorFile); err != nil {
+	if tr.Anchors, err = trustanchor.Read(strings.NewReader(b.String()), tr.AnchorFile); err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range tr.Addrs {
