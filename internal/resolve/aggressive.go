@@ -159,11 +159,10 @@ func nsecProof(d *cache.Denials, zone, name string) ([]cache.Denial, validator.D
 	// NSEC's names show to exist.
 	labels := max(dns.CompareDomainName(name, n.Hdr.Name), dns.CompareDomainName(name, n.NextDomain), dns.CountLabel(zone))
 	ce := name
-	if idx := dns.Split(name); labels < len(idx) {
-		ce = name[idx[len(idx)-labels]:]
-	}
-	if labels == 0 {
+	if idx := dns.Split(name); labels == 0 {
 		ce = "."
+	} else if labels < len(idx) {
+		ce = name[idx[len(idx)-labels]:]
 	}
 	wild := "*." + ce
 	if ce == "." {

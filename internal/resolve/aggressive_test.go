@@ -213,3 +213,22 @@ func BenchmarkAggressiveNSEC(b *testing.B) {
 		})
 	}
 }
+
+// TestNSECProofTLD: a name one label below the root covered by a root
+// NSEC whose names share no label with it (closest encloser the root)
+// once indexed out of range (TestRealRootZone's DS of every TLD through
+// the resolver panicked); the proof of such a name is the root's.
+func TestNSECProofTLD(t *testing.T) {
+	d := cache.NewDenials(0, time.Now)
+	for _, rr := range []string{"nokia. 86400 IN NSEC nom. NS DS RRSIG NSEC", ". 86400 IN NSEC aaa. NS SOA RRSIG NSEC DNSKEY"} {
+		r, err := dns.NewRR(rr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Add(".", []dns.RR{r}, 86400)
+	}
+	proof, claim, ok := nsecProof(d, ".", "nosuch.")
+	if !ok || claim != validator.NXDomain || len(proof) != 2 {
+		t.Errorf("nosuch.: %v %v %v, want NXDOMAIN from the covering NSEC and the root's (wildcard *.)", proof, claim, ok)
+	}
+}
