@@ -31,13 +31,19 @@ type peerSecondary struct {
 
 // knotSecondary is Knot's configuration as a secondary of Tern.
 func knotSecondary(dir string, port int, tern, ternPort, key string) string {
+	return knotSecondaryOf("a.test", "127.0.0.126", dir, port, tern, ternPort, key)
+}
+
+// knotSecondaryOf is Knot's configuration as a secondary of Tern for
+// domain, listening on addr@port, NOTIFYs allowed from Tern.
+func knotSecondaryOf(domain, addr, dir string, port int, tern, ternPort, key string) string {
 	var keys, remoteKey, aclKey string
 	if key != "" {
 		keys = fmt.Sprintf("key:\n  - id: %s\n    algorithm: hmac-sha256\n    secret: %s\n", key, xfrSecret)
 		remoteKey = "\n    key: " + key
 		aclKey = "\n    key: " + key
 	}
-	return peer.KnotServer(dir, []string{fmt.Sprintf("127.0.0.126@%d", port)}, "info") + fmt.Sprintf(`%sremote:
+	return peer.KnotServer(dir, []string{fmt.Sprintf("%s@%d", addr, port)}, "info") + fmt.Sprintf(`%sremote:
   - id: tern
     address: %s@%s%s
 acl:
@@ -51,8 +57,8 @@ template:
     master: tern
     acl: notify-from-tern
 zone:
-  - domain: a.test
-`, keys, tern, ternPort, remoteKey, tern, aclKey, dir)
+  - domain: %s
+`, keys, tern, ternPort, remoteKey, tern, aclKey, dir, domain)
 }
 
 // The secondaries of TestSecondariesFollowByIXFR, on the journal's part
