@@ -345,23 +345,26 @@ func trustAnchors(file string) (validator.Anchors, error) {
 
 // managedAnchors returns the RFC 5011-managed Store of the [resolver]
 // trust-anchor file when validation is on and the file is writable
-// (else nil), and starts its probes (RFC 5011 §2.3) through a resolver
-// that neither validates nor caches, like opt's otherwise; stop ends
-// them.
+// (else nil), and starts its probes (RFC 5011 §2.3) and key-tag
+// signals (RFC 8145 §5) through a resolver that neither validates nor
+// caches, like opt's otherwise; stop ends them.
 func managedAnchors(rc *config.Resolver, ex upstream.Exchanger, opt resolve.Options, log *slog.Logger) (store *trustanchor.Store, stop func(), err error) {
 	if !rc.Validation || rc.TrustAnchor == "" || !trustanchor.Writable(rc.TrustAnchor) {
 		return nil, func() {}, nil
 	}
-	store, err = trustanchor.Load(rc.TrustAnchor, trustanchor.Options{Managed: true, Logger: log})
+	opt.Cache, opt.Validate, opt.Anchors = nil, false, nil
+	probe := resolve.New(ex, opt)
+	store, err = trustanchor.Load(rc.TrustAnchor, trustanchor.Options{Managed: true, Logger: log,
+		// RFC 8145 §5: the anchors in force told to the zone's servers.
+		Signal: func(ctx context.Context, qname string) { probe.Resolve(ctx, qname, dns.TypeNULL) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("resolver.trust-anchor: %w", err)
 	}
-	opt.Cache, opt.Validate, opt.Anchors = nil, false, nil
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		store.Run(ctx, trustanchor.ResolverFetch(resolve.New(ex, opt)))
+		store.Run(ctx, trustanchor.ResolverFetch(probe))
 	}()
 	log.Info("trust anchors managed by RFC 5011", "file", rc.TrustAnchor, "zones", store.Zones())
 	return store, func() { cancel(); <-done }, nil

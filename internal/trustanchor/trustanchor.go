@@ -109,6 +109,7 @@ type Store struct {
 	now     func() time.Time
 	v       *validator.Validator
 	log     *slog.Logger
+	signal  func(ctx context.Context, qname string)
 
 	mu     sync.Mutex
 	points []*point
@@ -130,6 +131,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Validator checks the DNSKEY RRsets (its clock should be Now).
 	Validator validator.Options
+	// Signal, when set, is given RFC 8145 §5's key-tag query name
+	// (KeyTagName) after each probe that validated, to be asked (QTYPE
+	// NULL) so that the zone's operators learn which keys resolvers
+	// trust, as Unbound's trust-anchor-signaling does.
+	Signal func(ctx context.Context, qname string)
 }
 
 // Writable reports whether path can be managed: the file and its
@@ -155,7 +161,7 @@ func Load(path string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trust anchors: %w", err)
 	}
-	s := &Store{path: path, managed: opt.Managed, now: opt.Now, log: opt.Logger}
+	s := &Store{path: path, managed: opt.Managed, now: opt.Now, log: opt.Logger, signal: opt.Signal}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -263,6 +269,9 @@ func (s *Store) Probe(ctx context.Context, fetch Fetch) (time.Time, error) {
 		if err == nil {
 			err = s.Observe(zone, keys, sigs)
 		}
+		if err == nil && s.signal != nil {
+			s.signal(ctx, KeyTagName(zone, s.Anchors()[dns.CanonicalName(zone)]))
+		}
 		if err != nil {
 			s.mu.Lock()
 			p.failed++
@@ -305,6 +314,29 @@ func (s *Store) Run(ctx context.Context, fetch Fetch) {
 	}
 }
 
+// KeyTagName is RFC 8145 §5.1's key-tag query name of the trust
+// anchors ds of zone: "_ta-" and their key tags, four lowercase hex
+// digits each, ascending, joined by "-", below the zone.
+func KeyTagName(zone string, ds []*dns.DS) string {
+	var tags []uint16
+	for _, d := range ds {
+		if !slices.Contains(tags, d.KeyTag) {
+			tags = append(tags, d.KeyTag)
+		}
+	}
+	slices.Sort(tags)
+	var b strings.Builder
+	b.WriteString("_ta")
+	for _, t := range tags {
+		fmt.Fprintf(&b, "-%04x", t)
+	}
+	b.WriteString(".")
+	if zone = dns.CanonicalName(zone); zone != "." {
+		b.WriteString(zone)
+	}
+	return b.String()
+}
+
 // queryInterval is RFC 5011 §2.3's: MAX(1 hr, MIN(15 days, 1/2*OrigTTL,
 // 1/2*RRSigExpirationInterval)).
 func (p *point) queryInterval(now time.Time) time.Duration {
@@ -313,16 +345,14 @@ func (p *point) queryInterval(now time.Time) time.Duration {
 }
 
 // retryInterval is §2.3's retry time after a failed query: MAX(1 hour,
-// MIN(1 day, .1 * OrigTTL, .1 * RRSigExpirationInterval)).
+// MIN(1 day, .1 * OrigTTL, .1 * RRSigExpirationInterval)); an hour
+// while no RRset has validated yet (nothing known of its TTL), so that
+// a server started before its network tries again soon.
 func (p *point) retryInterval(now time.Time) time.Duration {
-	d := 24 * time.Hour
-	if p.ttl > 0 {
-		d = min(d, p.ttl/10)
+	if p.ttl == 0 || p.sigEnd.IsZero() {
+		return time.Hour
 	}
-	if !p.sigEnd.IsZero() {
-		d = min(d, p.sigEnd.Sub(now)/10)
-	}
-	return max(time.Hour, d)
+	return max(time.Hour, min(24*time.Hour, p.ttl/10, p.sigEnd.Sub(now)/10))
 }
 
 // sameKey reports whether a and b are one key, its REVOKE bit aside

@@ -289,8 +289,8 @@ func TestProbeIntervals(t *testing.T) {
 	next, err := s.Probe(context.Background(), func(context.Context, string) ([]*dns.DNSKEY, []*dns.RRSIG, error) {
 		return nil, nil, fmt.Errorf("timeout")
 	})
-	if err == nil || !next.Equal(now.Add(24*time.Hour)) {
-		t.Errorf("failed probe: next %v, %v; want a day later and the error", next, err)
+	if err == nil || !next.Equal(now.Add(time.Hour)) {
+		t.Errorf("failed probe with nothing known: next %v, %v; want an hour later and the error", next, err)
 	}
 	c.t = next
 	next, err = s.Probe(context.Background(), func(context.Context, string) ([]*dns.DNSKEY, []*dns.RRSIG, error) {
@@ -339,5 +339,52 @@ func TestRead(t *testing.T) {
 		if _, err := Read(strings.NewReader(tc.text), "anchors"); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want %q", tc.text, err, tc.err)
 		}
+	}
+}
+
+// TestKeyTagSignal: RFC 8145 §5.1's query name (tags in hex, ascending,
+// below the trust point), sent after a probe that validated, naming the
+// anchors then in force.
+func TestKeyTagSignal(t *testing.T) {
+	ds := func(tags ...uint16) []*dns.DS {
+		var out []*dns.DS
+		for _, tag := range tags {
+			out = append(out, &dns.DS{KeyTag: tag})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		zone string
+		tags []uint16
+		want string
+	}{
+		{".", []uint16{20326}, "_ta-4f66."},
+		{".", []uint16{38696, 20326, 20326}, "_ta-4f66-9728."},
+		{"Example.", []uint16{1}, "_ta-0001.example."},
+	} {
+		if got := KeyTagName(c.zone, ds(c.tags...)); got != c.want {
+			t.Errorf("%s %v: %q, want %q", c.zone, c.tags, got, c.want)
+		}
+	}
+	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	kr := keyring{t, c, "."}
+	k1, k2 := kr.key(dnssec.FlagsKSK), kr.key(dnssec.FlagsKSK)
+	path := filepath.Join(t.TempDir(), "root.key")
+	os.WriteFile(path, []byte(k1.DNSKEY.ToDS(dns.SHA256).String()+"\n"), 0o644)
+	var asked []string
+	s, err := Load(path, Options{Now: c.now, Managed: true, Signal: func(_ context.Context, name string) { asked = append(asked, name) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(context.Context, string) ([]*dns.DNSKEY, []*dns.RRSIG, error) {
+		set := kr.rrset([]*dnssec.Key{k1, k2}, k1)
+		return set.keys, set.sigs, nil
+	}
+	if _, err := s.Probe(context.Background(), fetch); err != nil {
+		t.Fatal(err)
+	}
+	// K2 is pending: only K1 is signalled.
+	if want := fmt.Sprintf("_ta-%04x.", k1.Tag()); len(asked) != 1 || asked[0] != want {
+		t.Errorf("signalled %q, want [%s]", asked, want)
 	}
 }

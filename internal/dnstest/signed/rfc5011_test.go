@@ -1,11 +1,13 @@
 package signed_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,41 @@ import (
 // rolloverAddr serves the root of TestRootKSKRollover (the block's 226).
 var rolloverAddr = netip.AddrFrom4([4]byte{127, 0, 0, 226})
 
+// rootKey generates an Ed25519 key of the root with flags.
+func rootKey(t *testing.T, flags uint16) *dnssec.Key {
+	t.Helper()
+	k, err := dnssec.GenerateKey(".", flags, dns.ED25519, 3600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// testRoot is a root zone served at addr (a.root.) holding data. TXT,
+// signed at now by keys.
+func testRoot(t *testing.T, addr netip.Addr, now time.Time, keys ...*dnssec.Key) *zone.Zone {
+	t.Helper()
+	text := fmt.Sprintf(". 3600 SOA a.root. hostmaster.root. 1 1800 900 604800 300\n. 3600 NS a.root.\na.root. 3600 A %s\ndata. 300 TXT \"signed\"\n", addr)
+	var rrs []dns.RR
+	zp := dns.NewZoneParser(strings.NewReader(text), ".", "")
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		rrs = append(rrs, rr)
+	}
+	signed, err := dnssec.SignZone(context.Background(), rrs, ".", keys, dnssec.Options{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, rr := range signed {
+		fmt.Fprintln(&b, rr)
+	}
+	z, err := zone.Read(strings.NewReader(b.String()), ".", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
 // TestRootKSKRollover rolls a test root's KSK as RFC 5011 §6 describes,
 // in fake time, with the root served on loopback by Tern's authoritative
 // engine and Tern's validating resolver anchored by a managed
@@ -39,14 +76,7 @@ func TestRootKSKRollover(t *testing.T) {
 	day0 := time.Now().Truncate(time.Second)
 	now := day0
 	clock := func() time.Time { return now }
-	key := func(flags uint16) *dnssec.Key {
-		k, err := dnssec.GenerateKey(".", flags, dns.ED25519, 3600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	k1, k2, zsk := key(dnssec.FlagsKSK), key(dnssec.FlagsKSK), key(dnssec.FlagsZSK)
+	k1, k2, zsk := rootKey(t, dnssec.FlagsKSK), rootKey(t, dnssec.FlagsKSK), rootKey(t, dnssec.FlagsZSK)
 	// k2Published is published without signing; k1Revoked is K1 with
 	// the REVOKE bit, signing as K1.
 	k2Published := &dnssec.Key{DNSKEY: k2.DNSKEY}
@@ -56,28 +86,7 @@ func TestRootKSKRollover(t *testing.T) {
 	k1Revoked.DNSKEY = &revokedKey
 
 	port := hierarchy.ChoosePort(t, []netip.Addr{rolloverAddr})
-	root := func(keys ...*dnssec.Key) *zone.Set {
-		t.Helper()
-		text := fmt.Sprintf(". 3600 SOA a.root. hostmaster.root. 1 1800 900 604800 300\n. 3600 NS a.root.\na.root. 3600 A %s\ntest. 300 TXT \"rollover\"\n", rolloverAddr)
-		var rrs []dns.RR
-		zp := dns.NewZoneParser(strings.NewReader(text), ".", "")
-		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-			rrs = append(rrs, rr)
-		}
-		signed, err := dnssec.SignZone(context.Background(), rrs, ".", keys, dnssec.Options{}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		for _, rr := range signed {
-			fmt.Fprintln(&b, rr)
-		}
-		z, err := zone.Read(strings.NewReader(b.String()), ".", ".")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return zone.NewSet(z)
-	}
+	root := func(keys ...*dnssec.Key) *zone.Set { return zone.NewSet(testRoot(t, rolloverAddr, now, keys...)) }
 	resp := auth.New(root(k1, zsk), auth.Options{})
 	srv, err := hierarchy.ServeResponder([]string{netip.AddrPortFrom(rolloverAddr, port).String()}, resp)
 	if err != nil {
@@ -124,9 +133,9 @@ func TestRootKSKRollover(t *testing.T) {
 			r    *resolve.Resolver
 			want cache.Security
 		}{{"managed anchor", follows, cache.Secure}, {"fixed anchor", stays, fixedSec}} {
-			res, err := r.r.Resolve(context.Background(), "test.", dns.TypeTXT)
+			res, err := r.r.Resolve(context.Background(), "data.", dns.TypeTXT)
 			if res.Security != r.want {
-				t.Errorf("day %d: %s: test. TXT %v (%v, %s), want %v", day, r.name, res.Security, err, res.Why, r.want)
+				t.Errorf("day %d: %s: data. TXT %v (%v, %s), want %v", day, r.name, res.Security, err, res.Why, r.want)
 			}
 		}
 	}
@@ -146,5 +155,89 @@ func TestRootKSKRollover(t *testing.T) {
 	step(70, root(k2, zsk), []string{state(k2, trustanchor.Valid)}, cache.Bogus)
 	if b, _ := os.ReadFile(path); strings.Contains(string(b), "REVOKED") || strings.Count(string(b), "DNSKEY") != 1 {
 		t.Errorf("day 70: the revoked key is still in the file, or other keys are:\n%s", b)
+	}
+}
+
+// anchorFileAddr serves the root of TestAnchorFileUnbound (the block's
+// 225).
+var anchorFileAddr = netip.AddrFrom4([4]byte{127, 0, 0, 225})
+
+// TestAnchorFileUnbound: the managed anchor file is Unbound's
+// auto-trust-anchor-file, both ways. Tern's Store probes a test root
+// (KSK K1 signing, K2 published) and writes K1 Valid, K2 AddPend;
+// Unbound 1.17 started with that file as its auto-trust-anchor-file
+// validates the root's data from K1 (AD) and rewrites the file after its
+// own probe; Tern reads Unbound's file back with the same states and
+// K2's hold-down start.
+func TestAnchorFileUnbound(t *testing.T) {
+	k1, k2, zsk := rootKey(t, dnssec.FlagsKSK), rootKey(t, dnssec.FlagsKSK), rootKey(t, dnssec.FlagsZSK)
+	port := hierarchy.ChoosePort(t, []netip.Addr{anchorFileAddr})
+	z := testRoot(t, anchorFileAddr, time.Now(), k1, &dnssec.Key{DNSKEY: k2.DNSKEY}, zsk)
+	srv, err := hierarchy.Serve([]string{netip.AddrPortFrom(anchorFileAddr, port).String()}, []*zone.Zone{z})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "root.key")
+	if err := os.WriteFile(path, []byte(k1.DNSKEY.ToDS(dns.SHA256).String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := trustanchor.Load(path, trustanchor.Options{Managed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hints := []resolve.Server{{Name: "a.root.", Addrs: []netip.Addr{anchorFileAddr}}}
+	if _, err := store.Probe(context.Background(), trustanchor.ResolverFetch(resolve.New(&upstream.Client{}, resolve.Options{Hints: hints, Port: port}))); err != nil {
+		t.Fatal(err)
+	}
+	ours, _ := os.ReadFile(path)
+	want := func(s *trustanchor.Store) string {
+		var out []string
+		for _, k := range s.Keys(".") {
+			out = append(out, fmt.Sprintf("%d %s %d", k.DNSKEY.KeyTag(), k.State, k.Changed.Unix()))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ", ")
+	}
+	tern := want(store)
+	if !strings.Contains(tern, fmt.Sprintf("%d ADDPEND", k2.DNSKEY.KeyTag())) {
+		t.Fatalf("Tern's states %s, want K2 (%d) ADDPEND", tern, k2.DNSKEY.KeyTag())
+	}
+
+	hintsFile := filepath.Join(dir, "root.hints")
+	if err := os.WriteFile(hintsFile, []byte(fmt.Sprintf(". 3600000 NS a.root.\na.root. 3600000 A %s\n", anchorFileAddr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, skip := hierarchy.StartUnbound(t, unboundAddr, port, hintsFile,
+		`module-config: "validator iterator"`, fmt.Sprintf("auto-trust-anchor-file: %q", path))
+	if skip != "" {
+		t.Skip(skip)
+	}
+	// Not test.: Unbound answers that special-use name itself.
+	m, err := ask(addr, validationCase{name: "data.", qtype: dns.TypeTXT})
+	if err != nil || m.Rcode != dns.RcodeSuccess || !m.AuthenticatedData || answers(m) != 1 {
+		t.Errorf("Unbound from Tern's file: data. TXT %v, want NOERROR with AD", m)
+	}
+	var theirs []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		theirs, _ = os.ReadFile(path)
+		if !bytes.Equal(theirs, ours) && bytes.Contains(theirs, []byte(";;state=")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Unbound did not rewrite the anchor file:\n%s", theirs)
+		}
+	}
+	if testing.Verbose() {
+		t.Logf("Tern's file:\n%s\nUnbound's:\n%s", ours, theirs)
+	}
+	again, err := trustanchor.Load(path, trustanchor.Options{})
+	if err != nil {
+		t.Fatalf("Unbound's file: %v\n%s", err, theirs)
+	}
+	if got := want(again); got != tern {
+		t.Errorf("Unbound's file reads as %s, Tern's states were %s:\n%s", got, tern, theirs)
 	}
 }
