@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -104,6 +105,28 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		}
 		return origin, nil
 	}))
+	cs.Handle(control.CommandZoneAdd, inLoop(func(ctx context.Context, req control.Request) (any, error) {
+		if req.Settings == nil {
+			return nil, fmt.Errorf("zone-add %s: no settings (--file or --primary)", req.Zone)
+		}
+		zc := config.Zone{Origin: req.Zone, File: req.Settings.File, Primary: req.Settings.Primary, ACL: req.Settings.ACL, Notify: req.Settings.Notify}
+		if err := st.rl.addZone(ctx, zc); err != nil {
+			return nil, err
+		}
+		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
+		for _, s := range st.rl.mgr.States() {
+			if s.Origin == origin {
+				return []control.Zone{st.controlZone(s)}, nil
+			}
+		}
+		return nil, fmt.Errorf("zone %s: removed while added", origin)
+	}))
+	cs.Handle(control.CommandZoneRemove, inLoop(func(_ context.Context, req control.Request) (any, error) {
+		if err := st.rl.removeZone(req.Zone); err != nil {
+			return nil, err
+		}
+		return dns.CanonicalName(dns.Fqdn(req.Zone)), nil
+	}))
 	return cs
 }
 
@@ -172,6 +195,10 @@ commands:
   notify ZONE    send the zone's NOTIFYs now
   refresh ZONE   refresh a secondary zone now (SOA query; transfer when newer)
   retransfer ZONE  transfer a secondary zone whole now (AXFR), whatever the serials
+  zone-add ZONE --file F | --primary REMOTE [--acl ACL] [--notify REMOTE]
+                 serve a zone the config does not name, now and after restarts
+                 (names of the config's [[remote]] and [[acl]] tables; repeatable)
+  zone-remove ZONE stop serving a zone (a configured one until the next reload)
 
 The socket is server.control of CONFIG (-c), else its default.
 `
@@ -186,6 +213,11 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("s", "", "control socket path")
 	asJSON := fs.Bool("json", false, "print the result as JSON, for scripts")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long (a reload of large zones takes a while)")
+	var settings control.ZoneSettings
+	fs.StringVar(&settings.File, "file", "", "zone-add: the zone file")
+	fs.Var((*multiFlag)(&settings.Primary), "primary", "zone-add: a secondary zone's primary, a [[remote]] (repeatable)")
+	fs.Var((*multiFlag)(&settings.ACL), "acl", "zone-add: an [[acl]] of the zone (repeatable)")
+	fs.Var((*multiFlag)(&settings.Notify), "notify", "zone-add: a [[remote]] to NOTIFY (repeatable)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -204,8 +236,20 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case control.CommandStatus, control.CommandZones:
 	case control.CommandReload:
 		want = -1 // optional
-	case control.CommandNotify, control.CommandRefresh, control.CommandRetransfer:
+	case control.CommandNotify, control.CommandRefresh, control.CommandRetransfer, control.CommandZoneRemove:
 		want = 1
+	case control.CommandZoneAdd:
+		want = 1
+		if settings.File != "" {
+			// The server resolves nothing against its own directory.
+			abs, err := filepath.Abs(settings.File)
+			if err != nil {
+				fmt.Fprintf(stderr, "tern ctl: %v\n", err)
+				return 1
+			}
+			settings.File = abs
+		}
+		req.Settings = &settings
 	default:
 		fmt.Fprintf(stderr, "tern ctl: unknown command %q\n\n%s", req.Command, ctlUsage)
 		return 2
@@ -280,7 +324,7 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 		fmt.Fprintf(tw, "zones:\t%d\n", s.Zones)
 		fmt.Fprintf(tw, "resolver:\t%s\n", resolver)
 		return tw.Flush()
-	case control.CommandZones, control.CommandReload:
+	case control.CommandZones, control.CommandReload, control.CommandZoneAdd:
 		var zs []control.Zone
 		if err := json.Unmarshal(result, &zs); err != nil {
 			return err
@@ -307,6 +351,12 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			return err
 		}
 		fmt.Fprintf(w, "notify %s: sending to %s\n", dns.Fqdn(req.Zone), strings.Join(addrs, ", "))
+	case control.CommandZoneRemove:
+		var origin string
+		if err := json.Unmarshal(result, &origin); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "zone-remove %s: removed\n", origin)
 	case control.CommandRefresh, control.CommandRetransfer:
 		var origin string
 		if err := json.Unmarshal(result, &origin); err != nil {

@@ -199,7 +199,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
+	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
@@ -229,6 +229,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		go rl.mgr.Run(ctx)
 		rl.secondaries.Set(secondaryZones(cfg, access.Keys))
+	}
+	// The zones added at run time before the restart, beside the
+	// configured ones.
+	if added, err := readAdded(cfg.Server.DataDir); err != nil {
+		log.Error("zones added at run time not served", "err", err)
+	} else if len(added) > 0 && !resolverOnly {
+		for _, zc := range added {
+			if err := rl.addZone(ctx, zc); err != nil {
+				// Kept in the list (tern ctl zone-remove drops it): a
+				// file missing for a while does not lose the zone.
+				log.Error("zone added at run time not served", "zone", zc.Origin, "err", err)
+				rl.added = append(rl.added, zc)
+			}
+		}
 	}
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
@@ -508,6 +522,13 @@ type reloader struct {
 	notify *notifying
 	// secondaries refreshes the secondary zones of mgr (nil with it).
 	secondaries *secondary.Secondaries
+	// ctx is serve's: the zone manager runs until it ends.
+	ctx context.Context
+	// current is the configuration last applied (the start's, then
+	// each reload's); added are the zones added at run time that it
+	// does not name (zoneadd.go).
+	current *config.Config
+	added   []config.Zone
 }
 
 // closeSecondaries stops the secondary zones' refreshes.
@@ -549,13 +570,16 @@ func (rl *reloader) reload(ctx context.Context) error {
 		rl.log.Warn("reload: "+c.key+" changed; it takes effect at the next restart", "running", c.running, "config", c.config)
 	}
 	rl.level.Set(logLevel(cfg.Server.LogLevel))
-	access, err := newAccess(cfg)
-	if err != nil {
+	if _, err := newAccess(rl.effective(cfg)); err != nil {
 		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
 		return err
 	}
-	rl.setAccess(access)
-	rl.notify.setTargets(cfg, access.Keys)
+	rl.current = cfg
+	rl.forgetConfigured(cfg)
+	if err := rl.apply(rl.effective(cfg)); err != nil {
+		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
+		return err
+	}
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
@@ -570,10 +594,10 @@ func (rl *reloader) reload(ctx context.Context) error {
 			rl.log.Warn("reload: zones configured beside a resolver that runs alone: the resolver answers them from their data; server.listen opens at the next restart")
 		}
 		rl.mgr = rl.newManager(cfg)
-		go rl.mgr.Run(ctx)
+		go rl.mgr.Run(rl.ctx)
 	}
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
-	rl.secondaries.Set(secondaryZones(cfg, access.Keys))
+	_ = rl.apply(rl.effective(cfg)) // the secondaries, now served
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
 	return err

@@ -26,6 +26,20 @@ type Request struct {
 	Command string `json:"command"`
 	// Zone is the zone the command is about, "" for all or none.
 	Zone string `json:"zone,omitempty"`
+	// Settings are zone-add's: the zone's as a [[zone]] table has them.
+	Settings *ZoneSettings `json:"settings,omitempty"`
+}
+
+// ZoneSettings are the settings of a zone added at run time, as the
+// keys of a [[zone]] table: names of [[remote]] and [[acl]] tables of
+// the running configuration.
+type ZoneSettings struct {
+	// File is the zone file (an absolute path; a secondary's default is
+	// under server.data-dir).
+	File    string   `json:"file,omitempty"`
+	Primary []string `json:"primary,omitempty"`
+	ACL     []string `json:"acl,omitempty"`
+	Notify  []string `json:"notify,omitempty"`
 }
 
 // Response answers one Request: Error is "" when it succeeded. A command
@@ -47,6 +61,12 @@ const (
 	// CommandRetransfer starts a secondary zone's transfer of the whole
 	// zone (AXFR), whatever the serials, and returns at once.
 	CommandRetransfer = "retransfer" // string: the zone
+	// CommandZoneAdd serves a zone the configuration does not name,
+	// with Request.Settings, until zone-remove (kept across reloads and
+	// restarts).
+	CommandZoneAdd = "zone-add" // []Zone: the zone added
+	// CommandZoneRemove stops serving a zone.
+	CommandZoneRemove = "zone-remove" // string: the zone
 )
 
 // Status is the result of "status".

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/durable"
+	"github.com/tern-dns/tern/internal/zonedb"
+)
+
+// addedFile is where the zones added at run time are kept, under
+// server.data-dir, so that a restart serves them again (as Knot keeps
+// zones added by knotc in its configuration database).
+const addedFile = "zones-added.json"
+
+// readAdded reads the zones added at run time that dir keeps; none when
+// there is no file.
+func readAdded(dir string) ([]config.Zone, error) {
+	b, err := os.ReadFile(filepath.Join(dir, addedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var zs []config.Zone
+	if err := json.Unmarshal(b, &zs); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, addedFile), err)
+	}
+	return zs, nil
+}
+
+// saveAdded stores the zones added at run time, atomically.
+func (rl *reloader) saveAdded() {
+	dir := rl.running.Server.DataDir
+	b, err := json.MarshalIndent(rl.added, "", "  ")
+	if err == nil {
+		err = durable.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = durable.WriteFile(filepath.Join(dir, addedFile), append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		rl.log.Error("zones added at run time not stored: a restart will not serve them", "err", err)
+	}
+}
+
+// effective is cfg with the zones added at run time that it does not
+// name: what the access rules, NOTIFY targets and secondaries follow.
+func (rl *reloader) effective(cfg *config.Config) *config.Config {
+	eff := *cfg
+	eff.Zones = slices.Clone(cfg.Zones)
+	named := make(map[string]bool, len(cfg.Zones))
+	for _, zc := range cfg.Zones {
+		named[dns.CanonicalName(zc.Origin)] = true
+	}
+	for _, zc := range rl.added {
+		if !named[zc.Origin] {
+			eff.Zones = append(eff.Zones, zc)
+		}
+	}
+	return &eff
+}
+
+// apply makes the access rules, NOTIFY targets and secondary zones
+// those of eff.
+func (rl *reloader) apply(eff *config.Config) error {
+	access, err := newAccess(eff)
+	if err != nil {
+		return err
+	}
+	rl.setAccess(access)
+	rl.notify.setTargets(eff, access.Keys)
+	if rl.secondaries != nil {
+		rl.secondaries.Set(secondaryZones(eff, access.Keys))
+	}
+	return nil
+}
+
+// addZone serves zc, a zone the configuration does not name, with the
+// running configuration's remotes, ACLs and keys (tern ctl zone-add; a
+// catalog zone's members are added the same way): checked as a
+// [[zone]] table would be, loaded in an event of its own without
+// pausing the other zones, and kept (across reloads and, stored under
+// server.data-dir, restarts) until removeZone. A secondary's file
+// defaults to data-dir/ORIGINzone. A zone served already, or one that
+// does not load, is an error and changes nothing.
+func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
+	zc.Origin = dns.CanonicalName(dns.Fqdn(zc.Origin))
+	if zc.Secondary() {
+		if zc.File == "" {
+			zc.File = zc.Origin + "zone"
+		}
+		if !filepath.IsAbs(zc.File) {
+			zc.File = filepath.Join(rl.running.Server.DataDir, zc.File)
+		}
+	} else if zc.File == "" {
+		return fmt.Errorf("zone %s: no file (--file), and no primary (--primary) to transfer it from", zc.Origin)
+	}
+	eff := rl.effective(rl.current)
+	for _, z := range eff.Zones {
+		if dns.CanonicalName(z.Origin) == zc.Origin {
+			return fmt.Errorf("zone %s: served already", zc.Origin)
+		}
+	}
+	eff.Zones = append(eff.Zones, zc)
+	if err := eff.Validate(); err != nil {
+		return fmt.Errorf("zone %s: %w", zc.Origin, err)
+	}
+	if rl.mgr == nil {
+		rl.mgr = rl.newManager(rl.current)
+		go rl.mgr.Run(rl.ctx)
+	}
+	// The zone's ACL and NOTIFY list hold from its first answer.
+	if err := rl.apply(eff); err != nil {
+		return err
+	}
+	if err := rl.mgr.AddZone(ctx, zc); err != nil {
+		_ = rl.apply(rl.effective(rl.current))
+		return err
+	}
+	rl.added = append(rl.added, zc)
+	_ = rl.apply(eff) // its refresh, now that it is served
+	rl.saveAdded()
+	return nil
+}
+
+// removeZone stops serving the zone origin: one added at run time for
+// good, a configured one until the next reload.
+func (rl *reloader) removeZone(origin string) error {
+	origin = dns.CanonicalName(dns.Fqdn(origin))
+	if rl.mgr == nil {
+		return fmt.Errorf("zone %s: not served", origin)
+	}
+	i := slices.IndexFunc(rl.added, func(zc config.Zone) bool { return zc.Origin == origin })
+	// One added but not served (its file failed at start) is dropped
+	// from the list all the same.
+	if err := rl.mgr.RemoveZone(origin); err != nil && (i < 0 || !errors.Is(err, zonedb.ErrNoZone)) {
+		return err
+	}
+	if i >= 0 {
+		rl.added = slices.Delete(rl.added, i, i+1)
+		rl.saveAdded()
+	}
+	return rl.apply(rl.effective(rl.current))
+}
+
+// forgetConfigured drops the zones added at run time that cfg now
+// names: the configuration's settings win.
+func (rl *reloader) forgetConfigured(cfg *config.Config) {
+	named := make(map[string]bool, len(cfg.Zones))
+	for _, zc := range cfg.Zones {
+		named[dns.CanonicalName(zc.Origin)] = true
+	}
+	n := len(rl.added)
+	rl.added = slices.DeleteFunc(rl.added, func(zc config.Zone) bool { return named[zc.Origin] })
+	if len(rl.added) != n {
+		rl.saveAdded()
+	}
+}
