@@ -514,20 +514,50 @@ func TestServeStaleClientTimeout(t *testing.T) {
 	}
 }
 
-// TestServeResolverValidation: tern serve with validation = true and a
-// trust-anchor file (the DS of a root zone signed here, served on port
-// 53 of 127.0.0.81-99) on the wire: AD on a secure answer to a client
-// that set DO, none to one that set neither DO nor AD; a record changed
-// after signing is SERVFAIL with EDE 6 (DNSSEC Bogus), and its data goes
-// to a client that set CD.
-func TestServeResolverValidation(t *testing.T) {
+// serveValidating starts tern serve as a validating resolver (on
+// 127.0.0.80) over a root zone signed here (signedRootText: w.test.
+// secure, bad.test. bogus) served on port 53 of 127.0.0.81-99, with the
+// root's DS as trust anchor and the [resolver] lines extra added; it
+// returns the resolver's address, the config's directory (tern.toml
+// there) and serve's log. Skipped unless the hierarchy has port 53.
+func serveValidating(t *testing.T, extra string) (addr, dir string, logs *dnstest.LogBuffer) {
+	t.Helper()
 	zoneText, ds := signedRootText(t)
 	h := hierarchy.Start(t, 81, 99, 1, []hierarchy.Zone{{Server: 0, Origin: ".", Text: zoneText + "a.root. 3600 IN A {0}\n"}})
 	if h.Port != 53 {
 		t.Skipf("the hierarchy is on port %d, not 53 (not root): a resolver asks authorities on 53", h.Port)
 	}
-	dir := t.TempDir()
-	for name, text := range map[string]string{"hints": h.Hints(), "root.key": ds + "\n", "tern.toml": `
+	dir = t.TempDir()
+	for name, text := range map[string]string{"hints": h.Hints(), "root.key": ds + "\n", "tern.toml": validatingConfig + extra} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, logs = serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"))
+	return addr, dir, logs
+}
+
+// askValidating asks the resolver at addr name's A records over UDP
+// from 127.0.0.1, with DO and CD as given.
+func askValidating(t *testing.T, addr, name string, do, cd bool) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.SetEdns0(1232, do)
+	m.CheckingDisabled = cd
+	var r *dns.Msg
+	var err error
+	for range 3 { // a datagram lost on a loaded machine
+		if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
+			return r
+		}
+	}
+	t.Fatalf("%s: %v", name, err)
+	return nil
+}
+
+// validatingConfig is serveValidating's tern.toml.
+const validatingConfig = `
 [server]
 listen = ["127.0.0.1:0"]
 workers = 1
@@ -538,12 +568,16 @@ root-hints = "hints"
 query-loopback = true
 validation = true
 trust-anchor = "root.key"
-`} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr, _ := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", filepath.Join(dir, "tern.toml"))
+`
+
+// TestServeResolverValidation: tern serve with validation = true and a
+// trust-anchor file (the DS of a root zone signed here, served on port
+// 53 of 127.0.0.81-99) on the wire: AD on a secure answer to a client
+// that set DO, none to one that set neither DO nor AD; a record changed
+// after signing is SERVFAIL with EDE 6 (DNSSEC Bogus), and its data goes
+// to a client that set CD.
+func TestServeResolverValidation(t *testing.T) {
+	addr, dir, _ := serveValidating(t, "")
 	for _, tc := range []struct {
 		name        string
 		do, cd      bool
@@ -563,20 +597,7 @@ trust-anchor = "root.key"
 		{"nx2.test.", true, false, dns.RcodeNameError, true, 0, 0, false},
 		{"nx3.test.", false, false, dns.RcodeNameError, false, 0, 0, false},
 	} {
-		m := new(dns.Msg)
-		m.SetQuestion(tc.name, dns.TypeA)
-		m.SetEdns0(1232, tc.do)
-		m.CheckingDisabled = tc.cd
-		var r *dns.Msg
-		var err error
-		for range 3 { // a datagram lost on a loaded machine
-			if r, _, err = resolverClient("udp", "127.0.0.1").Exchange(m, addr); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		r := askValidating(t, addr, tc.name, tc.do, tc.cd)
 		code, ok := uint16(0), false
 		for _, o := range r.IsEdns0().Option {
 			if e, isEDE := o.(*dns.EDNS0_EDE); isEDE {
@@ -614,5 +635,45 @@ trust-anchor = "root.key"
 		if time.Now().After(deadline) {
 			t.Fatalf("root.key not managed after 30s:\n%s", b)
 		}
+	}
+}
+
+// TestServeNegativeTrustAnchor: [resolver] negative-trust-anchors (RFC
+// 7646) through tern serve and its reload: bad.test.'s record changed
+// after signing is SERVFAIL (EDE 6); with bad.test. added to the
+// config and SIGHUP, it is answered, without AD or EDE, while w.test.
+// keeps AD and the reload asks no restart; with it taken out again
+// (another SIGHUP) it is SERVFAIL once more, not the answer the response
+// cache kept from under the anchor.
+func TestServeNegativeTrustAnchor(t *testing.T) {
+	addr, dir, logs := serveValidating(t, "")
+	ask := func(step, name string, rcode int, ad bool, answers int) {
+		t.Helper()
+		r := askValidating(t, addr, name, true, false)
+		ede := false
+		for _, o := range r.IsEdns0().Option {
+			_, isEDE := o.(*dns.EDNS0_EDE)
+			ede = ede || isEDE
+		}
+		if r.Rcode != rcode || r.AuthenticatedData != ad || len(r.Answer) != answers || ede != (rcode == dns.RcodeServerFailure) {
+			t.Errorf("%s: %s: %v", step, name, r)
+		}
+	}
+	setNTAs := func(list string, n int) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "tern.toml"), []byte(validatingConfig+"negative-trust-anchors = "+list+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hup(t, logs, "reload: negative trust anchors", n)
+	}
+	ask("before", "bad.test.", dns.RcodeServerFailure, false, 0)
+	setNTAs(`["Bad.Test"]`, 1)
+	ask("under the anchor", "bad.test.", dns.RcodeSuccess, false, 2) // A and RRSIG
+	ask("under the anchor", "bad.test.", dns.RcodeSuccess, false, 2) // from the response cache
+	ask("under the anchor", "w.test.", dns.RcodeSuccess, true, 2)
+	setNTAs(`[]`, 2)
+	ask("after", "bad.test.", dns.RcodeServerFailure, false, 0)
+	if strings.Contains(logs.String(), "next restart") {
+		t.Errorf("a reload asked for a restart:\n%s", logs.String())
 	}
 }

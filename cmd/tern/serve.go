@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -183,10 +184,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), handler(resp, cfg.Server.ResponseCache))
 	}
 	var rec *recursor.Recursor
+	var res *resolve.Resolver
 	var rsrv *server.Server
 	if cfg.Resolver != nil {
 		var stopAnchors func()
-		if rec, stopAnchors, err = newRecursor(cfg, resp, nsid, log); err != nil {
+		if rec, res, stopAnchors, err = newRecursor(cfg, resp, nsid, log); err != nil {
 			fmt.Fprintf(stderr, "tern serve: %v\n", err)
 			return 1
 		}
@@ -200,7 +202,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer signal.Stop(hup)
 
 	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
-		notify: &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})}}
+		notify:   &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})},
+		resolver: res}
+	if cfg.Resolver != nil {
+		rl.ntas, rl.flush = cfg.Resolver.NegativeTrustAnchors, rec.Flush
+	}
 	defer rl.notify.n.Close()
 	rl.notify.setTargets(cfg, access.Keys)
 	defer rl.closeSecondaries()
@@ -417,12 +423,13 @@ func resolverTrust(rc *config.Resolver) ([]resolve.Server, validator.Anchors, er
 
 // newRecursor builds the resolver of cfg's [resolver] table, answering
 // the questions inside resp's zones from their data. It is built once:
-// a reload keeps it, and its caches, whatever changed.
-func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (rec *recursor.Recursor, stopAnchors func(), err error) {
+// a reload keeps it, and its caches, whatever changed but its negative
+// trust anchors (set on the Resolver it returns too).
+func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (rec *recursor.Recursor, res *resolve.Resolver, stopAnchors func(), err error) {
 	rc := cfg.Resolver
 	hints, anchors, err := resolverTrust(rc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var ex upstream.Exchanger = &upstream.Client{}
 	if !rc.QueryLoopback {
@@ -445,16 +452,18 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		Anchors:    anchors,
 		// RFC 8198, with validation on.
 		NoAggressiveNSEC: !rc.AggressiveNSEC,
+		NegativeAnchors:  rc.NegativeTrustAnchors,
 	}
 	store, stopAnchors, err := managedAnchors(rc, ex, opt, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if store != nil {
 		opt.AnchorSource = store
 	}
+	res = resolve.New(ex, opt)
 	return recursor.New(recursor.Options{
-		Resolver:         resolve.New(ex, opt),
+		Resolver:         res,
 		Auth:             resp,
 		Allow:            rc.AllowPrefixes(),
 		UDPPayload:       cfg.Server.UDPPayload,
@@ -469,7 +478,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		// RFC 8767 §5's client response timer: only with a stale
 		// window is there stale data to answer with.
 		StaleClientTimeout: staleClientTimeout(rc),
-	}), stopAnchors, nil
+	}), res, stopAnchors, nil
 }
 
 // staleClientTimeout is the recursor's client response timer: the
@@ -529,6 +538,12 @@ type reloader struct {
 	// does not name (zoneadd.go).
 	current *config.Config
 	added   []config.Zone
+	// resolver is the resolver's, nil without [resolver]: a reload sets
+	// its negative trust anchors, ntas those it has, and flush empties
+	// the recursor's response caches after a change.
+	resolver *resolve.Resolver
+	ntas     []string
+	flush    func()
 }
 
 // closeSecondaries stops the secondary zones' refreshes.
@@ -580,6 +595,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
 		return err
 	}
+	rl.setNegativeAnchors(cfg)
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
@@ -601,6 +617,24 @@ func (rl *reloader) reload(ctx context.Context) error {
 	debug.FreeOSMemory()
 	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
 	return err
+}
+
+// setNegativeAnchors gives the running resolver the negative trust
+// anchors of a re-read config (RFC 7646: an operator adds one while a
+// domain's signatures are broken and removes it once mended, without a
+// restart), logging a change.
+func (rl *reloader) setNegativeAnchors(cfg *config.Config) {
+	if rl.resolver == nil || cfg.Resolver == nil {
+		return
+	}
+	next := cfg.Resolver.NegativeTrustAnchors
+	if slices.Equal(rl.ntas, next) {
+		return
+	}
+	rl.resolver.SetNegativeAnchors(next)
+	rl.flush()
+	rl.log.Info("reload: negative trust anchors", "was", strings.Join(rl.ntas, ","), "now", strings.Join(next, ","))
+	rl.ntas = next
 }
 
 // newAccess returns the TSIG keys and zone ACLs of cfg, for the
@@ -656,11 +690,23 @@ func restartChanges(running, next *config.Config) []restartChange {
 			}
 		}
 	}
-	if !reflect.DeepEqual(running.Resolver, next.Resolver) {
-		// The resolver is kept, caches and all, across reloads.
+	if !reflect.DeepEqual(withoutNTAs(running.Resolver), withoutNTAs(next.Resolver)) {
+		// The resolver is kept, caches and all, across reloads; only
+		// its negative trust anchors change (setNegativeAnchors).
 		out = append(out, restartChange{"resolver", show(running.Resolver), show(next.Resolver)})
 	}
 	return out
+}
+
+// withoutNTAs is a copy of the [resolver] table r without its negative
+// trust anchors, which a reload applies; nil for nil.
+func withoutNTAs(r *config.Resolver) *config.Resolver {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.NegativeTrustAnchors = nil
+	return &c
 }
 
 // show is a setting's value for the log: pointers followed.

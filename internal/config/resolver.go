@@ -72,6 +72,11 @@ type Resolver struct {
 	// anchors (KSK-2017, KSK-2024). Relative paths are resolved against
 	// the config file's directory. Read only with validation on.
 	TrustAnchor string `toml:"trust-anchor"`
+	// NegativeTrustAnchors are domains whose DNSSEC validation is turned
+	// off (RFC 7646): their data, and their subdomains', is insecure
+	// (no AD, never SERVFAIL for being bogus). A reload (SIGHUP, tern
+	// ctl reload) applies a changed list.
+	NegativeTrustAnchors []string `toml:"negative-trust-anchors" want:"a list of domain names such as \"broken.example\""`
 	// AggressiveNSEC answers negative questions from the validated NSEC
 	// and NSEC3 records cached for other names of the same zone (RFC
 	// 8198), with validation on; default true, as Unbound's
@@ -316,6 +321,16 @@ func (v *validator) validateResolver(r *Resolver) {
 			v.addf("resolver.listen["+strconv.Itoa(i)+"]", "resolver.listen: %q is also in server.listen (RFC 5358: the resolver has listeners of its own)", r.Listen[i])
 		}
 	}
+	seen := map[string]bool{}
+	for i, n := range r.NegativeTrustAnchors {
+		at := "resolver.negative-trust-anchors[" + strconv.Itoa(i) + "]"
+		if _, ok := dns.IsDomainName(n); !ok || n == "" {
+			v.addf(at, "resolver.negative-trust-anchors: invalid name %q", n)
+		} else if seen[n] {
+			v.addf(at, "resolver.negative-trust-anchors: %s listed twice", n)
+		}
+		seen[n] = true
+	}
 	for _, d := range []struct {
 		key     string
 		domains []Domain
@@ -440,8 +455,13 @@ func (r *Resolver) notAsked(a netip.Addr) string {
 
 // resolvePaths makes the root hints and trust anchor paths absolute
 // against the config file's directory, and the forward and stub names
-// canonical.
+// and the negative trust anchors canonical.
 func (r *Resolver) resolvePaths(path string) {
+	for i, n := range r.NegativeTrustAnchors {
+		if n != "" {
+			r.NegativeTrustAnchors[i] = canonicalOrigin(n)
+		}
+	}
 	for _, ds := range [][]Domain{r.Forward, r.Stub} {
 		for i := range ds {
 			if ds[i].Name != "" {

@@ -142,6 +142,7 @@ func TestResolverDomains(t *testing.T) {
 listen = ["127.0.0.1:53"]
 randomise-case = true
 query-ipv6 = false
+negative-trust-anchors = ["Broken.Example", "x.test."]
 [[resolver.forward]]
 name = "Corp.Example"
 servers = ["192.0.2.1", "[2001:db8::1]:5353"]
@@ -162,6 +163,9 @@ servers = ["192.0.2.9:53"]
 	}
 	if len(r.Stub) != 1 || r.Stub[0].Name != "lab.example." || r.Stub[0].ServerAddrs()[0] != netip.MustParseAddrPort("192.0.2.9:53") {
 		t.Errorf("stub %+v", r.Stub)
+	}
+	if !slices.Equal(r.NegativeTrustAnchors, []string{"broken.example.", "x.test."}) {
+		t.Errorf("negative-trust-anchors %q", r.NegativeTrustAnchors)
 	}
 	// A zone with one server the resolver asks is valid; loopback
 	// servers are asked with query-loopback.
@@ -197,6 +201,9 @@ servers = ["192.0.2.9:53"]
 		{"query-ipv4 = false\n[[resolver.forward]]\nname = \"a.example\"\nservers = [\"::ffff:192.0.2.1\"]\n",
 			[]string{"t.toml:6: resolver.forward: a.example. has no server the resolver would ask: ::ffff:192.0.2.1 is IPv4, and query-ipv4 is false"}},
 		{"[[resolver.forward]]\nname = \"a.example\"\nserver = [\"192.0.2.1\"]\n", []string{"t.toml:5: unknown key resolver.forward.server (did you mean resolver.forward.servers?)"}},
+		{"negative-trust-anchors = [\"a..example\", \"b.example\", \"B.Example.\", \"\"]\n",
+			[]string{"t.toml:3: resolver.negative-trust-anchors: invalid name \"a..example.\"", "t.toml:3: resolver.negative-trust-anchors: b.example. listed twice", "t.toml:3: resolver.negative-trust-anchors: invalid name \"\""}},
+		{"negative-trust-anchors = \"b.example\"\n", []string{"t.toml:3: resolver.negative-trust-anchors: want a list of domain names such as \"broken.example\""}},
 	} {
 		wantErrors(t, "[resolver]\nlisten = [\"127.0.0.1:53\"]\n"+tc.input, tc.want)
 	}

@@ -47,6 +47,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tern-dns/tern/internal/auth"
@@ -141,6 +142,9 @@ type Recursor struct {
 	log       *slog.Logger
 	now       func() time.Time
 	nsid      []byte
+	// flushes counts the Flush calls; a worker that has seen fewer
+	// empties its response cache.
+	flushes atomic.Uint64
 	// ctx ends the resolutions in flight when the Recursor is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -204,6 +208,14 @@ func (r *Recursor) Close() {
 	r.cancel()
 	r.wg.Wait()
 }
+
+// Flush empties every worker's response cache, each before its next
+// hit: the responses there were made under settings a reload changed
+// (the resolver's negative trust anchors: a bogus domain's data answered
+// while under one must not be served after it is taken away). A
+// response of a resolution that began before the Flush may still be
+// stored after it.
+func (r *Recursor) Flush() { r.flushes.Add(1) }
 
 // allowed reports whether client may recurse: a linear scan, the list
 // being a handful of prefixes.

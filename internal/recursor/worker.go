@@ -35,6 +35,8 @@ type Worker struct {
 	// beside: when a reload publishes another, the cache is emptied (a
 	// name resolved before may now be answered from local data).
 	zones *zone.Set
+	// flushed is the Recursor's flushes the cache was last emptied for.
+	flushed uint64
 	// now is the time of the batch being answered (AnswerBatch reads
 	// the clock once per batch); zero outside one.
 	now time.Time
@@ -128,6 +130,12 @@ func (w *Worker) cached(pkt []byte, limit int, out []byte) []byte {
 			w.zones = set
 			w.cache.Clear()
 		}
+	}
+	if f := w.r.flushes.Load(); f != w.flushed {
+		// A read of a word no query writes: a hit stays lock- and
+		// write-free.
+		w.flushed = f
+		w.cache.Clear()
 	}
 	if w.box.pending.Load() {
 		w.store()

@@ -81,6 +81,10 @@ func (ru *run) synthesise(name string, qtype uint16) (m *dns.Msg, zone string, o
 	if d == nil || ru.fresh.Name != "" {
 		return nil, "", false
 	}
+	if _, ok := ru.r.NegativeAnchor(name); ok {
+		// RFC 7646: nothing is validated there, nor proved.
+		return nil, "", false
+	}
 	// RFC 4035 §3.1.4.1: a DS is its parent zone's.
 	start := name
 	if qtype == dns.TypeDS && name != "." {

@@ -14,23 +14,31 @@ import (
 	"github.com/tern-dns/tern/internal/validator"
 )
 
-// aggressiveResolver is a validating Resolver with a cache over the
+// validatingResolver is a validating Resolver with a cache over the
 // signed hierarchy f, on the clock *now (the signatures checked at
-// checkTime).
-func aggressiveResolver(f *authFake, anchor []*dns.DS, now *time.Time, off bool) *Resolver {
+// checkTime), its Options changed by edit when not nil.
+func validatingResolver(f *authFake, anchor []*dns.DS, now *time.Time, edit func(*Options)) *Resolver {
 	clock := func() time.Time { return *now }
-	return New(f, Options{
-		Hints:            []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
-		Now:              clock,
-		Cache:            cache.New(cache.Options{Now: clock}),
-		Validate:         true,
-		Anchors:          validator.Anchors{".": anchor},
-		Validator:        validator.Options{Now: func() time.Time { return checkTime }},
-		NoAggressiveNSEC: off,
-	})
+	opt := Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Now:       clock,
+		Cache:     cache.New(cache.Options{Now: clock}),
+		Validate:  true,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return checkTime }},
+	}
+	if edit != nil {
+		edit(&opt)
+	}
+	return New(f, opt)
 }
 
-// asked is the number of questions f was asked since it was reset.
+// aggressiveResolver is validatingResolver with NoAggressiveNSEC off.
+func aggressiveResolver(f *authFake, anchor []*dns.DS, now *time.Time, off bool) *Resolver {
+	return validatingResolver(f, anchor, now, func(o *Options) { o.NoAggressiveNSEC = off })
+}
+
+// total is the number of questions f was asked since it was reset.
 func (f *authFake) total() int {
 	n := 0
 	for _, c := range f.asked {

@@ -127,6 +127,10 @@ type Options struct {
 	// Cache, as Unbound's aggressive-nsec since 1.15): negative answers
 	// are then only those cached for their own name and type.
 	NoAggressiveNSEC bool
+	// NegativeAnchors are negative trust anchors (RFC 7646): no
+	// validation at or below each of these names, whose data is then
+	// Insecure. SetNegativeAnchors replaces them.
+	NegativeAnchors []string
 	// Anchors are the trust anchors; nil means validator.RootAnchors.
 	Anchors validator.Anchors
 	// AnchorSource, when set, gives the trust anchors in force at each
@@ -181,6 +185,8 @@ type Resolver struct {
 	// denials are the validated NSEC and NSEC3 records (aggressive.go),
 	// nil unless validating with a cache.
 	denials *cache.Denials
+	// ntas are the negative trust anchors (nta.go).
+	ntas atomic.Pointer[ntaSet]
 	// noIPv4, noIPv6 are Options.NoIPv4, NoIPv6; families are the
 	// address types of NS names resolved, in order (A, AAAA).
 	noIPv4, noIPv6 bool
@@ -211,6 +217,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		if opt.Cache != nil && !opt.NoAggressiveNSEC {
 			r.denials = cache.NewDenials(0, opt.Cache.Now)
 		}
+		r.SetNegativeAnchors(opt.NegativeAnchors)
 	}
 	if _, ok := ex.(upstream.OptionsExchanger); ok {
 		r.caseRandom = opt.CaseRandom

@@ -103,6 +103,11 @@ func (c *trustChain) lookup(negative bool, first dns.RR) *cache.Validated {
 	if first == nil {
 		return nil
 	}
+	if _, ok := c.r.NegativeAnchor(first.Header().Name); ok {
+		// RFC 7646: a finding made before the anchor was set is not
+		// taken below it.
+		return nil
+	}
 	m := c.cached.sets
 	if negative {
 		m = c.cached.negative
@@ -416,6 +421,13 @@ func dnameOver(sets []RRset, name string) bool {
 // finding the cache held for the RRset is taken as it is; one made here
 // is kept.
 func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) {
+	if nta, ok := c.r.NegativeAnchor(set.Name); ok {
+		// RFC 7646 §2: not validated, whatever zone signed it (the
+		// anchor need not be a cut), nor a finding of before the
+		// anchor taken; nothing is fetched for it, and nothing kept
+		// (a zero time: the finding would outlive the anchor).
+		return validator.Result{Security: cache.Insecure, Text: "below the negative trust anchor " + nta}, nil, time.Time{}
+	}
 	if v := c.lookup(false, set.Records[0]); v != nil {
 		var sig *dns.RRSIG
 		if v.Security == cache.Secure {
@@ -480,6 +492,11 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 // proved absence elsewhere (a name inside the zone) passes on.
 func (c *trustChain) trust(name string) zoneTrust {
 	name = dns.CanonicalName(name)
+	if nta, ok := c.r.NegativeAnchor(name); ok {
+		// RFC 7646 §2: the chain is not followed into the domain (a
+		// negative answer there without SOA asks for its trust).
+		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: "below the negative trust anchor " + nta}}
+	}
 	anchors := c.r.anchors
 	if c.r.anchorSource != nil {
 		anchors = c.r.anchorSource.Anchors()
