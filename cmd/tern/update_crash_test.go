@@ -25,6 +25,11 @@ const updCrash = "127.0.0.134"
 // serves (the test binary run again, as TestUpdateCrashChild).
 const crashChildEnv = "TERN_UPDATE_CRASH_CONFIG"
 
+// crashListenEnv names the address the child listens on (default
+// updCrash, a kernel-picked port): other tests that kill a server
+// (faults_test.go) give their own block's.
+const crashListenEnv = "TERN_CRASH_LISTEN"
+
 // TestUpdateCrashChild is the server TestUpdateCrash kills: tern serve
 // in a process of its own. It is skipped unless run as that child.
 func TestUpdateCrashChild(t *testing.T) {
@@ -32,15 +37,25 @@ func TestUpdateCrashChild(t *testing.T) {
 	if cfg == "" {
 		t.Skip("run by TestUpdateCrash only")
 	}
-	os.Exit(run(context.Background(), []string{"serve", "-c", cfg, "--listen", updCrash + ":0", "--workers", "1"}, os.Stdout, os.Stderr))
+	listen := os.Getenv(crashListenEnv)
+	if listen == "" {
+		listen = updCrash + ":0"
+	}
+	os.Exit(run(context.Background(), []string{"serve", "-c", cfg, "--listen", listen, "--workers", "1"}, os.Stdout, os.Stderr))
 }
 
 // crashServer runs the child server and returns its address; kill
 // SIGKILLs it and waits for it to end.
 func crashServer(t *testing.T, cfg string, logs io.Writer) (addr string, kill func()) {
 	t.Helper()
+	return crashServerAt(t, updCrash+":0", cfg, logs)
+}
+
+// crashServerAt is crashServer listening on listen.
+func crashServerAt(t *testing.T, listen, cfg string, logs io.Writer) (addr string, kill func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestUpdateCrashChild$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+cfg)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+cfg, crashListenEnv+"="+listen)
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
