@@ -77,7 +77,7 @@ func keyBits(alg uint8) int {
 	switch alg {
 	case dns.ECDSAP384SHA384:
 		return 384
-	case dns.RSASHA256:
+	case dns.RSASHA256, dns.RSASHA512:
 		return 2048
 	}
 	return 256

@@ -1,8 +1,9 @@
 // Package signed serves a signed DNS hierarchy on loopback for the tests
 // of validating resolvers (issue 12): a root, two TLDs and leaf zones
 // signed by Tern's signer at the time of the test (NSEC, NSEC3, NSEC3
-// with opt-out; RSA/SHA-256, ECDSA P-256 and Ed25519), unsigned
-// delegations, and the broken zones a validator must refuse, each with
+// with opt-out; RSA/SHA-256 and SHA-512, ECDSA P-256 and P-384,
+// Ed25519), unsigned delegations, a DS of an unsupported algorithm or
+// digest type alone, and the broken zones a validator must refuse, each with
 // its own defect (zones.go). Every zone is served by Tern's authoritative
 // engine; the root's DS is the trust anchor, written to a file in the
 // form Unbound's trust-anchor-file and Tern's trust-anchor read.

@@ -77,6 +77,9 @@ var Leaves = map[string]string{
 	"good.nsec.":        "ECDSA P-256, NSEC: secure answers, NXDOMAIN, NODATA, wildcard",
 	"rsa.nsec.":         "RSA/SHA-256, NSEC3 without opt-out: secure",
 	"ed.nsec3.":         "Ed25519, NSEC, below an NSEC3 opt-out TLD: secure",
+	"p384.nsec3.":       "ECDSA P-384, NSEC3: secure",
+	"rsa512.nsec.":      "RSA/SHA-512, NSEC: secure",
+	"gost.nsec.":        "signed, but its parent's DS is of digest type 3 (GOST) alone: insecure (RFC 4035 §5.2, RFC 6840 §5.2)",
 	"unsigned.nsec.":    "unsigned, its DS absence proved by NSEC: insecure",
 	"optout.nsec3.":     "unsigned, left out of its parent's opt-out NSEC3 chain: insecure",
 	"unsupported.nsec.": "a DS and DNSKEY of algorithm 253 (private) alone: insecure (RFC 4035 §5.2)",
@@ -104,6 +107,13 @@ func layout() []zoneSpec {
 	s.opts.NSEC3 = true
 	add(s)
 	add(leaf("ed.nsec3.", dns.ED25519))
+	s = leaf("p384.nsec3.", dns.ECDSAP384SHA384)
+	s.opts.NSEC3 = true
+	add(s)
+	add(leaf("rsa512.nsec.", dns.RSASHA512))
+	s = leaf("gost.nsec.", dns.ED25519)
+	s.parentDS = func() ([]*dns.DS, error) { return []*dns.DS{gostDS("gost.nsec.")}, nil }
+	add(s)
 	add(leaf("unsigned.nsec.", 0))
 	add(leaf("optout.nsec3.", 0))
 	s = leaf("unsupported.nsec.", 0)
@@ -255,4 +265,14 @@ func collidingKey(k *dns.DNSKEY) (*dns.DNSKEY, error) {
 		}
 	}
 	return nil, fmt.Errorf("no key colliding with %d of %s: its length is odd", k.KeyTag(), k.Hdr.Name)
+}
+
+// gostDS is a DS of digest type 3 (GOST R 34.11-94, RFC 5933), which
+// neither Go nor RFC 8624 §3.3 asks a validator to compute: its digest
+// is never checked, so random bytes do.
+func gostDS(origin string) *dns.DS {
+	digest := make([]byte, 32)
+	rand.Read(digest)
+	return &dns.DS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeDS, Class: dns.ClassINET, Ttl: 3600},
+		KeyTag: 1, Algorithm: dns.ED25519, DigestType: dns.GOST94, Digest: fmt.Sprintf("%x", digest)}
 }
