@@ -632,7 +632,7 @@ func (u *updater) result() (*Result, error) {
 	slices.SortFunc(add, order)
 	d := &zone.Diff{From: u.z.Serial, To: serial, OldSOA: oldSOA, NewSOA: zone.RR{Owner: u.z.Origin, Tail: newSOA},
 		Deleted: unkey(del), Added: unkey(add)}
-	recs, err := d.Apply(u.z.SortedRecords())
+	recs, err := d.ApplyZone(u.z)
 	if err != nil {
 		return nil, errorf(RcodeServFail, "%v", err)
 	}

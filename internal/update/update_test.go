@@ -457,3 +457,28 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkApply is one update (a record added) of a zone of n names:
+// the new version is compiled whole, so the cost grows with the zone.
+func BenchmarkApply(b *testing.B) {
+	for _, n := range []int{100, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var text strings.Builder
+			text.WriteString(testZone)
+			for i := range n {
+				fmt.Fprintf(&text, "h%d 300 IN A 10.%d.%d.%d\n", i, i>>16&255, i>>8&255, i&255)
+			}
+			z, err := zone.Read(strings.NewReader(text.String()), "bench.zone", "example.com.")
+			if err != nil {
+				b.Fatal(err)
+			}
+			pkt := msg(b, func(m *dns.Msg) { m.Insert([]dns.RR{rr(b, "new.example.com. 60 A 192.0.2.1")}) })
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseApply(z, pkt, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

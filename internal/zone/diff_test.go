@@ -122,6 +122,14 @@ func checkApply(t testing.TB, old, new *Zone, d *Diff) {
 	if want := new.SortedRecords(); !slices.Equal(rrTexts(t, got), rrTexts(t, want)) {
 		t.Fatalf("applied:\n%s\nwant:\n%s", strings.Join(rrTexts(t, got), "\n"), strings.Join(rrTexts(t, want), "\n"))
 	}
+	// ApplyZone gives the same records, in another order.
+	unsorted, err := d.ApplyZone(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := rrTexts(t, unsorted), rrTexts(t, got); !slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))) {
+		t.Fatalf("ApplyZone:\n%s\nwant:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
 }
 
 // TestCompareZoneFiles: the difference between the signed test zones and
@@ -229,6 +237,16 @@ func TestApplyRejects(t *testing.T) {
 	_, err = d.Apply(b.SortedRecords())
 	if err == nil || !strings.Contains(err.Error(), "old SOA") {
 		t.Errorf("applied to a version with another SOA: %v", err)
+	}
+	if _, err = d.ApplyZone(c); err == nil || !strings.Contains(err.Error(), "deleted record x.example.test.") {
+		t.Errorf("ApplyZone to the wrong version: %v", err)
+	}
+	if _, err = d.ApplyZone(b); err == nil || !strings.Contains(err.Error(), "old SOA") {
+		t.Errorf("ApplyZone to a version with another SOA: %v", err)
+	}
+	e := diffZone(t, 1, "x A 192.0.2.1\ny A 192.0.2.2\n")
+	if _, err = d.ApplyZone(e); err == nil || !strings.Contains(err.Error(), "added record y.example.test.") {
+		t.Errorf("ApplyZone adding a record present: %v", err)
 	}
 }
 
