@@ -374,9 +374,38 @@ func (s *Store) Observe(zone string, keys []*dns.DNSKEY, sigs []*dns.RRSIG) erro
 		return fmt.Errorf("%s is not a trust point", zone)
 	}
 	now := s.now()
+	changed := false
+	set := func(k *Key, st State) {
+		if s.log != nil {
+			s.log.Info("trust anchor key state", "zone", p.zone, "key", k.DNSKEY.KeyTag(), "from", k.State.String(), "to", st.String())
+		}
+		k.State, k.Changed, changed = st, now, true
+	}
+	// RFC 5011 §2.1: a known key shown with the REVOKE bit, signing the
+	// RRset itself, is revoked whether or not the RRset validates from
+	// another anchor (a zone revoking its only key; Unbound checks
+	// revocations first too).
+	for _, k := range keys {
+		if k.Flags&dns.REVOKE == 0 || k.Flags&dns.SEP == 0 {
+			continue
+		}
+		if known := p.find(k); known != nil && known.State != Revoked && selfSigned(k, keys, sigs, now) {
+			known.DNSKEY = k
+			set(known, Revoked)
+		}
+	}
+	if changed {
+		s.publish()
+	}
 	res, _ := s.v.VerifyKeys(p.zone, keys, sigs, (*s.anchors.Load())[p.zone], &validator.Work{})
 	if !res.Secure() {
-		return fmt.Errorf("DNSKEY RRset of %s does not validate from the trust anchors: %v", p.zone, res)
+		err := fmt.Errorf("DNSKEY RRset of %s does not validate from the trust anchors: %v", p.zone, res)
+		if changed && s.managed {
+			if werr := durable.WriteFile(s.path, s.format(), 0o644); werr != nil {
+				return fmt.Errorf("%w; %w", err, werr)
+			}
+		}
+		return err
 	}
 	p.ttl = time.Duration(keys[0].Hdr.Ttl) * time.Second
 	p.sigEnd = time.Time{}
@@ -387,13 +416,6 @@ func (s *Store) Observe(zone string, keys []*dns.DNSKEY, sigs []*dns.RRSIG) erro
 	}
 	p.lastSuccess, p.failed = now, 0
 	p.next = now.Add(p.queryInterval(now))
-	changed := false
-	set := func(k *Key, st State) {
-		if s.log != nil {
-			s.log.Info("trust anchor key state", "zone", p.zone, "key", k.DNSKEY.KeyTag(), "from", k.State.String(), "to", st.String())
-		}
-		k.State, k.Changed, changed = st, now, true
-	}
 	// The DS records a point started from give way to the keys they
 	// match: those are Valid from now on.
 	if len(p.ds) > 0 {
@@ -418,27 +440,15 @@ func (s *Store) Observe(zone string, keys []*dns.DNSKEY, sigs []*dns.RRSIG) erro
 		if k.Flags&dns.SEP == 0 {
 			continue // RFC 5011 §2: only SEP keys become trust anchors
 		}
-		var known *Key
-		for _, kk := range p.keys {
-			if sameKey(kk.DNSKEY, k) {
-				known = kk
-				break
-			}
-		}
+		known := p.find(k)
 		if k.Flags&dns.REVOKE != 0 {
-			// §2.1: revoked only when the key signs the RRset
-			// itself; a revoked key never seen before is ignored
-			// (§2.4.1's Revbit applies to known keys; a new one would
-			// never be an anchor).
-			if known == nil || known.State == Revoked || !selfSigned(k, keys, sigs) {
-				if known != nil {
-					seen[known] = true
-				}
-				continue
+			// Revoked above when it signs the RRset itself; a
+			// revoked key never seen before is ignored (§2.4.1's
+			// Revbit applies to known keys; a new one would never be
+			// an anchor).
+			if known != nil {
+				seen[known] = true
 			}
-			seen[known] = true
-			known.DNSKEY = k
-			set(known, Revoked)
 			continue
 		}
 		if known == nil {
@@ -481,15 +491,26 @@ func (s *Store) Observe(zone string, keys []*dns.DNSKEY, sigs []*dns.RRSIG) erro
 	return durable.WriteFile(s.path, s.format(), 0o644)
 }
 
-// selfSigned reports whether key k (revoked) signs the RRset keys
-// (RFC 5011 §2.1: a revoked key signs the RRset that revokes it).
-func selfSigned(k *dns.DNSKEY, keys []*dns.DNSKEY, sigs []*dns.RRSIG) bool {
+// find returns the point's key that is k, its REVOKE bit aside.
+func (p *point) find(k *dns.DNSKEY) *Key {
+	for _, kk := range p.keys {
+		if sameKey(kk.DNSKEY, k) {
+			return kk
+		}
+	}
+	return nil
+}
+
+// selfSigned reports whether key k (revoked) signs the RRset keys with a
+// signature valid at now (RFC 5011 §2.1: a revoked key signs the RRset
+// that revokes it).
+func selfSigned(k *dns.DNSKEY, keys []*dns.DNSKEY, sigs []*dns.RRSIG, now time.Time) bool {
 	rrset := make([]dns.RR, len(keys))
 	for i, kk := range keys {
 		rrset[i] = kk
 	}
 	for _, sig := range sigs {
-		if sig.KeyTag == k.KeyTag() && sig.Algorithm == k.Algorithm && sig.Verify(k, rrset) == nil {
+		if sig.KeyTag == k.KeyTag() && sig.Algorithm == k.Algorithm && sig.ValidityPeriod(now) && sig.Verify(k, rrset) == nil {
 			return true
 		}
 	}
@@ -502,6 +523,7 @@ var (
 	// after each ';' it met inside it (";;state" as "; ;state").
 	stateRE      = regexp.MustCompile(`;\s*;\s*state=(\d+)`)
 	lastChangeRE = regexp.MustCompile(`;\s*;\s*lastchange=(\d+)`)
+	idRE         = regexp.MustCompile(`(?m)^;;id: (\S+) `)
 )
 
 // parse reads an anchor file: DS records, and DNSKEY records with or
@@ -518,12 +540,27 @@ func parse(r io.Reader, file string) ([]*point, error) {
 		points = append(points, p)
 		return p
 	}
-	zp := dns.NewZoneParser(r, ".", file)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	// A point's ";;id:" header keeps it when none of its keys is left
+	// (all revoked and removed): its zone then has no anchor, rather
+	// than the file none (which would stop the server starting).
+	for _, m := range idRE.FindAllStringSubmatch(string(data), -1) {
+		if _, ok := dns.IsDomainName(m[1]); ok {
+			get(dns.CanonicalName(m[1]))
+		}
+	}
+	zp := dns.NewZoneParser(bytes.NewReader(data), ".", file)
 	zp.SetIncludeAllowed(false)
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 		p := get(dns.CanonicalName(rr.Header().Name))
 		switch rr := rr.(type) {
 		case *dns.DS:
+			if rr.Digest == "" {
+				return nil, fmt.Errorf("%s: DS %d of %s: no digest", file, rr.KeyTag, p.zone)
+			}
 			p.ds = append(p.ds, rr)
 		case *dns.DNSKEY:
 			if rr.Flags&dns.ZONE == 0 {
@@ -576,7 +613,7 @@ func (s *Store) format() []byte {
 	now := s.now()
 	for _, p := range s.points {
 		fmt.Fprintf(w, ";;id: %s 1\n", p.zone)
-		fmt.Fprintf(w, ";;last_queried: %d ;;%s\n", now.Unix(), date(now))
+		fmt.Fprintf(w, ";;last_queried: %d ;;%s\n", unix(now), date(now))
 		fmt.Fprintf(w, ";;last_success: %d ;;%s\n", unix(p.lastSuccess), date(p.lastSuccess))
 		fmt.Fprintf(w, ";;next_probe_time: %d ;;%s\n", unix(p.next), date(p.next))
 		fmt.Fprintf(w, ";;query_failed: %d\n", p.failed)

@@ -388,3 +388,45 @@ func TestKeyTagSignal(t *testing.T) {
 		t.Errorf("signalled %q, want [%s]", asked, want)
 	}
 }
+
+// TestRevokeOnlyKey: a zone revoking its only anchored key (signing the
+// RRset with it alone) is heard although the RRset then validates from
+// no anchor (RFC 5011 §2.1); the point is left without anchors, as
+// Unbound deletes such a trust point, and the file written, holding
+// only the revoked key, loads again (a file left with no key at all
+// too, by its ;;id header).
+func TestRevokeOnlyKey(t *testing.T) {
+	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	kr := keyring{t, c, "."}
+	k1 := kr.key(dnssec.FlagsKSK)
+	path := filepath.Join(t.TempDir(), "root.key")
+	os.WriteFile(path, []byte(k1.DNSKEY.String()+"\n"), 0o644)
+	s, err := Load(path, Options{Now: c.now, Managed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observeSet(s, ".", kr.rrset([]*dnssec.Key{revoked(k1)}, revoked(k1))); err == nil {
+		t.Error("an RRset signed by a revoked key alone validated")
+	}
+	if got := states(s, ".", k1); got != "REVOKED" || len(s.Anchors()["."]) != 0 {
+		t.Errorf("K1 %s, anchors %v; want REVOKED and none", got, s.Anchors())
+	}
+	again, err := Load(path, Options{Now: c.now})
+	if err != nil || states(again, ".", k1) != "REVOKED" || len(again.Anchors()["."]) != 0 {
+		t.Fatalf("reloaded: %v, %v", err, again)
+	}
+	// A stale signature by the revoked key does not revoke.
+	k2 := kr.key(dnssec.FlagsKSK)
+	os.WriteFile(path, []byte(k2.DNSKEY.String()+"\n"), 0o644)
+	s, _ = Load(path, Options{Now: c.now, Managed: true})
+	set := kr.rrset([]*dnssec.Key{revoked(k2)}, revoked(k2))
+	c.t = c.t.Add(30 * 24 * time.Hour)
+	s.Observe(".", set.keys, set.sigs)
+	if got := states(s, ".", k2); got != "VALID" {
+		t.Errorf("revoked by an expired signature: %s, want VALID", got)
+	}
+	os.WriteFile(path, []byte(";;id: . 1\n"), 0o644)
+	if s, err := Load(path, Options{}); err != nil || len(s.Zones()) != 1 || len(s.Anchors()["."]) != 0 {
+		t.Errorf("a file with a point and no key: %v, want the point without anchors", err)
+	}
+}
