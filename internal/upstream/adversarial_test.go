@@ -224,15 +224,42 @@ func TestMisbehavingServers(t *testing.T) {
 	}, {
 		// A UDP answer larger than the 1232 bytes advertised is taken as
 		// it comes: the RRset limit is the resolver's.
-		name: "oversized RRset over UDP",
+		name: "oversized RRset over UDP, in a datagram within the buffer",
 		srv: misbehaving{udp: func(q *dns.Msg) []packet {
-			return []packet{{msg: manyA(q, 300)}}
+			return []packet{{msg: manyA(q, 200)}}
 		}},
+		want: func(t *testing.T, r *dns.Msg) {
+			if len(r.Answer) != 200 {
+				t.Errorf("%d records, want 200", len(r.Answer))
+			}
+		},
+		queries: 1,
+	}, {
+		// A datagram over the 4 KiB read buffer (far over the 1232
+		// bytes asked for) whose header is the answer's: asked again
+		// over TCP, where it is taken whole.
+		name: "oversized RRset over UDP, in a datagram over the buffer",
+		srv: misbehaving{
+			udp: func(q *dns.Msg) []packet { return []packet{{msg: manyA(q, 300)}} },
+			tcp: func(q *dns.Msg) []byte { return pack(manyA(q, 300)) },
+		},
 		want: func(t *testing.T, r *dns.Msg) {
 			if len(r.Answer) != 300 {
 				t.Errorf("%d records, want 300", len(r.Answer))
 			}
 		},
+		queries: 2,
+	}, {
+		// The same with another ID: not the answer, so no reason to
+		// leave UDP; the wait goes on for the real one.
+		name: "oversized datagram with a wrong ID, then the answer",
+		srv: misbehaving{udp: func(q *dns.Msg) []packet {
+			bad := manyA(q, 300)
+			bad.Id ^= 0x8000
+			return []packet{{msg: bad}, {msg: answer(q, "192.0.2.1")}}
+		}},
+		want:    func(t *testing.T, r *dns.Msg) { onlyA(t, r, "192.0.2.1") },
+		queries: 1,
 	}, {
 		name: "truncated, then TCP with an answer near 64 KiB",
 		srv: misbehaving{

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -24,7 +25,7 @@ import (
 //
 // The socket is made and driven with raw system calls, and its answer
 // awaited through the Client's poller rather than the netpoller: six
-// system calls per query (socket, connect, send, epoll_ctl, read,
+// system calls per query (socket, connect, send, epoll_ctl, recvfrom,
 // close) where net.DialUDP made eleven (it adds setsockopt, getsockname,
 // getpeername, a second epoll_ctl and a read that finds nothing). In this
 // VM a system call costs about 1.1 µs (getppid), and the dial alone was
@@ -35,7 +36,11 @@ func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Q
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.poll.exchange(ctx, server, pkt, func(p []byte) (*dns.Msg, error) { return h.validate(p, m.Id, q) })
+	bp, buf := answerBuf(h)
+	defer answerBuffers.Put(bp)
+	r, err := c.poll.exchange(ctx, server, pkt, buf, func(p []byte, whole bool) (*dns.Msg, error) {
+		return h.accept(p, whole, m.Id, q)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("udp to %s: %w", server, err)
 	}
@@ -67,11 +72,14 @@ type poller struct {
 const pollIdle = 5 * time.Second
 
 // exchange sends pkt to server from a new connected socket and returns
-// what accept makes of the first datagram it accepts. A datagram accept
-// refuses is dropped and the wait goes on (RFC 5452 §9.1). Only the
-// server's address and port reach a connected socket: the kernel drops
-// datagrams from others before they are queued.
-func (p *poller) exchange(ctx context.Context, server netip.AddrPort, pkt []byte, accept func([]byte) (*dns.Msg, error)) (*dns.Msg, error) {
+// what accept makes of the first datagram it accepts, read into buf.
+// accept is told whether the
+// datagram was whole: one larger than buf comes cut to its size. A
+// datagram accept refuses is dropped and the wait goes on (RFC 5452
+// §9.1), but for errOversize, which ends the wait. Only the server's
+// address and port reach a connected socket: the kernel drops datagrams
+// from others before they are queued.
+func (p *poller) exchange(ctx context.Context, server netip.AddrPort, pkt []byte, b []byte, accept func(p []byte, whole bool) (*dns.Msg, error)) (*dns.Msg, error) {
 	sa, family, err := sockaddr(server)
 	if err != nil {
 		return nil, err
@@ -95,24 +103,24 @@ func (p *poller) exchange(ctx context.Context, server netip.AddrPort, pkt []byte
 	// Runs before the deferred close: no event is delivered under a
 	// token whose descriptor is closed.
 	defer p.remove(token)
-	bp := udpBuffers.Get().(*[65535]byte)
-	defer udpBuffers.Put(bp)
-	buf := bp[:]
 	for {
 		select {
 		case <-ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		n, err := unix.Read(fd, buf)
+		// MSG_TRUNC: the datagram's own length, even when it is longer
+		// than b (Linux, udp(7)).
+		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_TRUNC, 0, 0)
 		switch {
-		case err == unix.EAGAIN || err == unix.EINTR:
-		case err != nil:
+		case errno == unix.EAGAIN || errno == unix.EINTR:
+		case errno != 0:
 			// ECONNREFUSED: an ICMP port unreachable came back.
-			return nil, os.NewSyscallError("read", err)
+			return nil, os.NewSyscallError("recvfrom", errno)
 		default:
-			if r, err := accept(buf[:n]); err == nil {
-				return r, nil
+			r, err := accept(b[:min(int(n), len(b))], int(n) <= len(b))
+			if err == nil || errors.Is(err, errOversize) {
+				return r, err
 			}
 		}
 		if err := p.rearm(fd, token); err != nil {

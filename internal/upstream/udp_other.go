@@ -4,9 +4,11 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -37,11 +39,10 @@ func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Q
 	if _, err := conn.Write(pkt); err != nil {
 		return nil, fmt.Errorf("udp to %s: %w", server, err)
 	}
-	bp := udpBuffers.Get().(*[65535]byte)
-	defer udpBuffers.Put(bp)
-	buf := bp[:]
+	bp, buf := answerBuf(h)
+	defer answerBuffers.Put(bp)
 	for {
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		n, _, flags, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
 		if err != nil {
 			return nil, fmt.Errorf("udp to %s: %w", server, ioError(ctx, err))
 		}
@@ -50,8 +51,9 @@ func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Q
 		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
 			continue
 		}
-		if r, err := h.validate(buf[:n], m.Id, q); err == nil {
-			return r, nil
+		r, err := h.accept(buf[:n], flags&syscall.MSG_TRUNC == 0, m.Id, q)
+		if err == nil || errors.Is(err, errOversize) {
+			return r, err
 		}
 		// RFC 5452 §9.1: a packet that does not match is dropped and the
 		// wait for the real answer goes on.

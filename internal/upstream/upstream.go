@@ -8,6 +8,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -169,11 +170,11 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 	}
 	start := time.Now()
 	m, err := c.exchangeUDP(udpCtx, server, q, h)
-	if err != nil {
+	if err != nil && !errors.Is(err, errOversize) {
 		return nil, err
 	}
 	rep.RTT = time.Since(start)
-	if m.Truncated {
+	if err != nil || m.Truncated {
 		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
 		rep.TCP = true
 		return exchangeTCP(ctx, server, q, h)
@@ -200,11 +201,46 @@ func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
 	return m, pkt, nil
 }
 
-// udpBuffers hold the datagrams exchangeUDP reads: room for the largest,
-// allocated and zeroed once rather than per query, which was 22% of a
-// cold resolution's CPU (rbench's profile, 2026-12-03). Validate's parse
-// copies what it keeps, so a buffer goes back once the answer is parsed.
-var udpBuffers = sync.Pool{New: func() any { return new([65535]byte) }}
+// errOversize: the UDP answer was larger than the buffer it was read
+// into, so than the query asked for; it is asked again over TCP.
+var errOversize = errors.New("answer larger than asked for")
+
+// answerBuffer is the size of the buffers UDP answers are read into:
+// over three times the EDNS size asked for by default (1232), so that a
+// query in flight holds 4 KiB rather than 64 (with a hundred in flight
+// the 64 KiB buffers were 8 MB of the heap, and GOGC let as much garbage
+// more stay resident besides). Validate's parse copies what it keeps, so
+// a buffer goes back once the answer is parsed.
+const answerBuffer = 4096
+
+var answerBuffers = sync.Pool{New: func() any { return new([answerBuffer]byte) }}
+
+// answerBuf returns a buffer from answerBuffers (put it back) and the
+// room to read an answer to a query asked with h into: the buffer, or a
+// new one for the largest datagram when h's EDNS size is larger.
+func answerBuf(h header) (*[answerBuffer]byte, []byte) {
+	bp := answerBuffers.Get().(*[answerBuffer]byte)
+	if int(h.size) > answerBuffer {
+		return bp, make([]byte, 65535)
+	}
+	return bp, bp[:]
+}
+
+// accept is what a datagram read for the query with this ID and question
+// is: whole, the answer when it passes validate; cut to the buffer's
+// size, errOversize when its header says it is the answer (ID, QR): it
+// was larger than asked for, and is asked again over TCP, as a
+// truncated one is (a forger must know the ID to send a resolver to
+// TCP). Other errors leave the wait going on (RFC 5452 §9.1).
+func (h header) accept(p []byte, whole bool, id uint16, q dns.Question) (*dns.Msg, error) {
+	if !whole {
+		if len(p) >= 3 && binary.BigEndian.Uint16(p) == id && p[2]&0x80 != 0 {
+			return nil, errOversize
+		}
+		return nil, fmt.Errorf("%w: a datagram larger than asked for", ErrMismatch)
+	}
+	return h.validate(p, id, q)
+}
 
 // exchangeTCP asks over a new TCP connection (RFC 7766), framed by
 // miekg/dns's Conn; the answer must pass the same checks as over UDP.
