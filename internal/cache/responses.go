@@ -50,7 +50,7 @@ type Responses struct {
 	// ring holds the entries: a slot's key, response and TTL offsets at
 	// ring[pos%len(ring):], pos counting every byte ever appended; head is
 	// the pos of the next entry. The bytes of pos >= head-len(ring) are
-	// intact.
+	// intact. It is mapped beside the Go heap (newRing).
 	ring []byte
 	head uint64
 	offs []uint16 // Put's scratch
@@ -106,12 +106,13 @@ func newResponses(size, ring int) *Responses {
 		sets *= 2
 		shift--
 	}
-	return &Responses{
+	r := &Responses{
 		shift: shift,
 		seed:  maphash.MakeSeed(),
 		sets:  make([]respSet, sets),
-		ring:  make([]byte, max(ring, minRing)),
 	}
+	r.ring = newRing(r, max(ring, minRing))
+	return r
 }
 
 // Clear empties the cache.
