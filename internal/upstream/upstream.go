@@ -116,8 +116,11 @@ func (c *Client) ExchangeOptions(ctx context.Context, server netip.AddrPort, q d
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// One deadline for the whole exchange, each step's context made
+	// from it (exchange): a context for the exchange besides one for its
+	// UDP wait was half of the 3-6% context.WithTimeout took of a
+	// resolution's CPU.
+	deadline := time.Now().Add(timeout)
 	size := c.UDPSize
 	if size == 0 {
 		size = DefaultUDPSize
@@ -127,14 +130,14 @@ func (c *Client) ExchangeOptions(ctx context.Context, server netip.AddrPort, q d
 	}
 	h := header{size: size, rd: opt.Recursive, exactCase: opt.ExactCase, do: opt.DNSSEC}
 	var rep Report
-	m, err := c.exchange(ctx, server, q, h, opt.UDPTimeout, &rep)
+	m, err := c.exchange(ctx, deadline, server, q, h, opt.UDPTimeout, &rep)
 	if err != nil {
 		return nil, rep, err
 	}
 	if size > 0 && rejectsEDNS(m) {
 		rep.EDNSRejected = true
 		h.size = 0
-		m, err = c.exchange(ctx, server, q, h, opt.UDPTimeout, &rep)
+		m, err = c.exchange(ctx, deadline, server, q, h, opt.UDPTimeout, &rep)
 		return m, rep, err
 	}
 	rep.EDNSAnswered = size > 0 && m.IsEdns0() != nil
@@ -160,16 +163,16 @@ type header struct {
 
 // exchange asks once over UDP (with EDNS when h.size > 0), waiting at most
 // udpTimeout when it is not 0, and again over TCP if the answer is
-// truncated.
-func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Question, h header, udpTimeout time.Duration, rep *Report) (*dns.Msg, error) {
-	udpCtx := ctx
-	if udpTimeout > 0 {
-		var cancel context.CancelFunc
-		udpCtx, cancel = context.WithTimeout(ctx, udpTimeout)
-		defer cancel()
-	}
+// truncated, all before deadline.
+func (c *Client) exchange(ctx context.Context, deadline time.Time, server netip.AddrPort, q dns.Question, h header, udpTimeout time.Duration, rep *Report) (*dns.Msg, error) {
 	start := time.Now()
+	udpDeadline := deadline
+	if udpTimeout > 0 && start.Add(udpTimeout).Before(deadline) {
+		udpDeadline = start.Add(udpTimeout)
+	}
+	udpCtx, cancel := context.WithDeadline(ctx, udpDeadline)
 	m, err := c.exchangeUDP(udpCtx, server, q, h)
+	cancel()
 	if err != nil && !errors.Is(err, errOversize) {
 		return nil, err
 	}
@@ -177,7 +180,9 @@ func (c *Client) exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 	if err != nil || m.Truncated {
 		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
 		rep.TCP = true
-		return exchangeTCP(ctx, server, q, h)
+		tcpCtx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return exchangeTCP(tcpCtx, server, q, h)
 	}
 	return m, nil
 }
