@@ -72,6 +72,19 @@ func (kr keyring) rrset(keys []*dnssec.Key, signers ...*dnssec.Key) signedKeys {
 	return signedKeys{dks, sigs}
 }
 
+// storeOf writes text to path and loads a Store of it with opt.
+func storeOf(t *testing.T, path, text string, opt Options) *Store {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // states returns the keys' states by tag, as "tag:STATE" sorted by the
 // order of keys.
 func states(s *Store, zone string, keys ...*dnssec.Key) string {
@@ -183,13 +196,7 @@ func TestRevokedNotSelfSigned(t *testing.T) {
 	k1, k2 := kr.key(dnssec.FlagsKSK), kr.key(dnssec.FlagsKSK)
 	path := filepath.Join(t.TempDir(), "example.key")
 	text := k1.DNSKEY.String() + "\n" + k2.DNSKEY.String() + "\n"
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Load(path, Options{Now: c.now, Managed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOf(t, path, text, Options{Now: c.now, Managed: true})
 	if err := observeSet(s, "example.", kr.rrset([]*dnssec.Key{revoked(k1), k2}, k2)); err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +288,7 @@ func TestProbeIntervals(t *testing.T) {
 	kr := keyring{t, c, "."}
 	k1 := kr.key(dnssec.FlagsKSK)
 	path := filepath.Join(t.TempDir(), "root.key")
-	os.WriteFile(path, []byte(k1.DNSKEY.String()+"\n"), 0o644)
-	s, err := Load(path, Options{Now: c.now, Managed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOf(t, path, k1.DNSKEY.String()+"\n", Options{Now: c.now, Managed: true})
 	next, err := s.Probe(context.Background(), func(context.Context, string) ([]*dns.DNSKEY, []*dns.RRSIG, error) {
 		return nil, nil, fmt.Errorf("timeout")
 	})
@@ -370,12 +373,8 @@ func TestKeyTagSignal(t *testing.T) {
 	kr := keyring{t, c, "."}
 	k1, k2 := kr.key(dnssec.FlagsKSK), kr.key(dnssec.FlagsKSK)
 	path := filepath.Join(t.TempDir(), "root.key")
-	os.WriteFile(path, []byte(k1.DNSKEY.ToDS(dns.SHA256).String()+"\n"), 0o644)
 	var asked []string
-	s, err := Load(path, Options{Now: c.now, Managed: true, Signal: func(_ context.Context, name string) { asked = append(asked, name) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOf(t, path, k1.DNSKEY.ToDS(dns.SHA256).String()+"\n", Options{Now: c.now, Managed: true, Signal: func(_ context.Context, name string) { asked = append(asked, name) }})
 	fetch := func(context.Context, string) ([]*dns.DNSKEY, []*dns.RRSIG, error) {
 		set := kr.rrset([]*dnssec.Key{k1, k2}, k1)
 		return set.keys, set.sigs, nil
@@ -400,11 +399,7 @@ func TestRevokeOnlyKey(t *testing.T) {
 	kr := keyring{t, c, "."}
 	k1 := kr.key(dnssec.FlagsKSK)
 	path := filepath.Join(t.TempDir(), "root.key")
-	os.WriteFile(path, []byte(k1.DNSKEY.String()+"\n"), 0o644)
-	s, err := Load(path, Options{Now: c.now, Managed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeOf(t, path, k1.DNSKEY.String()+"\n", Options{Now: c.now, Managed: true})
 	if err := observeSet(s, ".", kr.rrset([]*dnssec.Key{revoked(k1)}, revoked(k1))); err == nil {
 		t.Error("an RRset signed by a revoked key alone validated")
 	}
@@ -417,8 +412,7 @@ func TestRevokeOnlyKey(t *testing.T) {
 	}
 	// A stale signature by the revoked key does not revoke.
 	k2 := kr.key(dnssec.FlagsKSK)
-	os.WriteFile(path, []byte(k2.DNSKEY.String()+"\n"), 0o644)
-	s, _ = Load(path, Options{Now: c.now, Managed: true})
+	s = storeOf(t, path, k2.DNSKEY.String()+"\n", Options{Now: c.now, Managed: true})
 	set := kr.rrset([]*dnssec.Key{revoked(k2)}, revoked(k2))
 	c.t = c.t.Add(30 * 24 * time.Hour)
 	s.Observe(".", set.keys, set.sigs)
