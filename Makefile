@@ -68,10 +68,12 @@ fuzz:
 	$(GO) test ./internal/tsig -run '^$$' -fuzz FuzzVerify -fuzztime 30s
 
 # The serving harness, then offline signing timed beside dnssec-signzone
-# and ldns-signzone (1,000,000 records; 100,000 with QUICK=1).
+# and ldns-signzone, then zone transfers out (to kdig) and in (from a Knot
+# primary) beside Knot's (1,000,000 records; 100,000 with QUICK=1).
 bench:
 	QUICK=$(QUICK) bash bench/run.sh
 	bash bench/sign/bench-sign.sh $(if $(QUICK),100000,1000000) | tee bench/out/signing.txt
+	bash bench/xfr/bench-xfr.sh $(if $(QUICK),100000,1000000) | tee bench/out/transfer.txt
 
 clean:
 	rm -rf tern bench/out
