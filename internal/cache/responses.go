@@ -165,9 +165,9 @@ func (r *Responses) hash(q *wire.Query, v uint32) uint64 {
 // Get writes into out the cached response to q (parsed from pkt), with
 // q's ID and question and its TTLs aged to now, and returns it; nil on a
 // miss. limit is the largest response the client takes (512 without
-// EDNS, else its EDNS size within the server's own bound): only the
-// resolver's UDP workers keep a Responses (recursor.NewWorker), so the
-// TCP limit of 65535 never reaches it.
+// EDNS, else its EDNS size within the server's own bound; over TCP
+// 65535: the resolver's TCP workers keep a Responses too, apart from the
+// UDP workers', recursor.NewWorker).
 // refresh reports, once per stored response, a hit within the last tenth
 // of its TTL: the caller may resolve the question again in the
 // background (prefetch) and Put the fresh response.

@@ -46,12 +46,12 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tern-dns/tern/internal/auth"
-	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
 )
@@ -142,6 +142,10 @@ type Recursor struct {
 	log       *slog.Logger
 	now       func() time.Time
 	nsid      []byte
+	// spareTCP are the response caches of TCP workers the server let
+	// go, for the next ones (tcpCache).
+	spareMu  sync.Mutex
+	spareTCP []*respCache
 	// flushes counts the Flush calls; a worker that has seen fewer
 	// empties its response cache.
 	flushes atomic.Uint64
@@ -191,11 +195,47 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 		// cache (the resolver's) will hold what they do.
 		w.auth = r.auth.NewWorker(tcp, 0)
 	}
-	if !tcp && r.respCache > 0 {
-		w.cache = cache.NewResponses(r.respCache)
-		w.box = &mailbox{}
+	switch {
+	case r.respCache <= 0:
+	case tcp:
+		w.rc = r.tcpCache()
+		// The server keeps TCP workers in a sync.Pool, which lets them
+		// go at a GC: the cache goes back for the next TCP worker
+		// rather than with it.
+		runtime.AddCleanup(w, r.recycleTCP, w.rc)
+	default:
+		w.rc = newRespCache(r.respCache)
 	}
 	return w
+}
+
+// maxSpareTCP bounds the response caches kept for TCP workers to come.
+const maxSpareTCP = 64
+
+// tcpCache returns a response cache for a new TCP worker: one a worker
+// the server let go held, else a new one. A TCP worker answers one
+// connection's queries at a time and goes back to the server's pool
+// between them, so each cache is used by one goroutine at a time, as a
+// UDP worker's is, and its hits take no lock.
+func (r *Recursor) tcpCache() *respCache {
+	r.spareMu.Lock()
+	defer r.spareMu.Unlock()
+	if n := len(r.spareTCP); n > 0 {
+		rc := r.spareTCP[n-1]
+		r.spareTCP = r.spareTCP[:n-1]
+		return rc
+	}
+	return newRespCache(r.respCache)
+}
+
+// recycleTCP keeps the response cache of a TCP worker that is gone for
+// the next one (runtime.AddCleanup).
+func (r *Recursor) recycleTCP(rc *respCache) {
+	r.spareMu.Lock()
+	defer r.spareMu.Unlock()
+	if len(r.spareTCP) < maxSpareTCP {
+		r.spareTCP = append(r.spareTCP, rc)
+	}
 }
 
 // Close cancels the resolutions in flight (their clients get SERVFAIL)

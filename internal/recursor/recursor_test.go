@@ -3,6 +3,7 @@ package recursor
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,6 +292,16 @@ func pending(t *testing.T, w server.Worker, m *dns.Msg, from netip.AddrPort) (ch
 	return got, w.Answer(req, make([]byte, 0, server.BufferSize))
 }
 
+// mailed waits until a resolution has mailed w a response to store.
+func mailed(t *testing.T, w *Worker) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !w.rc.box.pending.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no response mailed")
+		}
+	}
+}
+
 func wait(t *testing.T, ch chan []byte) *dns.Msg {
 	t.Helper()
 	select {
@@ -476,11 +487,7 @@ func TestMailAged(t *testing.T) {
 	if resp, deferred := ask(0); !deferred || len(resp.Answer) != 1 {
 		t.Fatalf("first query: deferred %v, %v", deferred, resp)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no response mailed")
-		}
-	}
+	mailed(t, w)
 	clock.Add(120)
 	if resp, deferred := ask(2); !deferred {
 		t.Errorf("two minutes later: a response of TTL 60 served from the cache: %v", resp)
@@ -520,11 +527,7 @@ func TestMailBeforeZoneChange(t *testing.T) {
 	for _, ch := range chans {
 		wait(t, ch)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no response mailed")
-		}
-	}
+	mailed(t, w)
 	resp, deferred := exchange(t, w, query("www.new.test.", dns.TypeA, true, true), client, false)
 	if deferred || !resp.Authoritative || len(resp.Answer) != 1 || resp.Answer[0].(*dns.A).A.String() != "192.0.2.99" {
 		t.Errorf("after new.test. became local: deferred %v, %v", deferred, resp)
@@ -541,14 +544,6 @@ func TestResponseCache(t *testing.T) {
 	f := &fakeResolver{}
 	r := newRecursor(t, f, Options{ResponseCache: 64, Now: func() time.Time { return now }})
 	w := r.NewWorker(false).(*Worker)
-	mailed := func() {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("no response mailed")
-			}
-		}
-	}
 	ask := func(id uint16) (*dns.Msg, bool) {
 		t.Helper()
 		m := query("Cached.example.tld.", dns.TypeA, true, true)
@@ -558,7 +553,7 @@ func TestResponseCache(t *testing.T) {
 	if resp, deferred := ask(0); !deferred || len(resp.Answer) != 1 {
 		t.Fatalf("first query: deferred %v, %v", deferred, resp)
 	}
-	mailed()
+	mailed(t, w)
 	// The second query is a hit: the response was stored when it came
 	// by mail (it used to wait for the question's second miss, and the
 	// second query took a resolution of its own).
@@ -580,7 +575,7 @@ func TestResponseCache(t *testing.T) {
 	if resp, deferred = ask(9); deferred || resp.Answer[0].Header().Ttl != 5 {
 		t.Fatalf("55 s later: deferred %v, %v", deferred, resp)
 	}
-	mailed()
+	mailed(t, w)
 	if n := f.count("cached.example.tld."); n != 2 || f.refreshes != 1 {
 		t.Errorf("%d resolutions, %d of them refreshes; want 2, 1 (one prefetch)", n, f.refreshes)
 	}
@@ -600,7 +595,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	got := make(chan []byte, 1)
 	w.Answer(server.NewRequest(pkt, client, false, func(m []byte) { got <- m }), out)
 	<-got
-	for !w.box.pending.Load() {
+	for !w.rc.box.pending.Load() {
 		time.Sleep(time.Millisecond)
 	}
 	req := server.NewRequest(pkt, client, false, nil)
@@ -986,11 +981,7 @@ func TestValidated(t *testing.T) {
 					t.Errorf("%s: second query not a response-cache hit", tc.name)
 				}
 				// Its response is mailed to the response cache.
-				for deadline := time.Now().Add(30 * time.Second); !w.box.pending.Load(); time.Sleep(time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatal("no response mailed")
-					}
-				}
+				mailed(t, w)
 			}
 			code, _, ok := edeOf(resp)
 			if resp.Rcode != tc.rcode || resp.AuthenticatedData != tc.ad || len(resp.Answer) != tc.answers || ok != tc.edePresent || code != tc.ede {
@@ -999,4 +990,67 @@ func TestValidated(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTCPResponseCache: TCP workers have a response cache too: the
+// second TCP query of a question is answered at once, whole (a large
+// response, over what UDP takes), without a second resolution, with the
+// query's ID; UDP workers' caches are apart.
+func TestTCPResponseCache(t *testing.T) {
+	f := &fakeResolver{}
+	r := newRecursor(t, f, Options{ResponseCache: 64})
+	w := r.NewWorker(true).(*Worker)
+	ask := func(id uint16) (*dns.Msg, bool) {
+		t.Helper()
+		m := query("big.example.tld.", dns.TypeA, true, false)
+		m.Id = id
+		return exchange(t, w, m, client, true)
+	}
+	if resp, deferred := ask(1); !deferred || len(resp.Answer) != 40 {
+		t.Fatalf("first query: deferred %v, %v", deferred, resp)
+	}
+	mailed(t, w)
+	resp, deferred := ask(2)
+	if deferred || resp.Id != 2 || resp.Truncated || len(resp.Answer) != 40 {
+		t.Errorf("second query: deferred %v, ID %d, TC %v, %d answers", deferred, resp.Id, resp.Truncated, len(resp.Answer))
+	}
+	f.mu.Lock()
+	calls := f.calls["big.example.tld."]
+	f.mu.Unlock()
+	if calls != 1 {
+		t.Errorf("%d resolutions, want 1", calls)
+	}
+	if _, deferred := exchange(t, r.NewWorker(false), query("big.example.tld.", dns.TypeA, true, false), client, false); !deferred {
+		t.Errorf("a UDP worker answered from the TCP workers' cache")
+	}
+}
+
+// TestTCPCacheRecycled: the server keeps TCP workers in a sync.Pool,
+// which lets them go at a GC; the response cache of one let go goes to
+// the next TCP worker made instead of with it.
+func TestTCPCacheRecycled(t *testing.T) {
+	r := newRecursor(t, &fakeResolver{}, Options{ResponseCache: 64})
+	rc := r.NewWorker(true).(*Worker).rc
+	// The worker is unreachable now; its cleanup runs after a GC.
+	for i := 0; ; i++ {
+		runtime.GC()
+		r.spareMu.Lock()
+		n := len(r.spareTCP)
+		r.spareMu.Unlock()
+		if n == 1 {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the cache of a TCP worker let go was not kept")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w := r.NewWorker(true).(*Worker)
+	if w.rc != rc {
+		t.Errorf("a new TCP worker got another cache than the one kept")
+	}
+	if got := r.NewWorker(true).(*Worker).rc; got == rc {
+		t.Errorf("two TCP workers share a cache")
+	}
+	runtime.KeepAlive(w)
 }

@@ -13,33 +13,45 @@ import (
 
 // Worker answers the queries of one goroutine of the resolver's
 // listeners: it owns the parsed query, the builder of its refusals, the
-// authoritative engine's Worker for local data and, over UDP, the
-// response cache and the mailbox through which resolutions hand it
-// responses to store. It is not safe for concurrent use. Its Answer
-// makes it a server.Worker.
+// authoritative engine's Worker for local data, and the response cache
+// and the mailbox through which resolutions hand it responses to store.
+// It is not safe for concurrent use. Its Answer makes it a
+// server.Worker.
 type Worker struct {
 	r    *Recursor
 	tcp  bool
 	q    wire.Query
 	b    wire.Builder
 	auth *auth.Worker
-	// cache is the response cache (nil over TCP or when configured
-	// off); box brings it the responses resolutions built, which are
-	// stored by the worker's own goroutine (store), with mq to parse
-	// their queries and spare to take the next mail into.
-	cache *cache.Responses
-	box   *mailbox
+	// rc is the response cache and what goes with it (nil when
+	// configured off); mq parses the queries of its mail and spare
+	// takes the next mail in (store).
+	rc    *respCache
 	mq    wire.Query
 	spare []mail
-	// zones is the set of local zones the cache's responses were made
-	// beside: when a reload publishes another, the cache is emptied (a
-	// name resolved before may now be answered from local data).
-	zones *zone.Set
-	// flushed is the Recursor's flushes the cache was last emptied for.
-	flushed uint64
 	// now is the time of the batch being answered (AnswerBatch reads
 	// the clock once per batch); zero outside one.
 	now time.Time
+}
+
+// respCache is a worker's response cache and what goes with it: the
+// mailbox through which resolutions hand it the responses they built
+// (stored by the worker's own goroutine, store), the set of local zones
+// its responses were made beside (when a reload publishes another, the
+// cache is emptied: a name resolved before may now be answered from
+// local data), and the Recursor's flushes it was last emptied for. They
+// are kept together so that a TCP worker's can outlive the worker
+// (Recursor.tcpCache).
+type respCache struct {
+	cache   *cache.Responses
+	box     *mailbox
+	zones   *zone.Set
+	flushed uint64
+}
+
+// newRespCache returns an empty response cache of size responses.
+func newRespCache(size int) *respCache {
+	return &respCache{cache: cache.NewResponses(size), box: &mailbox{}}
 }
 
 // Answer answers req into out (capacity server.BufferSize), or defers it
@@ -101,7 +113,7 @@ func (w *Worker) answer(req *server.Request, out []byte) []byte {
 	}
 	rd := q.Flags&wire.FlagRD != 0
 	limit := w.limit()
-	if w.cache != nil && rd {
+	if w.rc != nil && rd {
 		// Before the local zones: the cache holds no answer from them
 		// (only resolutions' responses are mailed to it), and a hit
 		// then costs no zone lookup.
@@ -125,27 +137,37 @@ func (w *Worker) answer(req *server.Request, out []byte) []byte {
 // again in the background, once (the mesh drops a prefetch of a
 // question in flight), the fresh response coming back by mail.
 func (w *Worker) cached(pkt []byte, limit int, out []byte) []byte {
+	rc := w.rc
 	if w.auth != nil {
-		if set := w.r.auth.Zones(); set != w.zones {
-			w.zones = set
-			w.cache.Clear()
+		if set := w.r.auth.Zones(); set != rc.zones {
+			rc.zones = set
+			rc.cache.Clear()
 		}
 	}
-	if f := w.r.flushes.Load(); f != w.flushed {
+	if f := w.r.flushes.Load(); f != rc.flushed {
 		// A read of a word no query writes: a hit stays lock- and
 		// write-free.
-		w.flushed = f
-		w.cache.Clear()
+		rc.flushed = f
+		rc.cache.Clear()
 	}
-	if w.box.pending.Load() {
+	if rc.box.pending.Load() {
 		w.store()
 	}
 	q := &w.q
-	resp, refresh := w.cache.Get(q, pkt, limit, w.clock(), out)
+	resp, refresh := rc.cache.Get(q, pkt, limit, w.clock(), out)
 	if refresh {
-		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, mailTo{w.box, w.zones})
+		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, w.mailTo())
 	}
 	return resp
+}
+
+// mailTo is where the responses to this worker's questions go: its
+// response cache's mailbox (none without a cache).
+func (w *Worker) mailTo() mailTo {
+	if w.rc == nil {
+		return mailTo{}
+	}
+	return mailTo{w.rc.box, w.rc.zones}
 }
 
 // limit is the largest response to the query w.q holds that its client
@@ -171,11 +193,12 @@ func (w *Worker) limit() int {
 // beside other local zones than the cache now is (cached emptied it for
 // the change) is dropped: the question may now be answered locally.
 func (w *Worker) store() {
-	got := w.box.take(w.spare)
+	rc := w.rc
+	got := rc.box.take(w.spare)
 	for i := range got {
 		m := &got[i]
-		if res, _ := w.mq.Parse(m.query); res == wire.Answer && m.zones == w.zones {
-			w.cache.Put(&w.mq, m.query, m.limit, m.resp, m.built)
+		if res, _ := w.mq.Parse(m.query); res == wire.Answer && m.zones == rc.zones {
+			rc.cache.Put(&w.mq, m.query, m.limit, m.resp, m.built)
 		}
 		got[i] = mail{}
 	}
@@ -238,7 +261,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr(), mailTo{w.box, w.zones}, func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
