@@ -107,6 +107,8 @@ large-glue-tcp   |large|large-glue-tcp.txt|-m tcp -q 10 -t 5|NOERROR |large
 res-hits         |resolver|res-hits.txt  |       |NOERROR |resolved
 res-cold         |resolver|res-cold.txt  |       |NOERROR |resolved
 res-mix          |resolver|res-mix.txt   |-n 1   |NOERROR |resolved
+res-hits-v       |resolver-v|res-hits.txt|       |NOERROR |resolved
+res-cold-v       |resolver-v|res-cold.txt|       |NOERROR |resolved
 "
 # The resolver workloads (bench/README.md, "The resolver phase"):
 #   res-hits  10,000 questions, every one asked once before each run (the
@@ -117,6 +119,12 @@ res-mix          |resolver|res-mix.txt   |-n 1   |NOERROR |resolved
 #             Zipf-distributed over ~100k names in ~1k zones; the resolver
 #             is restarted before every run, so it starts cold, and its
 #             cache hit rate and memory are recorded after the run.
+#   res-hits-v, res-cold-v  res-hits and res-cold over the same hierarchy
+#             signed (benchtool resgen -sign: ECDSA P-256, NSEC; the
+#             "resolver-v" phase), every resolver validating from its
+#             root's DS (RES_ANCHOR), aggressive NSEC off in all three so
+#             that a cold name under the wildcard zone is resolved, not
+#             synthesised (RFC 8198 §5.3): issue 12's comparison.
 # A mix run lasts until its file is replayed (at most MIX_LIMIT seconds).
 MIX_LIMIT=${MIX_LIMIT:-300}
 declare -A W_LIMIT=([res-mix]=$MIX_LIMIT)
@@ -139,15 +147,25 @@ done
 DATA=$OUT/data
 RESDATA=$DATA/resolver
 RES_HINTS=$RESDATA/root.hints
+# the validating phase's (resolver-v) hierarchy, signed, and its anchor;
+# set_res_phase points RESDATA, RES_HINTS and RES_ANCHOR at a phase's.
+RESDATA_SIGNED=$DATA/resolver-signed
+RES_ANCHOR=
+set_res_phase() {
+	RESDATA=$DATA/resolver RES_ANCHOR=
+	[[ $1 == resolver-v ]] && RESDATA=$RESDATA_SIGNED RES_ANCHOR=$RESDATA_SIGNED/root.key
+	RES_HINTS=$RESDATA/root.hints
+}
 RES_PROBE=www.dom0000.alpha. # a name every resolver must resolve before it is measured
 declare -A ZONESET=(
 	[resolver]=""
+	[resolver-v]=""
 	[main]=".=$DATA/root.zone bench.test.=$DATA/small.zone"
 	[big]="big.test.=$DATA/big.zone"
 	[bigsigned]="big.test.=$DATA/big.signed.zone"
 	[large]="large.test.=$DATA/large.zone"
 )
-declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. [large]=large.test. [resolver]=.)
+declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. [large]=large.test. [resolver]=. [resolver-v]=.)
 # BIND and PowerDNS take minutes over a signed zone of millions of
 # records and are not the servers the issue's targets name: the
 # bigsigned phase runs Tern, NSD, Knot and the floor.
@@ -156,7 +174,7 @@ declare -A PROBE_NAME=([main]=bench.test. [big]=big.test. [bigsigned]=big.test. 
 # The resolvers (unbound, pdnsrec) run in the resolver phase only, the
 # authoritative peers never in it.
 declare -A PHASE_SKIP=([main]="unbound pdnsrec" [big]="unbound pdnsrec" [bigsigned]="bind pdns unbound pdnsrec"
-	[large]="bind unbound pdnsrec" [resolver]="nsd knot bind pdns")
+	[large]="bind unbound pdnsrec" [resolver]="nsd knot bind pdns" [resolver-v]="nsd knot bind pdns")
 
 BIN=$OUT/bin
 RUN=$OUT/run
@@ -277,7 +295,7 @@ fi
 
 AUTH_WORKLOADS=0 RES_WORKLOADS=0
 for w in $WORKLOADS; do
-	if [[ ${W_PHASE[$w]} == resolver ]]; then RES_WORKLOADS=1; else AUTH_WORKLOADS=1; fi
+	if [[ ${W_PHASE[$w]} == resolver* ]]; then RES_WORKLOADS=1; else AUTH_WORKLOADS=1; fi
 done
 if ((AUTH_WORKLOADS)); then
 	if [[ ! -r $ROOT_ZONE ]]; then
@@ -290,6 +308,10 @@ fi
 if ((RES_WORKLOADS)); then
 	log "generating the resolver phase's hierarchy and queries (mix: $MIX_N questions)"
 	"$BT" resgen -out "$RESDATA" -base "$RES_BASE" -mix "$MIX_N"
+fi
+if [[ " $WORKLOADS " == *" res-hits-v "* || " $WORKLOADS " == *" res-cold-v "* ]]; then
+	log "generating and signing the resolver-v phase's hierarchy"
+	"$BT" resgen -out "$RESDATA_SIGNED" -base "$RES_BASE" -mix 1 -sign
 fi
 if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 	# The big zone signed by Tern itself (ECDSA P-256, NSEC), with keys
@@ -343,7 +365,7 @@ RES_NOTYET=""
 start_server() {
 	local s=$1 phase=$2 dir=$RUN/$phase-$1 t0 ms mem start=start_$1
 	local probe=(-name "${PROBE_NAME[$phase]:-.}" -type SOA)
-	if [[ $phase == resolver && $s != echo* ]]; then
+	if [[ $phase == resolver* && $s != echo* ]]; then
 		if [[ $s == tern ]] && ! ternres_supported; then
 			log "  tern: no resolver in this tern (tern serve has no --resolver): not yet"
 			RES_NOTYET="tern serve at ${TERN_REV:-?} has no resolver yet"
@@ -385,7 +407,7 @@ verify() {
 	[[ ${W_FLAGS[$w]} == *-D* ]] && doflag=(-do)
 	[[ ${W_FLAGS[$w]} == *tcp* ]] && doflag+=(-tcp)
 	local qf=$DATA/${W_QF[$w]}
-	[[ ${W_PHASE[$w]} == resolver ]] && qf=$RESDATA/${W_QF[$w]}
+	[[ ${W_PHASE[$w]} == resolver* ]] && qf=$RESDATA/${W_QF[$w]}
 	if ! out=$("$BT" check -addr "127.0.0.1:${PORT[$s]}" -queries "$qf" -expect "${W_CHECK[$w]}" "${doflag[@]}" -n 20 2>&1); then
 		loud "$s fails the answer check for $w: $(head -3 <<<"$out" | tr '\n' ' ')"
 		BROKEN[$s/$w]=1
@@ -419,7 +441,7 @@ one_run() {
 	local w=$1 g=$2 s=$3 c=$4 rep=$5 f cpu0 cpu1 t0 t1 row
 	local qf=${RUN_QF:-$DATA/${W_QF[$w]}} flags=${W_FLAGS[$w]} expect=${W_RC[$w]}
 	local lim=${W_LIMIT[$w]:-$DURATION}
-	[[ ${W_PHASE[$w]} == resolver && -z ${RUN_QF:-} ]] && qf=$RESDATA/${W_QF[$w]}
+	[[ ${W_PHASE[$w]} == resolver* && -z ${RUN_QF:-} ]] && qf=$RESDATA/${W_QF[$w]}
 	[[ $s == echo* ]] && expect=NOERROR # echoed queries carry rcode 0
 	f=$RUN/$w.$g.$s.c$c.r$rep.txt
 	local cmd=(dnsperf)
@@ -470,7 +492,7 @@ supports() {
 	# times out, whatever the server. The large answers are tern perf's.
 	[[ $w == large-* && $g == dnsperf ]] && return 1
 	# the echo floors are the floor of cache hits, not of resolution
-	[[ $s == echo* && ${W_PHASE[$w]} == resolver && $w != res-hits ]] && return 1
+	[[ $s == echo* && ${W_PHASE[$w]} == resolver* && $w != res-hits* ]] && return 1
 	[[ -n ${PID[$s]:-} && -z ${BROKEN[$s/$w]:-} ]]
 }
 
@@ -481,7 +503,7 @@ answer_size() {
 	[[ $flags == *-D* || $flags == *-e* ]] || flags+=" -e=false"
 	# shellcheck disable=SC2086 # flags are words
 	local qf=$DATA/${W_QF[$w]}
-	[[ ${W_PHASE[$w]} == resolver ]] && qf=$RESDATA/${W_QF[$w]}
+	[[ ${W_PHASE[$w]} == resolver* ]] && qf=$RESDATA/${W_QF[$w]}
 	out=$(timeout 20 taskset -c "$GEN_CPU" "$BIN/tern" perf -s 127.0.0.1 -p "${PORT[tern]}" \
 		-d "$qf" -l 1 -c 1 -q 10 $flags 2>&1) || true
 	sed -n 's/.*Average packet size: *request [0-9]*, response \([0-9]*\).*/\1/p' <<<"$out" | head -1
@@ -513,9 +535,13 @@ echosz_stop() {
 # each answers its first zone; false (and logged) if any does not.
 AUTH_CPU=$GEN_CPU
 authorities_up() {
-	local a addr zone p i=0 err
-	if ss -Hlnu | awk '{print $4}' | grep -qE "^${RES_BASE%.*}\.([4-6][0-9]):53\$"; then
-		loud "something already listens on port 53 in ${RES_BASE%.*}.40-69: resolver phase skipped ($(ss -Hlnup | grep -E "${RES_BASE%.*}\.[4-6][0-9]:53" | head -2 | tr '\n' ' '))"
+	local a addr zone p i=0 err busy=()
+	# the hierarchy's 22 addresses from RES_BASE, port 53
+	for a in $(seq "${RES_BASE##*.}" $((${RES_BASE##*.} + 21))); do
+		ss -Hlnu "src ${RES_BASE%.*}.$a:53" | grep -q . && busy+=("${RES_BASE%.*}.$a")
+	done
+	if ((${#busy[@]})); then
+		loud "something already listens on port 53 of ${busy[*]}: resolver phase skipped (set RES_BASE)"
 		return 1
 	fi
 	start_authorities "$RESDATA"
@@ -577,16 +603,16 @@ COLD_N=$((DURATION * 150000))
 est=0
 for w in $WORKLOADS; do
 	wc=$CLIENTS
-	[[ ${W_PHASE[$w]} == resolver ]] && wc=$RES_CLIENTS
+	[[ ${W_PHASE[$w]} == resolver* ]] && wc=$RES_CLIENTS
 	for s in $SERVERS; do
 		[[ " ${PHASE_SKIP[${W_PHASE[$w]}]:-} " == *" $s "* ]] && continue
-		[[ $s == echo && (${W_FLAGS[$w]} == *tcp* || (${W_PHASE[$w]} == resolver && $w != res-hits)) ]] ||
+		[[ $s == echo && (${W_FLAGS[$w]} == *tcp* || (${W_PHASE[$w]} == resolver* && $w != res-hits*)) ]] ||
 			est=$((est + $(wc -w <<<"$wc")))
 	done
 done
 est=$((est * $(wc -w <<<"$GENS") * REPS))
 log "about $est load runs of ${DURATION} s (a mix run lasts its whole replay): roughly $((est * (DURATION + 1) / 60 + 1)) minutes"
-for phase in main big bigsigned large resolver; do
+for phase in main big bigsigned large resolver resolver-v; do
 	ws=()
 	for w in $WORKLOADS; do [[ ${W_PHASE[$w]} == "$phase" ]] && ws+=("$w"); done
 	((${#ws[@]})) || continue
@@ -594,7 +620,8 @@ for phase in main big bigsigned large resolver; do
 	PID=()
 	BROKEN=()
 	phase_clients=$CLIENTS
-	if [[ $phase == resolver ]]; then
+	if [[ $phase == resolver* ]]; then
+		set_res_phase "$phase"
 		phase_clients=$RES_CLIENTS
 		authorities_up || { authorities_down; continue; }
 	fi
@@ -634,7 +661,7 @@ for phase in main big bigsigned large resolver; do
 	if ((SIZED)) && [[ -n ${PID[tern]:-} && -n ${PID[echo]:-} && " $phase_gens " == *" ternperf "* ]]; then
 		for w in "${ws[@]}"; do
 			[[ ${W_FLAGS[$w]} == *tcp* || -n ${BROKEN[tern/$w]:-} ]] && continue
-			[[ $phase == resolver && $w != res-hits ]] && continue
+			[[ $phase == resolver* && $w != res-hits* ]] && continue
 			SIZE[$w]=$(answer_size "$w")
 			[[ -n ${SIZE[$w]} ]] || unset "SIZE[$w]"
 		done
@@ -654,8 +681,8 @@ for phase in main big bigsigned large resolver; do
 						supports "$s" "$g" "$w" || continue
 						RUN_QF=
 						case $w in
-						res-hits) [[ $s == echo* ]] || res_warm "$s" ;;
-						res-cold)
+						res-hits | res-hits-v) [[ $s == echo* ]] || res_warm "$s" ;;
+						res-cold | res-cold-v)
 							COLD_SEED=$((COLD_SEED + 1))
 							RUN_QF=$RUN/res-cold.$COLD_SEED.txt
 							"$BT" coldq -out "$RUN_QF" -n "$COLD_N" -seed "$COLD_SEED"
@@ -667,7 +694,7 @@ for phase in main big bigsigned large resolver; do
 						esac
 						one_run "$w" "$g" "$s" "$c" "$rep"
 						case $w in
-						res-cold)
+						res-cold | res-cold-v)
 							rm -f "$RUN_QF"
 							if (($(cut -f5 <<<"$LAST_ROW" | cut -d. -f1) > COLD_N)); then
 								loud "run res-cold/$g/$s: $(cut -f5 <<<"$LAST_ROW") queries sent from a file of $COLD_N names: some were asked twice (raise COLD_N)"
@@ -697,7 +724,7 @@ for phase in main big bigsigned large resolver; do
 		printf '%s\t%s\tend\t-\t%s\t%s\t%s\n' "$phase" "$s" "$pss" "$rss" "$np" >>"$SRV"
 		stop_pid "${PID[$s]}"
 	done
-	[[ $phase == resolver ]] && authorities_down
+	[[ $phase == resolver* ]] && authorities_down
 done
 
 # --- report ---------------------------------------------------------------------
@@ -719,7 +746,7 @@ elapsed=$(($(date +%s) - START_TS))
 	echo "versions: NSD $(nsd -v 2>&1 | head -1 | awk '{print $3}'), Knot $(knotd -V 2>&1 | awk '{print $NF}'), BIND $(named -v 2>/dev/null | awk '{print $2}'), PowerDNS $(pdns_server --version 2>&1 | grep -o 'Server [0-9.]*' | head -1 | cut -d' ' -f2), $(dnsperf -h 2>&1 | grep Version)"
 } >"$OUT/meta.txt"
 resargs=()
-((RES_WORKLOADS)) && resargs=(-resolver "$RESTSV" -mixfile "$RESDATA/res-mix.txt")
+((RES_WORKLOADS)) && resargs=(-resolver "$RESTSV" -mixfile "$DATA/resolver/res-mix.txt")
 nser=$("$BT" report -raw "$RAW" -servers "$SRV" -errors "$ERRLOG" -meta "$OUT/meta.txt" -order "$WORKLOADS" "${resargs[@]}" -out "$OUT")
 if command -v gnuplot >/dev/null && [[ -n $nser ]]; then
 	gnuplot -e "datadir='$OUT'; outfile='$OUT/results.png'; ncol=$nser" "$HERE/plot.gp" 2>"$OUT/gnuplot.log" ||

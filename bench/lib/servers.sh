@@ -183,10 +183,21 @@ start_echosz() {
 #
 # Resolvers listen on 127.0.0.1:PORT, iterate from the local hierarchy's
 # root hints (loopback addresses on port 53: querying loopback allowed),
-# one thread, pinned to CPU 0, DNSSEC validation off, caches large enough
+# one thread, pinned to CPU 0, DNSSEC validation off (on from the DS file
+# RES_ANCHOR when it is set: the resolver-v phase, aggressive NSEC off in
+# all three, see run.sh), caches large enough
 # for the whole workload (256 MiB of RRsets for Unbound, as Tern's default
 # cache-size; two million entries for PowerDNS). They never see a real
 # root server: the hints are the harness's own file.
+
+# res_unbound_validation: Unbound's module-config (and trust anchor) lines.
+res_unbound_validation() {
+	if [[ -z ${RES_ANCHOR:-} ]]; then
+		echo 'module-config: "iterator"'
+		return
+	fi
+	printf 'module-config: "validator iterator"\n  trust-anchor-file: "%s"\n  aggressive-nsec: no\n' "$RES_ANCHOR"
+}
 
 start_res_unbound() {
 	local dir=$1 port=$2
@@ -208,8 +219,7 @@ start_res_unbound() {
 	  # the hierarchy's authorities are on 127.0.0.0/8
 	  do-not-query-localhost: no
 	  access-control: 127.0.0.0/8 allow
-	  # no validator: DNSSEC validation is measured separately (issue 12)
-	  module-config: "iterator"
+	  $(res_unbound_validation)
 	  msg-cache-size: 128m
 	  rrset-cache-size: 256m
 	  so-rcvbuf: 4m
@@ -224,6 +234,20 @@ start_res_unbound() {
 	STARTED_PID=$!
 }
 
+# res_pdnsrec_validation DIR: PowerDNS Recursor's dnssec setting (and its
+# trust anchor, in DIR/anchors.lua).
+res_pdnsrec_validation() {
+	if [[ -z ${RES_ANCHOR:-} ]]; then
+		echo "dnssec=off"
+		return
+	fi
+	{
+		echo "clearTA('.')"
+		awk '$4 == "DS" {printf "addTA(\".\", \"%s %s %s %s\")\n", $5, $6, $7, $8}' "$RES_ANCHOR"
+	} >"$1/anchors.lua"
+	printf 'dnssec=validate\nlua-config-file=%s\naggressive-nsec-cache-size=0\n' "$1/anchors.lua"
+}
+
 start_res_pdnsrec() {
 	local dir=$1 port=$2
 	cat >"$dir/recursor.conf" <<-EOF
@@ -236,7 +260,7 @@ start_res_pdnsrec() {
 	# lists by default
 	dont-query=
 	allow-from=127.0.0.0/8
-	dnssec=off
+	$(res_pdnsrec_validation "$dir")
 	daemon=no
 	socket-dir=$dir
 	security-poll-suffix=
@@ -257,6 +281,15 @@ ternres_supported() {
 	grep -qE '^ +-resolver\b' <<<"$help"
 }
 
+# res_tern_validation: Tern's validation lines (on by default).
+res_tern_validation() {
+	if [[ -z ${RES_ANCHOR:-} ]]; then
+		echo "validation = false"
+		return
+	fi
+	printf 'validation = true\ntrust-anchor = "%s"\naggressive-nsec = false\n' "$RES_ANCHOR"
+}
+
 start_res_tern() {
 	local dir=$1 port=$2
 	cat >"$dir/tern.toml" <<-EOF
@@ -274,8 +307,7 @@ start_res_tern() {
 	root-hints = "$RES_HINTS"
 	# the hierarchy's authorities are on 127.0.0.0/8
 	query-loopback = true
-	# as the peers here: validation off (on by default)
-	validation = false
+	$(res_tern_validation)
 	# all the load comes from one address: the default 32 waiting queries
 	# per client (against DNSBomb) would drop most of the generator's 100
 	# outstanding; Unbound and PowerDNS Recursor have no such limit on

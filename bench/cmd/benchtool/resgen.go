@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The resolver benchmark's local DNS hierarchy (benchtool resgen):
@@ -146,6 +147,7 @@ func runResGen(args []string) error {
 	mix := fs.Int("mix", 500000, "questions in the Zipf mix query file")
 	s := fs.Float64("s", 1.0, "Zipf exponent of the mix")
 	cold := fs.Int("cold", 100000, "names in the first cold query file")
+	sign := fs.Bool("sign", false, "sign every zone (ECDSA P-256, NSEC) and write the root's DS to root.key, the validating resolvers' trust anchor")
 	fs.Parse(args)
 	if *out == "" {
 		return fmt.Errorf("-out is required")
@@ -179,6 +181,11 @@ func runResGen(args []string) error {
 	auths, err := h.writeZones(zdir)
 	if err != nil {
 		return err
+	}
+	if *sign {
+		if err := signHierarchy(auths, anchorPath(abs), time.Now()); err != nil {
+			return err
+		}
 	}
 	var probes []string
 	for _, a := range auths {

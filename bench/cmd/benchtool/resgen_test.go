@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/validator"
 )
 
 // readDir returns every file under dir, by path relative to it.
@@ -189,4 +194,79 @@ func distinct(lines []string) map[string]bool {
 		m[l] = true
 	}
 	return m
+}
+
+// TestResGenSign: with -sign every zone of the hierarchy is signed and its
+// keys validate against the DS its parent publishes (signed too), the
+// root's against root.key, the resolvers' trust anchor.
+func TestResGenSign(t *testing.T) {
+	d := t.TempDir()
+	if err := runResGen([]string{"-out", d, "-zones", "6", "-hosts", "4", "-hits", "5", "-mix", "5", "-cold", "5", "-sign"}); err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string][]dns.RR{}
+	for name, text := range readDir(t, filepath.Join(d, "zones")) {
+		zp := dns.NewZoneParser(strings.NewReader(text), "", name)
+		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+			zones["file:"+name] = append(zones["file:"+name], rr)
+		}
+		if err := zp.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, rrs := range zones {
+		if strings.HasPrefix(k, "file:") {
+			for _, rr := range rrs {
+				if soa, ok := rr.(*dns.SOA); ok {
+					zones[soa.Hdr.Name] = rrs
+				}
+			}
+			delete(zones, k)
+		}
+	}
+	if len(zones) != 1+4+1+8+1+6 {
+		t.Fatalf("%d zones", len(zones))
+	}
+	anchor, err := os.ReadFile(filepath.Join(d, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := validator.New(validator.Options{})
+	for origin, rrs := range zones {
+		var keys []*dns.DNSKEY
+		var sigs []*dns.RRSIG
+		for _, rr := range rrs {
+			switch rr := rr.(type) {
+			case *dns.DNSKEY:
+				keys = append(keys, rr)
+			case *dns.RRSIG:
+				if rr.TypeCovered == dns.TypeDNSKEY {
+					sigs = append(sigs, rr)
+				}
+			}
+		}
+		parentText := string(anchor)
+		if origin != "." {
+			parent := "."
+			if off, end := dns.NextLabel(origin, 0); !end {
+				parent = origin[off:]
+			}
+			var b strings.Builder
+			for _, rr := range zones[parent] {
+				fmt.Fprintln(&b, rr.String())
+			}
+			parentText = b.String()
+		}
+		var ds []*dns.DS
+		zp := dns.NewZoneParser(strings.NewReader(parentText), "", "")
+		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+			if d, ok := rr.(*dns.DS); ok && strings.EqualFold(d.Hdr.Name, origin) {
+				ds = append(ds, d)
+			}
+		}
+		var work validator.Work
+		if r, _ := v.VerifyKeys(origin, keys, sigs, ds, &work); !r.Secure() || len(ds) != 1 {
+			t.Errorf("%s: %d DS, keys %v (%s)", origin, len(ds), r.Security, r.Text)
+		}
+	}
 }
