@@ -334,7 +334,7 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 		case dns.TypeNSEC, dns.TypeNSEC3:
 			r, sig, until := c.rrset(set)
 			auth, authUntil = worse(auth, r), minTime(authUntil, until)
-			if !r.Secure() {
+			if !r.Secure() || sig == nil {
 				continue
 			}
 			z := dns.CanonicalName(sig.SignerName)
