@@ -16,6 +16,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
@@ -63,6 +65,8 @@ type serveFlags struct {
 	trustAnchor string
 	workers     int
 	logLevel    string
+	// metrics is --metrics's address: [metrics] listen.
+	metrics string
 }
 
 // config reads the config file (the defaults when there is none), applies
@@ -97,6 +101,9 @@ func (f *serveFlags) config() (*config.Config, error) {
 	if f.logLevel != "" {
 		cfg.Server.LogLevel = f.logLevel
 	}
+	if f.metrics != "" {
+		cfg.Metrics = &config.Metrics{Listen: f.metrics}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,6 +121,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.trustAnchor, "trust-anchor", "", "the resolver's DNSSEC trust anchors, DS or DNSKEY records in zone-file form (default: the embedded root anchors)")
 	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the status page on this address, host:port")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -162,6 +170,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tern serve: %v\n", err)
 		return 1
 	}
+	// The counters exist only with a metrics listener: without one the
+	// workers count nothing.
+	var counters *metrics.Set
+	if cfg.Metrics != nil && cfg.Metrics.Listen != "" {
+		counters = metrics.New()
+	}
 	resp := auth.New(nil, auth.Options{
 		UDPPayload: cfg.Server.UDPPayload,
 		NSID:       nsid,
@@ -169,6 +183,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ID:         cfg.Identity.ID,
 		Version:    cfg.Identity.Version,
 		Log:        log,
+		Metrics:    counters,
 	})
 	access, err := newAccess(cfg)
 	if err != nil {
@@ -181,14 +196,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	resolverOnly := cfg.Resolver != nil && len(cfg.Zones) == 0
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), handler(resp, cfg.Server.ResponseCache))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), handler(resp, cfg.Server.ResponseCache, counters))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
 	var rsrv *server.Server
 	if cfg.Resolver != nil {
 		var stopAnchors func()
-		if rec, res, stopAnchors, err = newRecursor(cfg, resp, nsid, log); err != nil {
+		if rec, res, stopAnchors, err = newRecursor(cfg, resp, nsid, counters, log); err != nil {
 			fmt.Fprintf(stderr, "tern serve: %v\n", err)
 			return 1
 		}
@@ -201,7 +216,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
+	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify:   &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})},
 		resolver: res}
 	if cfg.Resolver != nil {
@@ -299,6 +314,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		log.Info("resolving", "listen", strings.Join(addrs, ","), "allow", strings.Join(r.Allow, ","), "root-hints", hints, "query-loopback", r.QueryLoopback, "validation", validation)
 		fmt.Fprintf(stdout, "tern: resolving on %s (UDP and TCP) for %s; try: %s\n",
 			strings.Join(addrs, ", "), strings.Join(r.Allow, ", "), digHint(addrs[0], false, ".", "NS"))
+	}
+
+	if counters != nil {
+		counters.SetZones(zoneStates(resp, rl))
+		ml, err := metrics.Listen(cfg.Metrics.Listen, counters, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		defer ml.Close()
+		log.Info("metrics", "listen", ml.Addr())
+		fmt.Fprintf(stdout, "tern: metrics on http://%s/metrics, status page on http://%s/\n", ml.Addr(), ml.Addr())
 	}
 
 	// The control socket's commands run here, one at a time, between
@@ -425,7 +452,7 @@ func resolverTrust(rc *config.Resolver) ([]resolve.Server, validator.Anchors, er
 // the questions inside resp's zones from their data. It is built once:
 // a reload keeps it, and its caches, whatever changed but its negative
 // trust anchors (set on the Resolver it returns too).
-func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slog.Logger) (rec *recursor.Recursor, res *resolve.Resolver, stopAnchors func(), err error) {
+func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters *metrics.Set, log *slog.Logger) (rec *recursor.Recursor, res *resolve.Resolver, stopAnchors func(), err error) {
 	rc := cfg.Resolver
 	hints, anchors, err := resolverTrust(rc)
 	if err != nil {
@@ -461,6 +488,9 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 	if store != nil {
 		opt.AnchorSource = store
 	}
+	// After the anchors' probe took its copy of opt: the probe keeps
+	// an infrastructure cache of its own, uncounted.
+	opt.Infra = resolve.NewInfra(resolve.InfraOptions{Metrics: counters})
 	res = resolve.New(ex, opt)
 	return recursor.New(recursor.Options{
 		Resolver:         res,
@@ -478,6 +508,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, log *slo
 		// RFC 8767 §5's client response timer: only with a stale
 		// window is there stale data to answer with.
 		StaleClientTimeout: staleClientTimeout(rc),
+		Metrics:            counters,
 	}), res, stopAnchors, nil
 }
 
@@ -529,7 +560,8 @@ type reloader struct {
 	mgr *zonedb.Manager
 	// notify sends the zones' NOTIFYs.
 	notify *notifying
-	// secondaries refreshes the secondary zones of mgr (nil with it).
+	// secondaries refreshes the secondary zones of mgr (nil with it);
+	// shown is the same, for the metrics' goroutine.
 	secondaries *secondary.Secondaries
 	// ctx is serve's: the zone manager runs until it ends.
 	ctx context.Context
@@ -544,6 +576,10 @@ type reloader struct {
 	resolver *resolve.Resolver
 	ntas     []string
 	flush    func()
+	shown    atomic.Pointer[secondary.Secondaries]
+	// metrics counts the zones' loads, refreshes and transfers; nil:
+	// no metrics.
+	metrics *metrics.Set
 }
 
 // closeSecondaries stops the secondary zones' refreshes.
@@ -559,10 +595,12 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m := zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
 	m.OnChange(rl.notify.changed)
+	m.CountIn(rl.metrics)
 	rl.setJournals(m)
-	rl.secondaries = secondary.New(m, rl.log, secondary.Options{})
+	rl.secondaries = secondary.New(m, rl.log, secondary.Options{Metrics: rl.metrics})
 	sec := rl.secondaries
 	m.OnZones(zonedb.Hooks{Removed: sec.Remove})
+	rl.shown.Store(sec)
 	rl.onNotify(func(origin string) { sec.Refresh(origin) })
 	rl.onUpdate(func(u *auth.UpdateRequest) int { return applyUpdate(context.Background(), m, rl.log, u) })
 	return m
@@ -689,6 +727,9 @@ func restartChanges(running, next *config.Config) []restartChange {
 				out = append(out, restartChange{table.name + "." + key, show(a), show(b)})
 			}
 		}
+	}
+	if !reflect.DeepEqual(running.Metrics, next.Metrics) {
+		out = append(out, restartChange{"metrics", show(running.Metrics), show(next.Metrics)})
 	}
 	if !reflect.DeepEqual(withoutNTAs(running.Resolver), withoutNTAs(next.Resolver)) {
 		// The resolver is kept, caches and all, across reloads; only
@@ -838,9 +879,33 @@ func warned(ws []zone.Warning) string {
 }
 
 // handler serves resp on the server's sockets: each UDP worker with a
-// response cache of cacheSize responses (server.response-cache; 0: none).
-func handler(resp *auth.Responder, cacheSize int) server.Handler {
+// response cache of cacheSize responses (server.response-cache; 0: none),
+// each worker counting its answers in a Shard of counters of its own
+// (nil: none).
+func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set) server.Handler {
 	return server.HandlerFunc(func(tcp bool) server.Worker {
-		return resp.NewWorker(tcp, cacheSize)
+		w := resp.NewWorker(tcp, cacheSize)
+		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
+		return w
 	})
+}
+
+// zoneStates reports the zones served by resp for the metrics: each
+// zone's serial, whether it serves data, and for a secondary of rl's its
+// expiry. It runs on the metrics listener's goroutines.
+func zoneStates(resp *auth.Responder, rl *reloader) func() []metrics.ZoneState {
+	return func() []metrics.ZoneState {
+		sec := rl.shown.Load()
+		var out []metrics.ZoneState
+		for _, z := range resp.Zones().Zones() {
+			st := metrics.ZoneState{Origin: zone.NameString(z.Origin), Role: "primary", Serial: z.Serial, Serving: !z.Unavailable}
+			if sec != nil {
+				if t, ok := sec.Timers(st.Origin); ok {
+					st.Role, st.Expires = "secondary", t.Expires
+				}
+			}
+			out = append(out, st)
+		}
+		return out
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
@@ -42,6 +43,9 @@ type Options struct {
 	// Log receives what happens off the query path (zone transfers);
 	// nil: nothing is logged.
 	Log *slog.Logger
+	// Metrics gives each zone the index its queries count under
+	// (Worker.CountIn); nil: none.
+	Metrics *metrics.Set
 }
 
 // Responder answers queries from the zones published to it.
@@ -69,6 +73,7 @@ type Responder struct {
 	publishing sync.Mutex
 	payload    int
 	log        *slog.Logger
+	metrics    *metrics.Set
 	nsid       []byte
 	chaos      bool
 	id         []byte // TXT RDATA, pre-encoded
@@ -77,7 +82,7 @@ type Responder struct {
 
 // New returns a Responder serving zones.
 func New(zones *zone.Set, opt Options) *Responder {
-	r := &Responder{payload: opt.UDPPayload, nsid: opt.NSID, chaos: opt.Chaos, log: opt.Log}
+	r := &Responder{payload: opt.UDPPayload, nsid: opt.NSID, chaos: opt.Chaos, log: opt.Log, metrics: opt.Metrics}
 	if r.payload == 0 {
 		r.payload = DefaultUDPPayload
 	}
@@ -153,6 +158,9 @@ type Scratch struct {
 	// req is the request being answered, when a Worker answers one (nil
 	// for callers of Answer): transfers need its client and its Reply.
 	req *server.Request
+	// zone is the metrics index of the zone the answer came from (0:
+	// none), for the Worker's count.
+	zone uint32
 }
 
 // BufferSize is the size of the response buffer Answer needs.
@@ -172,6 +180,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	q := &s.q
 	b := &s.b
 	s.overTCP = tcp
+	s.zone = 0
 	if res == wire.Drop {
 		return nil
 	}
@@ -205,6 +214,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 		}
 		c.count(hit != nil)
 		if hit != nil {
+			s.zone = c.hitZone
 			return hit
 		}
 	}
@@ -240,7 +250,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	b.SetFlags(flags)
 	resp := r.finish(s, 0)
 	if question != nil {
-		c.put(h, question, v, resp)
+		c.put(h, question, v, resp, s.zone)
 	}
 	return resp
 }
@@ -320,6 +330,7 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 			sz = p
 		}
 	}
+	s.zone = sz.metric
 	if sz.z.Unavailable {
 		// A configured zone that failed to load: RFC 1035 §4.1.1's
 		// SERVFAIL ("a problem with the name server"), without AA, as

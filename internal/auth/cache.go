@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"unsafe"
 
@@ -44,11 +45,17 @@ type Cache struct {
 	seed         maphash.Seed
 	sets         []cacheSet
 	data         []byte // slot w of set i holds its key and response at data[(ways*i+w)*slotData:]
+
+	// hitZone is the zone index (metrics.Set.Zone) stored with the
+	// response the last hit returned: a cached answer counts under its
+	// zone as a built one does.
+	hitZone uint32
 }
 
-// ways is the slots per set; slotData the room per slot for question and
-// response: every answer within the default 1232-byte UDP limit fits (a
-// root NXDOMAIN with DO is about 1030 bytes). Larger ones are not cached.
+// ways is the slots per set; slotData the room per slot for question,
+// response and the response's zone index (4 bytes, for the metrics):
+// every answer within the default 1232-byte UDP limit fits (a root
+// NXDOMAIN with DO is about 1030 bytes). Larger ones are not cached.
 const (
 	ways     = cache.Ways
 	slotData = 1536
@@ -217,22 +224,25 @@ func (c *Cache) getHashed(gen uint64, q *wire.Query, question []byte, v uint32, 
 	}
 	set.Touch(w)
 	resp := out[:sl.respLen]
-	copy(resp, d[sl.keyLen:int(sl.keyLen)+int(sl.respLen)])
+	end := int(sl.keyLen) + int(sl.respLen)
+	copy(resp, d[sl.keyLen:end])
+	c.hitZone = binary.LittleEndian.Uint32(d[end:])
 	resp[0], resp[1] = byte(q.ID>>8), byte(q.ID)
 	f := (uint16(resp[2])<<8|uint16(resp[3]))&headerKeep | q.Flags&(wire.FlagRD|wire.FlagCD)
 	resp[2], resp[3] = byte(f>>8), byte(f)
 	return resp
 }
 
-// put stores resp, the answer to question, in the least recently used
-// slot of its set when the same key missed there before and it fits.
-func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte) {
+// put stores resp, the answer to question from the zone of metrics index
+// zone, in the least recently used slot of its set when the same key
+// missed there before and it fits.
+func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte, zone uint32) {
 	i := c.setOf(h)
 	set := &c.sets[i]
 	if !set.Admit(h) {
 		return
 	}
-	if len(question)+len(resp) > slotData {
+	if len(question)+len(resp)+4 > slotData {
 		return
 	}
 	// The victim: a slot of this key (a stale or mismatched entry), else
@@ -241,6 +251,7 @@ func (c *Cache) put(h uint64, question []byte, v uint32, resp []byte) {
 	d := c.data[(ways*int(i)+w)*slotData:]
 	copy(d, question)
 	copy(d[len(question):], resp)
+	binary.LittleEndian.PutUint32(d[len(question)+len(resp):], zone)
 	if set.Hash[w] != 0 {
 		old := &set.slot[w]
 		c.bytes -= int(old.keyLen) + int(old.respLen)

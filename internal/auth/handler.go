@@ -1,6 +1,12 @@
 package auth
 
-import "github.com/tern-dns/tern/internal/server"
+import (
+	"time"
+
+	"github.com/tern-dns/tern/internal/metrics"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/wire"
+)
 
 // Worker answers queries from a Responder for one goroutine of a server:
 // it owns the Scratch and, over UDP, the response cache and the batch's
@@ -16,6 +22,8 @@ type Worker struct {
 	ahead []Ahead
 	// aheadBatches counts the batches answered ahead, for tests.
 	aheadBatches int
+	// m counts the answers (CountIn); nil: not counted.
+	m *metrics.Shard
 }
 
 // NewWorker returns a Worker answering over UDP, or with TCP's size limit
@@ -30,11 +38,38 @@ func (r *Responder) NewWorker(tcp bool, cacheSize int) *Worker {
 	return w
 }
 
+// CountIn makes w count its answers in m (a Shard of the auth server,
+// this worker's alone); nil: not counted (the resolver's Worker for its
+// local zones counts its answers itself).
+func (w *Worker) CountIn(m *metrics.Shard) { w.m = m }
+
 // Answer answers req's query into out (capacity BufferSize), as
 // Responder.Answer does.
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	w.scr.req = req
-	return w.r.Answer(&w.scr, req.Packet, out, w.tcp)
+	resp := w.r.Answer(&w.scr, req.Packet, out, w.tcp)
+	if m := w.m; m != nil {
+		w.count(req, resp)
+		m.Flush()
+	}
+	return resp
+}
+
+// count counts the answer resp to req in w.m: an answer by its QTYPE,
+// RCODE, size and zone (and one in metrics.SampleEvery by name and
+// client, for the status page); no answer to what is not a query (or
+// did not fit the buffer) as a malformed drop. A transfer's deferred answer is
+// not counted here.
+func (w *Worker) count(req *server.Request, resp []byte) {
+	switch {
+	case resp != nil:
+		w.m.Answered(w.tcp, w.scr.q.QType, resp, w.scr.zone)
+		if w.m.Sampled() {
+			w.m.Sample(w.scr.q.Name(), req.Remote().Addr())
+		}
+	case len(req.Packet) < wire.HeaderLen || req.Packet[2]&0x80 != 0:
+		w.m.Dropped(metrics.DropMalformed)
+	}
 }
 
 // AnswerBatch answers reqs[i] into outs[i] (capacity BufferSize each) and
@@ -45,11 +80,29 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 // cache's entry, or the zone lookup's chain) loads for all of them at
 // once (Ahead). Only for UDP workers.
 func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
-	r, s := w.r, &w.scr
+	m := w.m
+	if m == nil {
+		w.answerBatch(reqs, outs)
+		return
+	}
+	// The clock is read once per batch: each answer counts the batch's
+	// average time.
+	start := time.Now()
+	w.answerBatch(reqs, outs)
+	m.Observe(time.Since(start), len(reqs))
+	m.Flush()
+}
+
+// answerBatch is AnswerBatch without the batch's timing.
+func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
+	r, s, m := w.r, &w.scr, w.m
 	if len(reqs) < 2 || w.tcp || !s.AheadPays() {
 		for i := range reqs {
 			s.req = &reqs[i]
 			outs[i] = r.Answer(s, reqs[i].Packet, outs[i], w.tcp)
+			if m != nil {
+				w.count(&reqs[i], outs[i])
+			}
 		}
 		return
 	}
@@ -69,6 +122,9 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	for i := range ahead {
 		s.req = &reqs[i]
 		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
+		if m != nil {
+			w.count(&reqs[i], outs[i])
+		}
 	}
 }
 

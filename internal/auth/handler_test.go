@@ -2,10 +2,41 @@ package auth
 
 import (
 	"bytes"
+	"maps"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/zone"
 )
+
+// testBatch is a batch's requests and response buffers, for tests that
+// answer batches of datagrams.
+type testBatch struct {
+	reqs       []server.Request
+	outs, bufs [][]byte
+}
+
+func newTestBatch(n int) *testBatch {
+	tb := &testBatch{reqs: make([]server.Request, n), outs: make([][]byte, n), bufs: make([][]byte, n)}
+	for i := range tb.bufs {
+		tb.bufs[i] = make([]byte, 0, BufferSize)
+	}
+	return tb
+}
+
+// answer has w answer pkts as one batch, the responses in tb.outs.
+func (tb *testBatch) answer(w *Worker, pkts [][]byte) {
+	for i := range pkts {
+		tb.outs[i] = tb.bufs[i][:0]
+		tb.reqs[i].Packet = pkts[i]
+	}
+	w.AnswerBatch(tb.reqs[:len(pkts)], tb.outs[:len(pkts)])
+}
 
 // TestWorkerBatch: a Worker's AnswerBatch answers every datagram of a
 // batch byte for byte as Answer does, and goes ahead (Start, Step,
@@ -15,19 +46,9 @@ import (
 func TestWorkerBatch(t *testing.T) {
 	r := cacheResponder(t)
 	pkts := cacheQueries(t)
-	outs := make([][]byte, len(pkts))
-	bufs := make([][]byte, len(pkts))
-	for i := range bufs {
-		bufs[i] = make([]byte, 0, BufferSize)
-	}
-	reqs := make([]server.Request, len(pkts))
-	batch := func(w *Worker, pkts [][]byte) {
-		for i := range pkts {
-			outs[i] = bufs[i][:0]
-			reqs[i].Packet = pkts[i]
-		}
-		w.AnswerBatch(reqs[:len(pkts)], outs[:len(pkts)])
-	}
+	tb := newTestBatch(len(pkts))
+	outs := tb.outs
+	batch := tb.answer
 	var plain Scratch
 	want := make([]byte, 0, BufferSize)
 	for _, tc := range []struct {
@@ -72,4 +93,145 @@ func TestWorkerBatch(t *testing.T) {
 			t.Errorf("%s: %v allocations per batch, want 0", tc.name, n)
 		}
 	}
+}
+
+// TestWorkerCounts: a Worker counting its answers (CountIn) counts each
+// one once, over the batched, the ahead and the TCP path, and still
+// allocates nothing per batch.
+func TestWorkerCounts(t *testing.T) {
+	set := metrics.New()
+	r := New(cacheResponder(t).Zones(), Options{Metrics: set})
+	pkts := cacheQueries(t)
+	tb := newTestBatch(len(pkts))
+	outs := tb.outs
+	batch := func(w *Worker) { tb.answer(w, pkts) }
+	answered := func() (n uint64) {
+		for i := range outs {
+			if outs[i] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	var want uint64
+	for _, tc := range []struct {
+		name  string
+		tcp   bool
+		cache int
+	}{{"no cache", false, 0}, {"cache", false, DefaultCacheSize}, {"tcp", true, 0}} {
+		w := r.NewWorker(tc.tcp, tc.cache)
+		w.CountIn(set.Shard(metrics.Auth))
+		for round := 0; round < 4; round++ {
+			batch(w)
+			want += answered()
+		}
+		if got := set.Snapshot().Queries["auth"]; got != want {
+			t.Errorf("%s: %d queries counted, want %d", tc.name, got, want)
+		}
+		if n := testing.AllocsPerRun(20, func() { batch(w) }); n != 0 {
+			t.Errorf("%s: %v allocations per batch, want 0", tc.name, n)
+		}
+		want += 21 * answered()
+	}
+	if got := set.Snapshot().Queries["auth"]; got != want {
+		t.Errorf("%d queries counted, want %d", got, want)
+	}
+}
+
+// TestCachedCountsZone: an answer from the response cache counts under
+// its zone as the answer built for it did (the zone is stored with the
+// response): the per-zone counts with and without a cache agree.
+func TestCachedCountsZone(t *testing.T) {
+	pkts := cacheQueries(t)
+	zones := cacheResponder(t).Zones()
+	counts := func(cacheSize int) map[string]uint64 {
+		set := metrics.New()
+		r := New(zones, Options{Metrics: set})
+		set.SetZones(func() (out []metrics.ZoneState) {
+			for _, z := range zones.Zones() {
+				out = append(out, metrics.ZoneState{Origin: zone.NameString(z.Origin)})
+			}
+			return out
+		})
+		w := r.NewWorker(false, cacheSize)
+		w.CountIn(set.Shard(metrics.Auth))
+		out := make([]byte, 0, BufferSize)
+		for round := 0; round < 4; round++ {
+			for _, pkt := range pkts {
+				w.Answer(&server.Request{Packet: pkt}, out)
+			}
+		}
+		if cacheSize > 0 && w.scr.cache.bytes == 0 {
+			t.Fatal("nothing cached")
+		}
+		got := map[string]uint64{}
+		for _, z := range set.Snapshot().Zones {
+			got[z.Origin] = z.Queries
+		}
+		return got
+	}
+	plain, cached := counts(0), counts(DefaultCacheSize)
+	if len(plain) == 0 || !maps.Equal(plain, cached) {
+		t.Errorf("per zone without a cache %v, with one %v", plain, cached)
+	}
+	var n uint64
+	for _, v := range plain {
+		n += v
+	}
+	if n == 0 {
+		t.Error("no query counted under a zone")
+	}
+}
+
+// BenchmarkWorkerBatch is a UDP worker's batch of 32 datagrams (the
+// cacheQueries mix) answered from its response cache (hits) or from the
+// zones (no cache), with the answers counted (metrics) or not: the A/B
+// of what counting costs per answer.
+func BenchmarkWorkerBatch(b *testing.B) {
+	pkts := cacheQueries(b)[:32]
+	for _, bc := range []struct {
+		name    string
+		cache   int
+		counted bool
+	}{
+		{"hits", DefaultCacheSize, false}, {"hits-metrics", DefaultCacheSize, true},
+		{"zones", 0, false}, {"zones-metrics", 0, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var set *metrics.Set
+			if bc.counted {
+				set = metrics.New()
+			}
+			r := New(cacheResponder(b).Zones(), Options{Metrics: set})
+			w := r.NewWorker(false, bc.cache)
+			w.CountIn(set.Shard(metrics.Auth))
+			tb := newTestBatch(len(pkts))
+			// The thread's own run time, not the wall clock: on a
+			// shared machine it is what the A/B can compare.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := threadCPU(b)
+			for n := 0; n < b.N; n++ {
+				tb.answer(w, pkts)
+			}
+			b.ReportMetric(float64(threadCPU(b)-cpu)/float64(b.N*len(pkts)), "cpu-ns/answer")
+		})
+	}
+}
+
+// threadCPU is the calling thread's run time so far in nanoseconds
+// (schedstat's first field), for benchmarks on a shared machine.
+func threadCPU(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		b.Skip("no /proc/thread-self/schedstat:", err)
+	}
+	f := strings.Fields(string(data))
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

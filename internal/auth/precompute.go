@@ -25,6 +25,8 @@ type served struct {
 	// negative is the authority section's SOA of negative answers,
 	// without and with its RRSIGs.
 	negative [2]block
+	// metric is the zone's index in the Responder's metrics (0: none).
+	metric uint32
 }
 
 // block is a run of response records written once at publication, to be
@@ -82,7 +84,7 @@ func (p *published) find(name []byte, labels []uint8, skip int) *served {
 // prepare precomputes z's referrals, with and without DNSSEC, and the
 // SOA of its negative answers.
 func (r *Responder) prepare(z *zone.Zone) *served {
-	sz := &served{z: z, referrals: make([][2]block, z.Cuts)}
+	sz := &served{z: z, referrals: make([][2]block, z.Cuts), metric: r.metrics.Zone(zone.NameString(z.Origin))}
 	var s Scratch
 	z.Nodes(func(n *zone.Node) {
 		if n.Flags&zone.Delegation == 0 || n.Cut != nil {

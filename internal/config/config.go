@@ -45,6 +45,9 @@ type Config struct {
 	// Resolver is the [resolver] table; nil when there is none (no
 	// resolver runs).
 	Resolver *Resolver `toml:"resolver"`
+	// Metrics is the [metrics] table; nil when there is none (no
+	// metrics listener).
+	Metrics *Metrics `toml:"metrics"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
 	// Keys, Remotes and ACLs are the [[key]], [[remote]] and [[acl]]
@@ -61,6 +64,13 @@ type Config struct {
 	// the line they appear on, so Validate can point at the offending line.
 	// It is nil for configurations not produced by Parse.
 	lines map[string]int
+}
+
+// Metrics holds the [metrics] table: the HTTP listener of the
+// Prometheus metrics and the status page.
+type Metrics struct {
+	// Listen is the listener's address, ip:port; "" (or no table): off.
+	Listen string `toml:"listen"`
 }
 
 // Server holds the [server] table: listeners, transport limits and logging.

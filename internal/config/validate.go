@@ -147,6 +147,11 @@ func (c *Config) Validate() error {
 	if c.Resolver != nil {
 		v.validateResolver(c.Resolver)
 	}
+	if m := c.Metrics; m != nil && m.Listen != "" {
+		if _, err := netip.ParseAddrPort(m.Listen); err != nil {
+			v.addf("metrics.listen", "metrics.listen: invalid address %q (want ip:port, e.g. 127.0.0.1:9153): %v", m.Listen, err)
+		}
+	}
 	v.validateTransfer()
 	return errors.Join(v.errs...)
 }

@@ -34,7 +34,9 @@ type waiter struct {
 	query []byte // a copy of the client's query
 	// limit is the largest response the client takes (see
 	// Worker.limit).
-	limit  int
+	limit int
+	// tcp: the query came over TCP (for the metrics).
+	tcp    bool
 	client netip.Prefix
 	// to is where the response goes for a response cache (to.box nil:
 	// nowhere).
@@ -166,7 +168,7 @@ const (
 // not nil). defer is called, under the mesh's lock, only once the query
 // is admitted, and returns the query's reply (nil when it cannot be
 // deferred).
-func (m *mesh) join(q question, query []byte, limit int, from netip.Addr, to mailTo, deferReply func() replier) joined {
+func (m *mesh) join(q question, query []byte, limit int, tcp bool, from netip.Addr, to mailTo, deferReply func() replier) joined {
 	client := m.lim.client(from)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -189,7 +191,7 @@ func (m *mesh) join(q question, query []byte, limit int, from netip.Addr, to mai
 		m.flights[q] = f
 		m.start(q, false)
 	}
-	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, client: client, to: to}
+	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, tcp: tcp, client: client, to: to}
 	if m.staleAfter > 0 {
 		wt.joined = time.Now()
 		if f.timer == nil {
@@ -253,6 +255,7 @@ func (m *mesh) clientTimeout(q question, f *flight) {
 	for _, w := range due {
 		if msg := m.r.response(w.query, w.limit, res, nil); msg != nil {
 			w.reply.Send(msg) // a client gone is no concern of ours
+			m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 		}
 		w.reply.Close()
 	}
@@ -330,6 +333,7 @@ func (m *mesh) resolve(j job) {
 	if j.refresh {
 		resolveFn = m.resolver.Refresh
 	}
+	began := time.Now()
 	res, err := resolveFn(m.r.ctx, q.name, q.qtype)
 	if err != nil {
 		m.r.log.Debug("resolution failed", "name", q.name, "type", q.qtype, "err", err)
@@ -337,6 +341,7 @@ func (m *mesh) resolve(j job) {
 			res = &resolve.Result{Rcode: rcodeServFail}
 		}
 	}
+	m.r.metrics.Resolved(time.Since(began), res.Security)
 	// The responses' TTLs count from now: mail carries the time,
 	// for the worker may store it long after (it takes its mail
 	// only when it next looks in its cache).
@@ -346,6 +351,7 @@ func (m *mesh) resolve(j job) {
 		if w.reply != nil {
 			if msg != nil {
 				w.reply.Send(msg) // a client gone is no concern of ours
+				m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 			}
 			w.reply.Close()
 		}

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
 )
@@ -129,6 +130,9 @@ type Options struct {
 	// without a stale window the cache has nothing to give);
 	// cache.StaleClientTimeout is RFC 8767's suggestion.
 	StaleClientTimeout time.Duration
+	// Metrics counts the answers (a Shard per worker), resolutions and
+	// deferred answers; nil: none.
+	Metrics *metrics.Set
 }
 
 // Recursor answers recursive queries. It is a server.Handler; its
@@ -149,6 +153,7 @@ type Recursor struct {
 	// flushes counts the Flush calls; a worker that has seen fewer
 	// empties its response cache.
 	flushes atomic.Uint64
+	metrics *metrics.Set
 	// ctx ends the resolutions in flight when the Recursor is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -157,7 +162,7 @@ type Recursor struct {
 
 // New returns a Recursor.
 func New(opt Options) *Recursor {
-	r := &Recursor{auth: opt.Auth, respCache: opt.ResponseCache, allow: opt.Allow, payload: opt.UDPPayload, log: opt.Logger, nsid: opt.NSID}
+	r := &Recursor{auth: opt.Auth, respCache: opt.ResponseCache, allow: opt.Allow, payload: opt.UDPPayload, log: opt.Logger, nsid: opt.NSID, metrics: opt.Metrics}
 	if r.payload == 0 {
 		r.payload = auth.DefaultUDPPayload
 	}
@@ -206,6 +211,7 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 	default:
 		w.rc = newRespCache(r.respCache)
 	}
+	w.m = metrics.Attach(r.metrics, w, metrics.Resolver)
 	return w
 }
 

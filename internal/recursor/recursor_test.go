@@ -16,6 +16,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
@@ -428,22 +429,35 @@ func TestClosedStartsNothing(t *testing.T) {
 // TestZeroAllocs: the answers given on the worker's goroutine (refusals,
 // local data) allocate nothing.
 func TestZeroAllocs(t *testing.T) {
-	r := newRecursor(t, &fakeResolver{}, Options{})
-	w := r.NewWorker(false)
-	out := make([]byte, 0, server.BufferSize)
-	for _, tc := range []struct {
-		name string
-		m    *dns.Msg
-		from netip.AddrPort
-	}{
-		{"outside allow", query("www.example.tld.", dns.TypeA, true, true), outside},
-		{"RD=0", query("www.example.tld.", dns.TypeA, false, true), client},
-		{"local data", query("www.local.test.", dns.TypeA, true, true), client},
-	} {
-		pkt, _ := tc.m.Pack()
-		req := server.NewRequest(pkt, tc.from, false, nil)
-		if n := testing.AllocsPerRun(100, func() { w.Answer(req, out) }); n != 0 {
-			t.Errorf("%s: %v allocations", tc.name, n)
+	for _, counted := range []bool{false, true} {
+		var set *metrics.Set
+		if counted {
+			set = metrics.New()
+		}
+		r := newRecursor(t, &fakeResolver{}, Options{Metrics: set})
+		w := r.NewWorker(false)
+		out := make([]byte, 0, server.BufferSize)
+		for _, tc := range []struct {
+			name string
+			m    *dns.Msg
+			from netip.AddrPort
+		}{
+			{"outside allow", query("www.example.tld.", dns.TypeA, true, true), outside},
+			{"RD=0", query("www.example.tld.", dns.TypeA, false, true), client},
+			{"local data", query("www.local.test.", dns.TypeA, true, true), client},
+		} {
+			pkt, _ := tc.m.Pack()
+			req := server.NewRequest(pkt, tc.from, false, nil)
+			if n := testing.AllocsPerRun(100, func() { w.Answer(req, out) }); n != 0 {
+				t.Errorf("%s (metrics %v): %v allocations", tc.name, counted, n)
+			}
+		}
+		// AllocsPerRun answers each query once more than it counts.
+		if !counted {
+			continue
+		}
+		if got := set.Snapshot().Queries["resolver"]; got != 3*101 {
+			t.Errorf("%d queries counted, want %d", got, 3*101)
 		}
 	}
 }
@@ -770,7 +784,7 @@ func TestWaitLimitsNoLeak(t *testing.T) {
 		if i >= 6 {
 			from = netip.MustParseAddr("2001:db8:0:" + strconv.Itoa(i) + "::1") // a /64 each
 		}
-		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, from, mailTo{}, deferReply)]++
+		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, false, from, mailTo{}, deferReply)]++
 	}
 	if got[deferred] != 5 || got[overClient] != 3 || got[overWaiting] != 4 || made.Load() != 5 {
 		t.Fatalf("joined %v, %d replies made; want 5 deferred, 3 over the client's, 4 over the total, 5 made", got, made.Load())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
@@ -32,6 +33,8 @@ type Worker struct {
 	// now is the time of the batch being answered (AnswerBatch reads
 	// the clock once per batch); zero outside one.
 	now time.Time
+	// m counts the answers; nil: not counted.
+	m *metrics.Shard
 }
 
 // respCache is a worker's response cache and what goes with it: the
@@ -58,7 +61,23 @@ func newRespCache(size int) *respCache {
 // until its question is resolved (see the package comment for the
 // order of the decisions).
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
-	return w.answer(req, out)
+	resp := w.answer(req, out)
+	if m := w.m; m != nil {
+		w.count(req, resp)
+		m.Flush()
+	}
+	return resp
+}
+
+// count counts the answer resp to req (nil: none now) in w.m, and one
+// query in metrics.SampleEvery by name and client for the status page.
+func (w *Worker) count(req *server.Request, resp []byte) {
+	if resp != nil {
+		w.m.Answered(w.tcp, w.q.QType, resp, 0)
+	}
+	if w.m.Sampled() {
+		w.m.Sample(w.q.Name(), req.Remote().Addr())
+	}
 }
 
 // AnswerBatch answers reqs[i] into outs[i] as Answer does, reading the
@@ -67,8 +86,22 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 // UDP Worker a server.Batcher.
 func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	w.now = w.r.now()
+	m := w.m
+	var start time.Time
+	if m != nil {
+		start = time.Now()
+	}
 	for i := range reqs {
 		outs[i] = w.answer(&reqs[i], outs[i])
+		if m != nil {
+			w.count(&reqs[i], outs[i])
+		}
+	}
+	if m != nil {
+		// Deferred queries count here only their share of the
+		// worker's time; their answers count when sent (mesh).
+		m.Observe(time.Since(start), len(reqs))
+		m.Flush()
 	}
 	w.now = time.Time{}
 }
@@ -85,6 +118,9 @@ func (w *Worker) answer(req *server.Request, out []byte) []byte {
 	pkt := req.Packet
 	res, rcode := w.q.Parse(pkt)
 	if res == wire.Drop {
+		if w.m != nil {
+			w.m.Dropped(metrics.DropMalformed)
+		}
 		return nil
 	}
 	q := &w.q
@@ -117,7 +153,11 @@ func (w *Worker) answer(req *server.Request, out []byte) []byte {
 		// Before the local zones: the cache holds no answer from them
 		// (only resolutions' responses are mailed to it), and a hit
 		// then costs no zone lookup.
-		if resp := w.cached(pkt, limit, out); resp != nil {
+		resp := w.cached(pkt, limit, out)
+		if w.m != nil {
+			w.m.CacheLookup(resp != nil)
+		}
+		if resp != nil {
 			return resp
 		}
 	}
@@ -261,7 +301,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, req.Remote().Addr(), w.mailTo(), func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, req.Remote().Addr(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
@@ -273,6 +313,9 @@ func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	case overClient, overWaiting:
 		// DNSBomb, or too many waiting: no answer, as Unbound drops
 		// them. Over TCP nil closes the connection.
+		if w.m != nil {
+			w.m.Dropped(metrics.DropLimit)
+		}
 		return nil
 	}
 	return w.errorResponse(req.Packet, out, wire.RcodeServFail, true, 0)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/upstream"
 )
 
@@ -57,6 +58,9 @@ type InfraOptions struct {
 	// Rand returns a number in [0, n) for choosing among servers of
 	// similar speed (default math/rand/v2's IntN).
 	Rand func(n int) int
+	// Metrics counts each answer's round-trip time and each timeout;
+	// nil: none.
+	Metrics *metrics.Set
 }
 
 // Infra is the infrastructure cache, as Unbound's: per server address a
@@ -74,6 +78,7 @@ type Infra struct {
 	maxWait time.Duration
 	now     func() time.Time
 	rand    func(n int) int
+	metrics *metrics.Set
 }
 
 const infraShards = 32
@@ -107,7 +112,7 @@ type host struct {
 
 // NewInfra returns an empty infrastructure cache.
 func NewInfra(o InfraOptions) *Infra {
-	in := &Infra{seed: maphash.MakeSeed(), ttl: o.HostTTL, maxWait: o.MaxWait, now: o.Now, rand: o.Rand}
+	in := &Infra{seed: maphash.MakeSeed(), ttl: o.HostTTL, maxWait: o.MaxWait, now: o.Now, rand: o.Rand, metrics: o.Metrics}
 	if in.ttl <= 0 {
 		in.ttl = 15 * time.Minute
 	}
@@ -307,6 +312,7 @@ func (in *Infra) attempt(server netip.AddrPort) (wait, rto time.Duration, noEDNS
 // answered records an answer from server after rtt, and what the answer
 // said of its EDNS support.
 func (in *Infra) answered(server netip.AddrPort, rtt time.Duration, rep upstream.Report) {
+	in.metrics.Upstream(rtt, false)
 	now := in.now()
 	s := in.shard(server)
 	s.mu.Lock()
@@ -336,6 +342,7 @@ func (in *Infra) answered(server netip.AddrPort, rtt time.Duration, rep upstream
 // not the current one, keeps concurrent timeouts from compounding
 // (Unbound's rtt_lost).
 func (in *Infra) timedOut(server netip.AddrPort, rto time.Duration) {
+	in.metrics.Upstream(0, true)
 	now := in.now()
 	s := in.shard(server)
 	s.mu.Lock()

@@ -32,6 +32,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/durable"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
@@ -86,6 +87,8 @@ type Options struct {
 	MinRefresh time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Metrics counts the refreshes and transfers; nil: none.
+	Metrics *metrics.Set
 }
 
 func (o *Options) defaults() {
@@ -323,10 +326,12 @@ func (s *Secondaries) refreshEvent(ctx context.Context, zr *zoneRun) {
 	zr.mu.Lock()
 	zr.timers.NextRefresh = time.Time{}
 	zr.mu.Unlock()
+	began := time.Now()
 	err := s.refresh(ctx, zr.z, zr.full.Swap(false), zr.log)
 	if ctx.Err() != nil {
 		return // removed, or the server stops
 	}
+	s.opts.Metrics.ZoneEvent(zr.z.Origin, metrics.Refresh, err, time.Since(began))
 	now := s.opts.Now()
 	soa := soaOf(s.store.Served(zr.z.Origin))
 	zr.mu.Lock()
@@ -480,10 +485,13 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 		if nz == nil {
 			if nz, how, err = s.transfer(ctx, z, p, nil, 0); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
+				s.opts.Metrics.ZoneEvent(z.Origin, metrics.Transfer, err, time.Since(start))
 				continue
 			}
 		}
-		if err := s.store.Install(ctx, z.Origin, nz); err != nil {
+		err = s.store.Install(ctx, z.Origin, nz)
+		s.opts.Metrics.ZoneEvent(z.Origin, metrics.Transfer, err, time.Since(start))
+		if err != nil {
 			return err
 		}
 		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "how", how, "took", time.Since(start).Round(time.Millisecond))

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/journal"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -76,7 +77,13 @@ type Manager struct {
 	changed atomic.Pointer[func(origin string, z *zone.Zone)]
 	// hooks are told of zones added and removed (see OnZones).
 	hooks atomic.Pointer[Hooks]
+	// metrics counts the loads (CountIn, before Load); nil: not
+	// counted.
+	metrics *metrics.Set
 }
+
+// CountIn makes m count its zones' loads in set; call it before Load.
+func (m *Manager) CountIn(set *metrics.Set) { m.metrics = set }
 
 // New returns a Manager for the configured zones; now is the clock (nil
 // for time.Now), injectable so rollovers can be tested.
@@ -333,6 +340,7 @@ func (m *Manager) loadZone(ctx context.Context, e *entry, zc config.Zone) (servi
 		}
 	}
 	z, err := m.load(ctx, e, zc)
+	m.metrics.ZoneEvent(origin, metrics.Load, err, time.Since(start))
 	took := time.Since(start).Round(time.Millisecond)
 	zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
 	switch {
