@@ -1,6 +1,6 @@
 # Tern: build, test and benchmark.
 #   make test          installs what the tests need (Debian packages) and runs every test
-#   make bench         runs the dnsperf harness beside NSD, Knot, BIND and PowerDNS, and the
+#   make bench         runs the dnsperf harness beside NSD, Knot, BIND and PowerDNS, Tern with metrics on and off (bench/metrics.sh), and the
 #                      resolver beside Unbound and PowerDNS Recursor (QUICK=1: < 10 min)
 
 GO       ?= go
@@ -72,6 +72,7 @@ fuzz:
 # primary) beside Knot's (1,000,000 records; 100,000 with QUICK=1).
 bench:
 	QUICK=$(QUICK) bash bench/run.sh
+	QUICK=$(QUICK) bash bench/metrics.sh
 	bash bench/sign/bench-sign.sh $(if $(QUICK),100000,1000000) | tee bench/out/signing.txt
 	bash bench/xfr/bench-xfr.sh $(if $(QUICK),100000,1000000) | tee bench/out/transfer.txt
 
