@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Listener serves /metrics (Prometheus's text format) and the status
-// page on an HTTP address of its own.
+// Listener serves /metrics (Prometheus's text format) on an HTTP
+// address of its own.
 type Listener struct {
 	ln  net.Listener
 	srv *http.Server
@@ -32,7 +32,6 @@ func Listen(addr string, s *Set, log *slog.Logger) (*Listener, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogError{log}}))
-	s.status(mux)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %s: %w", addr, err)

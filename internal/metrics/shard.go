@@ -1,6 +1,7 @@
 // Package metrics counts what Tern's servers do and exposes it to
-// Prometheus (client_golang) and to the status page, on an HTTP listener
-// of its own.
+// Prometheus (client_golang), on an HTTP listener of its own; Snapshot
+// and the sampled busiest names and clients are there for issue 15's
+// status page, not served yet.
 //
 // Queries are counted per worker: each server worker (a UDP socket's
 // goroutine, a pooled TCP answerer) owns a Shard and is its only writer.
