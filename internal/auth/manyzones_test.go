@@ -1,0 +1,87 @@
+package auth
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/zone"
+)
+
+// manyZones returns n small zones, z0.test. to z(n-1).test., each with
+// a SOA, an NS and www's address (as a hosting provider's are).
+func manyZones(tb testing.TB, n int) *zone.Set {
+	tb.Helper()
+	zs := make([]*zone.Zone, n)
+	for i := range zs {
+		origin := fmt.Sprintf("z%d.test.", i)
+		text := fmt.Sprintf("$ORIGIN %s\n$TTL 3600\n@ SOA ns1 host 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 10.%d.%d.%d\n", origin, i>>16, (i>>8)&255, i&255)
+		z, err := zone.Read(strings.NewReader(text), origin+"zone", origin)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		zs[i] = z
+	}
+	return zone.NewSet(zs...)
+}
+
+// TestManyZonesZeroAllocs: finding the zone among 500 allocates
+// nothing, for names in a zone and for names in none (REFUSED).
+func TestManyZonesZeroAllocs(t *testing.T) {
+	r := New(manyZones(t, 500), Options{})
+	for _, qname := range []string{"www.z499.test.", "z0.test.", "www.nowhere.test."} {
+		m := query(qname, dns.TypeA)
+		m.SetEdns0(1232, false)
+		pkt, _ := m.Pack()
+		var s Scratch
+		out := make([]byte, 0, BufferSize)
+		if r.Answer(&s, pkt, out, false) == nil {
+			t.Fatalf("%s: no answer", qname)
+		}
+		if n := testing.AllocsPerRun(100, func() { r.Answer(&s, pkt, out, false) }); n != 0 {
+			t.Errorf("%s: %v allocations per query, want 0", qname, n)
+		}
+	}
+}
+
+// BenchmarkManyZones answers www.zK.test. A with 1 zone and with
+// 100,000 served: "same" asks one name again and again (the zone
+// lookup's cost: one map probe per label, whatever the number of
+// zones), "spread" names in 65,536 zones drawn at random (each answer
+// also waits on cache misses, as a server of many zones does).
+// Building the 100,000 zones takes minutes: zone.Read clears a large
+// bufio buffer per zone (70% of the build's CPU for small zones) and
+// prepare a whole Scratch, a cost of loading many small zones not yet
+// mended.
+func BenchmarkManyZones(b *testing.B) {
+	for _, n := range []int{1, 100000} {
+		r := New(manyZones(b, n), Options{})
+		const spread = 1 << 16
+		pkts := make([][]byte, spread)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range pkts {
+			m := query(fmt.Sprintf("www.z%d.test.", rng.IntN(n)), dns.TypeA)
+			m.SetEdns0(1232, false)
+			pkts[i], _ = m.Pack()
+		}
+		var s Scratch
+		out := make([]byte, 0, BufferSize)
+		run := func(b *testing.B, mask int) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if r.Answer(&s, pkts[i&mask], out, false) == nil {
+					b.Fatal("no answer")
+				}
+				i++
+			}
+		}
+		b.Run(fmt.Sprintf("zones=%d/same", n), func(b *testing.B) { run(b, 0) })
+		if n > 1 {
+			b.Run(fmt.Sprintf("zones=%d/spread", n), func(b *testing.B) { run(b, spread-1) })
+		}
+	}
+}
