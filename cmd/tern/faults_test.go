@@ -214,8 +214,16 @@ primary = ["ns1"]
 	}
 	waitFor(addr, "h0.k.test.", 2)
 	waitFor(addr, fmt.Sprintf("h%d.k.test.", faultHosts-1), 2)
-	if text, err := os.ReadFile(stored); err != nil || !strings.Contains(string(text), "SOA\tns1.k.test. h.k.test. 2 ") {
-		t.Errorf("the stored copy after converging (%v): %.300s", err, text)
+	// The copy is stored once the new version is served (internal/secondary's
+	// refresh): soon after, not before.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		text, err := os.ReadFile(stored)
+		if err == nil && strings.Contains(string(text), "SOA\tns1.k.test. h.k.test. 2 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stored copy after converging (%v): %.300s", err, text)
+		}
 	}
 }
 

@@ -472,24 +472,33 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 		}
 		start := time.Now()
 		var nz *zone.Zone
+		var rrs []dns.RR
 		var how string
 		var err error
 		if have != nil {
 			// RFC 1995: the differences since the serial served; a
 			// primary without them sends the whole zone (AXFR form).
-			nz, how, err = s.transfer(ctx, z, p, served, have.Serial)
+			nz, rrs, how, err = s.transfer(ctx, z, p, served, have.Serial)
 			if err != nil {
 				log.Info("secondary: IXFR failed, trying AXFR", "primary", p.Remote, "err", err)
 			}
 		}
 		if nz == nil {
-			if nz, how, err = s.transfer(ctx, z, p, nil, 0); err != nil {
+			if nz, rrs, how, err = s.transfer(ctx, z, p, nil, 0); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): AXFR: %w", p.Remote, p.Addr, err))
 				s.opts.Metrics.ZoneEvent(z.Origin, metrics.Transfer, err, time.Since(start))
 				continue
 			}
 		}
 		err = s.store.Install(ctx, z.Origin, nz)
+		if err == nil {
+			// Stored once served: the new version answers without
+			// waiting for its presentation form (its records' String
+			// was a quarter of a transfer's CPU). A crash before the
+			// copy is written restarts from the previous copy and
+			// timers (setTimers runs after this), which refresh it.
+			err = storeCopy(z, p, how, rrs)
+		}
 		s.opts.Metrics.ZoneEvent(z.Origin, metrics.Transfer, err, time.Since(start))
 		if err != nil {
 			return err
@@ -555,7 +564,7 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 // what was checked), stores it atomically and returns it. Nothing is
 // stored when any step fails. how says what came: "AXFR", "IXFR" (the
 // differences) or "IXFR, whole zone" (an IXFR answered in AXFR form).
-func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (_ *zone.Zone, how string, _ error) {
+func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (_ *zone.Zone, _ []dns.RR, how string, _ error) {
 	m := new(dns.Msg)
 	if served != nil {
 		m.SetIxfr(z.Origin, from, ".", ".")
@@ -569,7 +578,7 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 	}
 	ch, err := tr.In(m, p.Addr.String())
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	var rrs []dns.RR
 	var ferr error
@@ -589,10 +598,14 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 		rrs = append(rrs, env.RR...)
 	}
 	if ferr != nil {
-		return nil, "", ferr
+		return nil, nil, "", ferr
 	}
 	if len(rrs) < 2 {
-		return nil, "", errors.New("no zone in the answer")
+		return nil, nil, "", errors.New("no zone in the answer")
+	}
+	recs, err := packRecords(rrs)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	how = "AXFR"
 	if served != nil {
@@ -602,30 +615,79 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 		// RFC 1995 §4: an incremental answer (a whole zone's second
 		// record is never its SOA).
 		how = "IXFR"
-		if rrs, ferr = applyIXFR(served, rrs); ferr != nil {
-			return nil, "", ferr
+		if recs, ferr = applyIXFR(served, recs); ferr != nil {
+			return nil, nil, "", ferr
+		}
+		// The stored copy is written from the new version's records.
+		rrs = rrs[:0]
+		for _, r := range recs {
+			rr, err := r.Unpack()
+			if err != nil {
+				return nil, nil, "", fmt.Errorf("IXFR: %w", err)
+			}
+			rrs = append(rrs, rr)
 		}
 	} else {
 		// RFC 5936 §2.2: the closing SOA repeats the opening one.
-		rrs = rrs[:len(rrs)-1]
+		rrs, recs = rrs[:len(rrs)-1], recs[:len(recs)-1]
 	}
+	// Compiled from the wire form the transfer carried: no presentation
+	// form on the way to serving (BenchmarkTransferIn, 100,000 records:
+	// see the commit that made it so).
+	nz, err := zone.CompileRecords(z.Origin, z.File, recs)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("the transferred zone does not load: %w", err)
+	}
+	return nz, rrs, how, nil
+}
+
+// storeCopy writes the zone's records, taken from p by how, to its file
+// in presentation form (atomically), so that a restart serves them.
+func storeCopy(z Zone, p Primary, how string, rrs []dns.RR) error {
 	var text bytes.Buffer
 	fmt.Fprintf(&text, ";; %s transferred from %s (%s) by %s\n", z.Origin, p.Remote, p.Addr, how)
 	for _, rr := range rrs {
 		text.WriteString(rr.String())
 		text.WriteByte('\n')
 	}
-	nz, err := zone.Read(bytes.NewReader(text.Bytes()), z.File, z.Origin)
-	if err != nil {
-		return nil, "", fmt.Errorf("the transferred zone does not load: %w", err)
-	}
 	if err := durable.MkdirAll(filepath.Dir(z.File), 0o755); err != nil {
-		return nil, "", err
+		return err
 	}
 	if err := durable.WriteFile(z.File, text.Bytes(), 0o644); err != nil {
-		return nil, "", fmt.Errorf("storing the transferred zone: %w", err)
+		return fmt.Errorf("storing the transferred zone: %w", err)
 	}
-	return nz, how, nil
+	return nil
+}
+
+// packRecords gives rrs in the wire form a zone is compiled from: owners
+// in lower case, names uncompressed, packed into shared chunks.
+func packRecords(rrs []dns.RR) ([]zone.RR, error) {
+	// A record is at most an owner (255), TYPE, CLASS, TTL, RDLENGTH
+	// (10) and 65,535 bytes of RDATA: a chunk with less room left is
+	// replaced before packing, so that PackRR never runs out of it.
+	const most = 255 + 10 + 65535
+	const chunk = 1<<20 + most
+	out := make([]zone.RR, 0, len(rrs))
+	var buf []byte
+	for _, rr := range rrs {
+		if cap(buf)-len(buf) < most {
+			buf = make([]byte, 0, chunk)
+		}
+		off := len(buf)
+		end, err := dns.PackRR(rr, buf[:cap(buf)], off, nil, false)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", rr.Header().Name, err)
+		}
+		w := buf[off:end:end]
+		buf = buf[:end]
+		n := wire.NameLen(w)
+		if n <= 0 || n > len(w)-10 {
+			return nil, fmt.Errorf("record %s: malformed owner", rr.Header().Name)
+		}
+		wire.Lower(w[:n], w[:n])
+		out = append(out, zone.RR{Owner: w[:n:n], Tail: w[n:]})
+	}
+	return out, nil
 }
 
 // rcodeError names the rcode in miekg/dns's error for a transfer
@@ -641,61 +703,90 @@ func rcodeError(err error) error {
 // applyIXFR applies the differences of an incremental answer (RFC 1995
 // §4: the new SOA; then per version the old SOA, the records deleted,
 // the new SOA, the records added; the new SOA again) to served, and
-// returns the records of the new version.
-func applyIXFR(served *zone.Zone, rrs []dns.RR) ([]dns.RR, error) {
-	key := func(rr dns.RR) string {
-		// A record is deleted whatever its TTL, and names match
-		// without case.
-		c := dns.Copy(rr)
-		c.Header().Ttl = 0
-		c.Header().Name = dns.CanonicalName(c.Header().Name)
-		return c.String()
+// returns the records of the new version, its SOA first. A record is
+// deleted whatever its TTL, and owners match without case (packRecords
+// lowered them); one the version served lacks is an error (the caller
+// falls back to AXFR). One pass over served, with no sort and no
+// presentation form: an IXFR's cost is the size of the zone in hash
+// lookups.
+func applyIXFR(served *zone.Zone, recs []zone.RR) ([]zone.RR, error) {
+	// key names a record without its TTL: owner, then type and class,
+	// then RDLENGTH and RDATA.
+	key := func(buf []byte, r zone.RR) []byte {
+		return append(append(append(buf[:0], r.Owner...), r.Tail[:4]...), r.Tail[8:]...)
 	}
-	records := map[string]dns.RR{}
-	var order []string
-	for _, r := range served.SortedRecords() {
-		rr, err := r.Unpack()
-		if err != nil {
-			return nil, fmt.Errorf("the version served: %w", err)
-		}
-		k := key(rr)
-		records[k] = rr
-		order = append(order, k)
-	}
+	deleted := map[string]bool{} // of served: true once met
+	added := map[string]int{}    // index in adds; -1 when deleted again
+	var adds []zone.RR
+	var k []byte
 	adding := true // before the first old SOA
-	for i, rr := range rrs[1 : len(rrs)-1] {
-		if rr.Header().Rrtype == dns.TypeSOA {
+	for i, r := range recs[1 : len(recs)-1] {
+		if r.Type() == dns.TypeSOA {
 			adding = !adding
+			continue
 		} else if i == 0 {
 			return nil, errors.New("IXFR: no SOA opening the first difference")
 		}
-		k := key(rr)
+		k = key(k, r)
 		if adding {
-			if _, ok := records[k]; !ok {
-				order = append(order, k)
+			if j, ok := added[string(k)]; ok && j >= 0 {
+				adds[j] = r // the same record again (a new TTL)
+			} else {
+				added[string(k)] = len(adds)
+				adds = append(adds, r)
 			}
-			records[k] = rr
-		} else {
-			if _, ok := records[k]; !ok {
-				return nil, fmt.Errorf("IXFR: deletes a record the version served lacks: %s", rr)
+			continue
+		}
+		if j, ok := added[string(k)]; ok && j >= 0 {
+			// Added by an earlier version of this answer.
+			added[string(k)] = -1
+			continue
+		}
+		if _, ok := deleted[string(k)]; ok {
+			return nil, fmt.Errorf("IXFR: deletes a record the version served lacks: %s", rrString(r))
+		}
+		deleted[string(k)] = false
+	}
+	out := make([]zone.RR, 0, served.Records+len(adds))
+	out = append(out, recs[0])
+	found := 0
+	served.EachRecord(func(r zone.RR) {
+		k = key(k, r)
+		if seen, ok := deleted[string(k)]; ok {
+			if !seen {
+				deleted[string(k)] = true
+				found++
 			}
-			delete(records, k)
+			return
+		}
+		if j, ok := added[string(k)]; ok && j >= 0 {
+			return // added again: kept once, with its new TTL
+		}
+		out = append(out, r)
+	})
+	if found != len(deleted) {
+		for _, r := range recs[1 : len(recs)-1] {
+			if r.Type() == dns.TypeSOA {
+				continue
+			}
+			if seen, ok := deleted[string(key(k, r))]; ok && !seen {
+				return nil, fmt.Errorf("IXFR: deletes a record the version served lacks: %s", rrString(r))
+			}
 		}
 	}
-	out := make([]dns.RR, 0, len(records))
-	seen := make(map[string]bool, len(records))
-	for _, k := range order {
-		if rr, ok := records[k]; ok && !seen[k] {
-			seen[k] = true
-			out = append(out, rr)
-		}
-	}
-	// The SOA first, as a zone file has it.
-	for i, rr := range out {
-		if rr.Header().Rrtype == dns.TypeSOA {
-			out[0], out[i] = out[i], out[0]
-			break
+	for _, r := range adds {
+		if added[string(key(k, r))] >= 0 {
+			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// rrString is r in presentation form, for messages.
+func rrString(r zone.RR) string {
+	rr, err := r.Unpack()
+	if err != nil {
+		return zone.NameString(r.Owner)
+	}
+	return rr.String()
 }

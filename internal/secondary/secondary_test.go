@@ -197,7 +197,7 @@ func TestApplyIXFR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rrs := func(ss ...string) []dns.RR {
+	rrs := func(ss ...string) []zone.RR {
 		var out []dns.RR
 		for _, s := range ss {
 			rr, err := dns.NewRR("$ORIGIN c.test.\n" + s)
@@ -206,7 +206,11 @@ func TestApplyIXFR(t *testing.T) {
 			}
 			out = append(out, rr)
 		}
-		return out
+		recs, err := packRecords(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
 	}
 	soa := func(n int) string { return fmt.Sprintf("@ 300 SOA ns1 h %d 1 1 3600 300", n) }
 	got, err := applyIXFR(served, rrs(soa(3),
@@ -218,7 +222,7 @@ func TestApplyIXFR(t *testing.T) {
 	}
 	var text []string
 	for _, rr := range got {
-		text = append(text, rr.String())
+		text = append(text, rrString(rr))
 	}
 	want := []string{
 		"c.test.\t300\tIN\tSOA\tns1.c.test. h.c.test. 3 1 1 3600 300",
@@ -231,7 +235,43 @@ func TestApplyIXFR(t *testing.T) {
 	if !slices.Equal(text, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(text, "\n"), strings.Join(want, "\n"))
 	}
-	if _, err := applyIXFR(served, rrs(soa(2), soa(1), "gone 300 A 192.0.2.7", soa(2), soa(2))); err == nil || !strings.Contains(err.Error(), "lacks") {
-		t.Errorf("deleting a record not served: %v", err)
+	for _, tc := range []struct {
+		name string
+		ixfr []zone.RR
+		want []string // the new version's records but its SOA, sorted; nil: an error saying "lacks"
+	}{
+		{"deleting a record not served", rrs(soa(2), soa(1), "gone 300 A 192.0.2.7", soa(2), soa(2)), nil},
+		{"deleting a record twice", rrs(soa(3), soa(1), "www 300 A 192.0.2.1", soa(2), soa(2), "www 300 A 192.0.2.1", soa(3), soa(3)), nil},
+		{"a served record added again with a new TTL", rrs(soa(2), soa(1), soa(2), "www 60 A 192.0.2.1", soa(2)), []string{
+			"c.test.\t300\tIN\tNS\tns1.c.test.",
+			"ns1.c.test.\t300\tIN\tA\t192.0.2.1",
+			"old.c.test.\t300\tIN\tTXT\t\"x\"",
+			"www.c.test.\t60\tIN\tA\t192.0.2.1",
+		}},
+		{"added, then deleted by a later version", rrs(soa(3), soa(1), soa(2), "tmp 300 A 192.0.2.5", soa(2), "TMP 300 A 192.0.2.5", "old 300 TXT \"x\"", soa(3), soa(3)), []string{
+			"c.test.\t300\tIN\tNS\tns1.c.test.",
+			"ns1.c.test.\t300\tIN\tA\t192.0.2.1",
+			"www.c.test.\t300\tIN\tA\t192.0.2.1",
+		}},
+	} {
+		got, err := applyIXFR(served, tc.ixfr)
+		if tc.want == nil {
+			if err == nil || !strings.Contains(err.Error(), "lacks") {
+				t.Errorf("%s: %v, want an error saying 'lacks'", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		text = text[:0]
+		for _, rr := range got[1:] {
+			text = append(text, rrString(rr))
+		}
+		slices.Sort(text)
+		if !slices.Equal(text, tc.want) || got[0].Type() != dns.TypeSOA {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, strings.Join(text, "\n"), strings.Join(tc.want, "\n"))
+		}
 	}
 }

@@ -208,6 +208,22 @@ func eachRecord(s *RRset, fn func(tail []byte)) {
 	}
 }
 
+// EachRecord calls fn with every record of z but its SOA (whose
+// signatures it includes), NSEC3 owners' last, in no order: the zone as
+// a stream of records, without the sort SortedRecords costs. fn's record
+// aliases z's memory and must not be changed.
+func (z *Zone) EachRecord(fn func(RR)) {
+	each := func(n *Node) {
+		for i := range n.RRsets {
+			eachRecord(&n.RRsets[i], func(t []byte) { fn(RR{n.Name, t}) })
+		}
+	}
+	z.Nodes(each)
+	for _, n := range z.NSEC3Owners() {
+		each(n)
+	}
+}
+
 func appendAll(dst []keyed, key, owner []byte, s *RRset) []keyed {
 	eachRecord(s, func(t []byte) { dst = append(dst, keyed{key, RR{owner, t}}) })
 	return dst
@@ -461,27 +477,19 @@ func (d *Diff) ApplyZone(z *Zone) ([]RR, error) {
 	found := 0
 	out := make([]RR, 0, z.Records+len(d.Added))
 	out = append(out, d.NewSOA)
-	each := func(n *Node) {
-		for i := range n.RRsets {
-			eachRecord(&n.RRsets[i], func(t []byte) {
-				if len(deleted) > 0 {
-					key = append(append(key[:0], n.Name...), t...)
-					if seen, ok := deleted[string(key)]; ok {
-						if !seen {
-							deleted[string(key)] = true
-							found++
-						}
-						return
-					}
+	z.EachRecord(func(r RR) {
+		if len(deleted) > 0 {
+			key = append(append(key[:0], r.Owner...), r.Tail...)
+			if seen, ok := deleted[string(key)]; ok {
+				if !seen {
+					deleted[string(key)] = true
+					found++
 				}
-				out = append(out, RR{n.Name, t})
-			})
+				return
+			}
 		}
-	}
-	z.Nodes(each)
-	for _, n := range z.NSEC3Owners() {
-		each(n)
-	}
+		out = append(out, r)
+	})
 	if found != len(deleted) {
 		for _, r := range d.Deleted {
 			if !deleted[string(r.Owner)+string(r.Tail)] {
