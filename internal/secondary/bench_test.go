@@ -122,10 +122,7 @@ func BenchmarkTransferIn(b *testing.B) {
 // served 100,000-record zone.
 func BenchmarkIXFRIn(b *testing.B) {
 	rrs := hostRecords(100000, 1)
-	recs, err := packRecords(rrs)
-	if err != nil {
-		b.Fatal(err)
-	}
+	recs := wireRecords(b, rrs)
 	served, err := zone.CompileRecords("b.test.", "b", recs)
 	if err != nil {
 		b.Fatal(err)

@@ -472,7 +472,7 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 		}
 		start := time.Now()
 		var nz *zone.Zone
-		var rrs []dns.RR
+		var rrs []zone.RR
 		var how string
 		var err error
 		if have != nil {
@@ -491,19 +491,19 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 			}
 		}
 		err = s.store.Install(ctx, z.Origin, nz)
-		if err == nil {
-			// Stored once served: the new version answers without
-			// waiting for its presentation form (its records' String
-			// was a quarter of a transfer's CPU). A crash before the
-			// copy is written restarts from the previous copy and
-			// timers (setTimers runs after this), which refresh it.
-			err = storeCopy(z, p, how, rrs)
-		}
 		s.opts.Metrics.ZoneEvent(z.Origin, metrics.Transfer, err, time.Since(start))
 		if err != nil {
 			return err
 		}
 		log.Info(fmt.Sprintf("secondary: transferred serial %d", nz.Serial), "primary", p.Remote, "addr", p.Addr.String(), "how", how, "took", time.Since(start).Round(time.Millisecond))
+		// Stored once served: the new version answers without waiting
+		// for its presentation form. A crash before the copy is written
+		// restarts from the previous copy and timers (refreshEvent
+		// writes them after this), which a refresh brings up to date.
+		if err := storeCopy(z, p, how, rrs); err != nil {
+			log.Error("secondary: the transferred zone is served but not stored", "err", err)
+			return err
+		}
 		return nil
 	}
 	if len(errs) == 0 {
@@ -559,94 +559,52 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 }
 
 // transfer fetches origin from p, by AXFR, or with served (the version
-// served, of serial from) by IXFR (RFC 1995), checks that the result
-// loads with the zone reader (from the text stored, so a restart reads
-// what was checked), stores it atomically and returns it. Nothing is
-// stored when any step fails. how says what came: "AXFR", "IXFR" (the
-// differences) or "IXFR, whole zone" (an IXFR answered in AXFR form).
-func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (_ *zone.Zone, _ []dns.RR, how string, _ error) {
-	m := new(dns.Msg)
-	if served != nil {
-		m.SetIxfr(z.Origin, from, ".", ".")
-	} else {
-		m.SetAxfr(z.Origin)
-	}
-	sign(m, p)
-	tr := &dns.Transfer{DialTimeout: s.opts.Timeout, ReadTimeout: s.opts.Timeout, WriteTimeout: s.opts.Timeout}
-	if p.Key != nil {
-		tr.TsigSecret = map[string]string{p.Key.Name: p.Key.Secret}
-	}
-	ch, err := tr.In(m, p.Addr.String())
+// served, of serial from) by IXFR (RFC 1995), and compiles the result:
+// the new version and its records (the SOA first), which storeCopy
+// writes once it is served, and how it came. A transfer that breaks
+// off, or whose result does not load, is an error and changes nothing.
+func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *zone.Zone, from uint32) (_ *zone.Zone, _ []zone.RR, how string, _ error) {
+	recs, err := s.readTransfer(ctx, z.Origin, p, served != nil, from)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	var rrs []dns.RR
-	var ferr error
-	for env := range ch {
-		// Drain the channel whatever happens, so the reader ends.
-		if ferr != nil {
-			continue
-		}
-		if env.Error != nil {
-			ferr = rcodeError(env.Error)
-			continue
-		}
-		if ctx.Err() != nil {
-			ferr = ctx.Err()
-			continue
-		}
-		rrs = append(rrs, env.RR...)
-	}
-	if ferr != nil {
-		return nil, nil, "", ferr
-	}
-	if len(rrs) < 2 {
+	if len(recs) < 2 {
 		return nil, nil, "", errors.New("no zone in the answer")
-	}
-	recs, err := packRecords(rrs)
-	if err != nil {
-		return nil, nil, "", err
 	}
 	how = "AXFR"
 	if served != nil {
 		how = "IXFR, whole zone"
 	}
-	if served != nil && rrs[1].Header().Rrtype == dns.TypeSOA {
+	if served != nil && recs[1].Type() == dns.TypeSOA {
 		// RFC 1995 §4: an incremental answer (a whole zone's second
 		// record is never its SOA).
 		how = "IXFR"
-		if recs, ferr = applyIXFR(served, recs); ferr != nil {
-			return nil, nil, "", ferr
-		}
-		// The stored copy is written from the new version's records.
-		rrs = rrs[:0]
-		for _, r := range recs {
-			rr, err := r.Unpack()
-			if err != nil {
-				return nil, nil, "", fmt.Errorf("IXFR: %w", err)
-			}
-			rrs = append(rrs, rr)
+		if recs, err = applyIXFR(served, recs); err != nil {
+			return nil, nil, "", err
 		}
 	} else {
 		// RFC 5936 §2.2: the closing SOA repeats the opening one.
-		rrs, recs = rrs[:len(rrs)-1], recs[:len(recs)-1]
+		recs = recs[:len(recs)-1]
 	}
 	// Compiled from the wire form the transfer carried: no presentation
-	// form on the way to serving (BenchmarkTransferIn, 100,000 records:
-	// see the commit that made it so).
+	// form on the way to serving.
 	nz, err := zone.CompileRecords(z.Origin, z.File, recs)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("the transferred zone does not load: %w", err)
 	}
-	return nz, rrs, how, nil
+	return nz, recs, how, nil
 }
 
-// storeCopy writes the zone's records, taken from p by how, to its file
-// in presentation form (atomically), so that a restart serves them.
-func storeCopy(z Zone, p Primary, how string, rrs []dns.RR) error {
+// storeCopy writes recs, the zone taken from p by how, to its file in
+// presentation form (atomically), so that a restart serves them.
+func storeCopy(z Zone, p Primary, how string, recs []zone.RR) error {
 	var text bytes.Buffer
 	fmt.Fprintf(&text, ";; %s transferred from %s (%s) by %s\n", z.Origin, p.Remote, p.Addr, how)
-	for _, rr := range rrs {
+	for _, r := range recs {
+		rr, err := r.Unpack()
+		if err != nil {
+			return fmt.Errorf("storing the transferred zone: %s: %w", zone.NameString(r.Owner), err)
+		}
 		text.WriteString(rr.String())
 		text.WriteByte('\n')
 	}
@@ -659,52 +617,11 @@ func storeCopy(z Zone, p Primary, how string, rrs []dns.RR) error {
 	return nil
 }
 
-// packRecords gives rrs in the wire form a zone is compiled from: owners
-// in lower case, names uncompressed, packed into shared chunks.
-func packRecords(rrs []dns.RR) ([]zone.RR, error) {
-	// A record is at most an owner (255), TYPE, CLASS, TTL, RDLENGTH
-	// (10) and 65,535 bytes of RDATA: a chunk with less room left is
-	// replaced before packing, so that PackRR never runs out of it.
-	const most = 255 + 10 + 65535
-	const chunk = 1<<20 + most
-	out := make([]zone.RR, 0, len(rrs))
-	var buf []byte
-	for _, rr := range rrs {
-		if cap(buf)-len(buf) < most {
-			buf = make([]byte, 0, chunk)
-		}
-		off := len(buf)
-		end, err := dns.PackRR(rr, buf[:cap(buf)], off, nil, false)
-		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", rr.Header().Name, err)
-		}
-		w := buf[off:end:end]
-		buf = buf[:end]
-		n := wire.NameLen(w)
-		if n <= 0 || n > len(w)-10 {
-			return nil, fmt.Errorf("record %s: malformed owner", rr.Header().Name)
-		}
-		wire.Lower(w[:n], w[:n])
-		out = append(out, zone.RR{Owner: w[:n:n], Tail: w[n:]})
-	}
-	return out, nil
-}
-
-// rcodeError names the rcode in miekg/dns's error for a transfer
-// answered with one ("dns: bad xfr rcode: 5"): "answered REFUSED".
-func rcodeError(err error) error {
-	var rcode int
-	if _, serr := fmt.Sscanf(err.Error(), "dns: bad xfr rcode: %d", &rcode); serr == nil {
-		return fmt.Errorf("answered %s", dns.RcodeToString[rcode])
-	}
-	return err
-}
-
 // applyIXFR applies the differences of an incremental answer (RFC 1995
 // §4: the new SOA; then per version the old SOA, the records deleted,
 // the new SOA, the records added; the new SOA again) to served, and
 // returns the records of the new version, its SOA first. A record is
-// deleted whatever its TTL, and owners match without case (packRecords
+// deleted whatever its TTL, and owners match without case (readTransfer
 // lowered them); one the version served lacks is an error (the caller
 // falls back to AXFR). One pass over served, with no sort and no
 // presentation form: an IXFR's cost is the size of the zone in hash

@@ -238,7 +238,7 @@ func (q *Query) Parse(pkt []byte) (ParseResult, int) {
 	// they must be well formed for the additional section to be found.
 	for i := 0; i < int(an)+int(ns); i++ {
 		var rtype uint16
-		if off, rtype, ok = skipRR(pkt, off); !ok {
+		if off, rtype, ok = SkipRecord(pkt, off); !ok {
 			return Error, RcodeFormErr
 		}
 		// RFC 6891 §6.1.1: the OPT record goes in the additional
@@ -376,8 +376,9 @@ func skipName(pkt []byte, off int) (int, bool) {
 	return 0, false
 }
 
-// skipRR steps over one resource record and returns its type too.
-func skipRR(pkt []byte, off int) (int, uint16, bool) {
+// SkipRecord steps over the resource record at off of pkt without
+// reading its names; it returns the offset after it and its type.
+func SkipRecord(pkt []byte, off int) (int, uint16, bool) {
 	off, ok := skipName(pkt, off)
 	if !ok || off+10 > len(pkt) {
 		return 0, 0, false
@@ -394,7 +395,7 @@ func skipRR(pkt []byte, off int) (int, uint16, bool) {
 func (q *Query) scanOPT(pkt []byte, off, skip, ar int) {
 	var ok bool
 	for i := 0; i < skip; i++ {
-		if off, _, ok = skipRR(pkt, off); !ok {
+		if off, _, ok = SkipRecord(pkt, off); !ok {
 			return
 		}
 	}

@@ -26,7 +26,7 @@ func TTLOffsets(msg []byte, dst []uint16) ([]uint16, bool) {
 		if !ok {
 			return dst, false
 		}
-		end, rtype, ok := skipRR(msg, off)
+		end, rtype, ok := SkipRecord(msg, off)
 		if !ok {
 			return dst, false
 		}
