@@ -66,6 +66,14 @@ fuzz:
 	$(GO) test ./internal/dnssec -run '^$$' -fuzz FuzzSignZone -fuzztime 30s
 	$(GO) test ./internal/perf -run '^$$' -fuzz FuzzQueryFile -fuzztime 30s
 	$(GO) test ./internal/tsig -run '^$$' -fuzz FuzzVerify -fuzztime 30s
+	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzAppendRecord -fuzztime 30s
+	$(GO) test ./internal/secondary -run '^$$' -fuzz FuzzTransferReader -fuzztime 30s
+	$(GO) test ./internal/catalog -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 30s
+	$(GO) test ./internal/zone -run '^$$' -fuzz FuzzCompare -fuzztime 30s
+	$(GO) test ./internal/update -run '^$$' -fuzz FuzzApply -fuzztime 30s
+	$(GO) test ./internal/control -run '^$$' -fuzz FuzzAnswer -fuzztime 30s
+	$(GO) test ./internal/trustanchor -run '^$$' -fuzz FuzzRead -fuzztime 30s
 
 # The serving harness, then offline signing timed beside dnssec-signzone
 # and ldns-signzone, then zone transfers out (to kdig) and in (from a Knot
