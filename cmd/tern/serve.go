@@ -495,7 +495,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 	return recursor.New(recursor.Options{
 		Resolver:         res,
 		Auth:             resp,
-		Allow:            rc.AllowPrefixes(),
+		Allow:            cfg.ResolverAllow(),
 		UDPPayload:       cfg.Server.UDPPayload,
 		MaxResolutions:   rc.MaxResolutions,
 		MaxPerClient:     rc.MaxPerClient,

@@ -161,6 +161,9 @@ type Scratch struct {
 	// zone is the metrics index of the zone the answer came from (0:
 	// none), for the Worker's count.
 	zone uint32
+	// private is set when the answer came from a zone with a query
+	// ACL: it depends on the client, so it is not cached.
+	private bool
 }
 
 // BufferSize is the size of the response buffer Answer needs.
@@ -181,6 +184,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	b := &s.b
 	s.overTCP = tcp
 	s.zone = 0
+	s.private = false
 	if res == wire.Drop {
 		return nil
 	}
@@ -249,7 +253,7 @@ func (r *Responder) answerParsed(s *Scratch, res wire.ParseResult, rcode int, pk
 	}
 	b.SetFlags(flags)
 	resp := r.finish(s, 0)
-	if question != nil {
+	if question != nil && !s.private {
 		c.put(h, question, v, resp, s.zone)
 	}
 	return resp
@@ -331,6 +335,15 @@ func (r *Responder) answerIN(s *Scratch, flags uint16) uint16 {
 		}
 	}
 	s.zone = sz.metric
+	if sz.query != nil {
+		// The zone answers only the clients its query ACL allows (as
+		// Knot's and BIND's allow-query), and its answers are not
+		// cached: a hit is not checked.
+		s.private = true
+		if s.req == nil || !sz.query.Contains(s.req.Remote().Addr()) {
+			return flags | wire.RcodeRefused
+		}
+	}
 	if sz.z.Unavailable {
 		// A configured zone that failed to load: RFC 1035 §4.1.1's
 		// SERVFAIL ("a problem with the name server"), without AA, as

@@ -3,6 +3,7 @@ package auth
 import (
 	"encoding/binary"
 
+	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
@@ -27,6 +28,12 @@ type served struct {
 	negative [2]block
 	// metric is the zone's index in the Responder's metrics (0: none).
 	metric uint32
+	// query is the zone's query ACL, compiled from Access.ACLs' rules
+	// for acl.Query: only clients it contains are answered (others get
+	// REFUSED), and the answers go to no response cache, which a later
+	// client's question would hit without the check. nil: everyone is
+	// answered.
+	query *acl.Table
 }
 
 // block is a run of response records written once at publication, to be
@@ -44,12 +51,20 @@ type block struct {
 
 // publish prepares the zones of set, reusing what old (nil at first)
 // prepared for the zones it shares with set.
+// Each zone gets the query ACL the Access being served gives it.
 func (r *Responder) publish(set *zone.Set, old *published) *published {
 	p := &published{set: set, zones: make(map[string]*served, set.Len())}
+	access := r.access.Load()
 	for _, z := range set.Zones() {
 		sz := old.zone(z)
 		if sz == nil {
 			sz = r.prepare(z)
+		}
+		if q := access.queryTable(z.Origin); q != sz.query {
+			// A copy: the old one may be answering queries still.
+			c := *sz
+			c.query = q
+			sz = &c
 		}
 		p.zones[string(z.Origin)] = sz
 	}

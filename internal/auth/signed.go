@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 
+	"github.com/miekg/dns"
+
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/tsig"
 	"github.com/tern-dns/tern/internal/wire"
@@ -16,13 +18,49 @@ type Access struct {
 	Keys *tsig.Keyring
 	// ACLs are the zones' rules, by origin in presentation form,
 	// lowercase and fully qualified ("example.com."). A zone without
-	// an entry allows nothing.
+	// an entry allows nothing but queries; one with rules for
+	// acl.Query answers only the clients they allow (by address).
 	ACLs map[string]acl.List
+
+	// query are the zones' query ACLs compiled (acl.List.QueryTable),
+	// by origin in wire form; made by SetAccess.
+	query map[string]*acl.Table
 }
 
 // SetAccess publishes new keys and ACLs; queries in flight finish with
-// the ones they started with.
-func (r *Responder) SetAccess(a *Access) { r.access.Store(a) }
+// the ones they started with. The zones are published again with their
+// query ACLs (and the response caches' answers forgotten).
+func (r *Responder) SetAccess(a *Access) {
+	r.publishing.Lock()
+	defer r.publishing.Unlock()
+	if a != nil {
+		a.query = make(map[string]*acl.Table)
+		for origin, l := range a.ACLs {
+			t := l.QueryTable()
+			if t == nil {
+				continue
+			}
+			var buf [wire.MaxName]byte
+			n, err := dns.PackDomainName(dns.CanonicalName(origin), buf[:], 0, nil, false)
+			if err != nil {
+				continue
+			}
+			a.query[string(buf[:n])] = t
+		}
+	}
+	r.access.Store(a)
+	r.zones.Store(r.publish(r.zones.Load().set, r.zones.Load()))
+	r.gen.Add(1)
+}
+
+// queryTable returns the query ACL of the zone whose origin (wire form)
+// is origin, nil when it has none (a nil a has none).
+func (a *Access) queryTable(origin []byte) *acl.Table {
+	if a == nil || len(a.query) == 0 {
+		return nil
+	}
+	return a.query[string(origin)]
+}
 
 // keys returns the keyring being served, nil when there is none.
 func (r *Responder) keys() *tsig.Keyring {

@@ -212,8 +212,10 @@ type ACL struct {
 	// Key lists the [[key]]s of which one must sign the request; none:
 	// the request must be unsigned.
 	Key []string `toml:"key" want:"a list of key names"`
-	// Action lists what the rule allows: transfer, notify, update.
-	Action []string `toml:"action" want:"a list of actions (transfer, notify, update)"`
+	// Action lists what the rule allows: transfer, notify, update,
+	// query (a zone with query rules answers only the clients they
+	// allow, by address; the resolver's allow may name such rules).
+	Action []string `toml:"action" want:"a list of actions (transfer, notify, update, query)"`
 }
 
 // Signing is a zone's [zone.signing] table: the automatic signing policy.

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/upstream"
@@ -50,9 +52,11 @@ type Resolver struct {
 	// Required.
 	Listen []string `toml:"listen" want:"a list of \"host:port\" strings"`
 	// Allow lists the clients allowed to recurse, as prefixes
-	// ("127.0.0.0/8") or addresses; others get REFUSED. Default this
-	// host: ["127.0.0.0/8", "::1/128"].
-	Allow []string `toml:"allow" want:"a list of prefixes such as \"192.0.2.0/24\""`
+	// ("127.0.0.0/8"), addresses, or names of [[acl]]s with the action
+	// query (their addresses and prefixes, and their remotes'
+	// addresses); others get REFUSED. Default this host:
+	// ["127.0.0.0/8", "::1/128"].
+	Allow []string `toml:"allow" want:"a list of prefixes such as \"192.0.2.0/24\" or [[acl]] names"`
 	// RootHints is a root hints file (root.hints, named.root); "" means
 	// the embedded IANA hints. Relative paths are resolved against the
 	// config file's directory.
@@ -225,13 +229,27 @@ func (r *Resolver) Limits() resolve.Limits {
 	}
 }
 
-// AllowPrefixes returns the allow list as prefixes (validated by
-// Validate; an address is its host prefix).
-func (r *Resolver) AllowPrefixes() []netip.Prefix {
+// ResolverAllow returns the resolver's allow list as prefixes
+// (validated by Validate; an address is its host prefix, an [[acl]]'s
+// name the prefixes of its query rules).
+func (c *Config) ResolverAllow() []netip.Prefix {
 	var out []netip.Prefix
-	for _, s := range r.Allow {
+	if c.Resolver == nil {
+		return nil
+	}
+	for _, s := range c.Resolver.Allow {
 		if p, err := parsePrefix(s); err == nil {
 			out = append(out, p)
+			continue
+		}
+		l, err := c.ruleList(s)
+		if err != nil {
+			continue
+		}
+		for _, r := range l {
+			if r.Actions&acl.Query != 0 {
+				out = append(out, r.Prefixes...)
+			}
 		}
 	}
 	return out
@@ -378,8 +396,23 @@ func (v *validator) validateResolver(r *Resolver) {
 		v.addf("resolver.query-ipv4", "resolver: query-ipv4 and query-ipv6 are both false: no authority could be asked")
 	}
 	for i, s := range r.Allow {
-		if _, err := parsePrefix(s); err != nil {
-			v.addf("resolver.allow["+strconv.Itoa(i)+"]", "resolver.allow: invalid prefix %q (want e.g. 192.0.2.0/24, 2001:db8::/32 or an address): %v", s, err)
+		_, err := parsePrefix(s)
+		if err == nil {
+			continue
+		}
+		at := "resolver.allow[" + strconv.Itoa(i) + "]"
+		a := v.c.acl(s)
+		switch {
+		case a == nil && (s == "" || strings.ContainsAny(s, "/:.") || s[0] >= '0' && s[0] <= '9'):
+			v.addf(at, "resolver.allow: invalid prefix %q (want e.g. 192.0.2.0/24, 2001:db8::/32 or an address): %v", s, err)
+		case a == nil:
+			v.addf(at, "resolver.allow: %q is neither a prefix nor the name of an [[acl]] (want e.g. 192.0.2.0/24, an address, or an [[acl]] with the action query)", s)
+		case !slices.Contains(a.Action, "query"):
+			v.addf(at, "resolver.allow: acl %q does not allow the action query", s)
+		case len(a.Address) == 0 && len(a.Remote) == 0:
+			// Such a rule allows every address: say so rather than
+			// open the resolver by accident.
+			v.addf(at, "resolver.allow: acl %q lists no address or remote: it would open the resolver to every client (write \"0.0.0.0/0\" and \"::/0\" for that)", s)
 		}
 	}
 	if _, err := parseSize(r.CacheSize); err != nil {

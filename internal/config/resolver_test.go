@@ -31,7 +31,7 @@ func TestResolverTable(t *testing.T) {
 	if got := r.Limits(); got != want {
 		t.Errorf("limits %+v, want %+v", got, want)
 	}
-	if got := r.AllowPrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}) {
+	if got := c.ResolverAllow(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}) {
 		t.Errorf("allow %v", got)
 	}
 	if got, want := r.CacheOptions(), (cache.Options{Size: 64 << 20, MaxTTL: 86400, MaxNegativeTTL: 3600}); got.Size != want.Size || got.MinTTL != 0 || got.MaxTTL != want.MaxTTL || got.MaxNegativeTTL != want.MaxNegativeTTL || got.Stale != 0 {
@@ -72,7 +72,7 @@ func TestResolverTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Resolver.AllowPrefixes(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/32")}) {
+	if got := c.ResolverAllow(); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/32")}) {
 		t.Errorf("allow %v", got)
 	}
 	if c.Resolver.Limits().Timeout != 3*time.Second {
@@ -97,7 +97,7 @@ func TestResolverErrors(t *testing.T) {
 		{"[server]\nlisten = [\"127.0.0.1:53\"]\n[resolver]\nlisten = [\"127.0.0.2:53\",\n \"127.0.0.1:53\"]\n",
 			[]string{"t.toml:5: resolver.listen: \"127.0.0.1:53\" is also in server.listen"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nallow = [\"10.0.0.1/8\", \"nonsense\"]\n",
-			[]string{"t.toml:3: resolver.allow: invalid prefix \"10.0.0.1/8\"", "host bits set (the prefix is 10.0.0.0/8)", "invalid prefix \"nonsense\""}},
+			[]string{"t.toml:3: resolver.allow: invalid prefix \"10.0.0.1/8\"", "host bits set (the prefix is 10.0.0.0/8)", "\"nonsense\" is neither a prefix nor the name of an [[acl]]"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = \"256\"\n", []string{"t.toml:3: resolver.cache-size: invalid size \"256\""}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = \"2048GiB\"\n", []string{"t.toml:3: resolver.cache-size: size \"2048GiB\" is more than 1TiB"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\ncache-size = 256\n", []string{"t.toml:3: resolver.cache-size: want a size string such as \"256MiB\", got an integer"}},

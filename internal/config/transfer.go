@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,12 +75,17 @@ func (v *validator) validateTransfer() {
 			}
 		}
 		if len(a.Action) == 0 {
-			v.addf(at, "%s: missing action (want a list of transfer, notify, update)", name)
+			v.addf(at, "%s: missing action (want a list of transfer, notify, update, query)", name)
 		}
 		for j, s := range a.Action {
 			if _, ok := acl.ParseAction(s); !ok {
-				v.addf(at+".action["+strconv.Itoa(j)+"]", "%s: action %q (want transfer, notify or update)", name, s)
+				v.addf(at+".action["+strconv.Itoa(j)+"]", "%s: action %q (want transfer, notify, update or query)", name, s)
 			}
+		}
+		if len(a.Key) > 0 && slices.Contains(a.Action, "query") {
+			// A query's TSIG is verified only once its zone is found:
+			// query rules match addresses alone.
+			v.addf(at+".key", "%s: a query ACL matches client addresses only, not keys: remove key, or put query in an [[acl]] of its own", name)
 		}
 	}
 	for i, z := range c.Zones {
@@ -173,52 +179,62 @@ func ParseRemoteAddress(s string) (netip.AddrPort, error) {
 func (c *Config) ZoneACL(z *Zone) (acl.List, error) {
 	var l acl.List
 	for _, name := range z.ACL {
-		a := c.acl(name)
-		if a == nil {
-			return nil, fmt.Errorf("zone %s: acl %q is not defined", z.Origin, name)
+		rules, err := c.ruleList(name)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: %w", z.Origin, err)
 		}
-		var actions acl.Action
-		for _, s := range a.Action {
-			act, ok := acl.ParseAction(s)
-			if !ok {
-				return nil, fmt.Errorf("acl %q: action %q", a.Name, s)
-			}
-			actions |= act
+		l = append(l, rules...)
+	}
+	return l, nil
+}
+
+// ruleList returns the rules of the [[acl]] named name (see ZoneACL).
+func (c *Config) ruleList(name string) (acl.List, error) {
+	a := c.acl(name)
+	if a == nil {
+		return nil, fmt.Errorf("acl %q is not defined", name)
+	}
+	var actions acl.Action
+	for _, s := range a.Action {
+		act, ok := acl.ParseAction(s)
+		if !ok {
+			return nil, fmt.Errorf("acl %q: action %q", a.Name, s)
 		}
-		for _, rn := range a.Remote {
-			r := c.Remote(rn)
-			if r == nil {
-				return nil, fmt.Errorf("acl %q: remote %q is not defined", a.Name, rn)
-			}
-			rule := acl.Rule{Name: a.Name + "/" + r.Name, Actions: actions}
-			for _, s := range r.Address {
-				ap, err := ParseRemoteAddress(s)
-				if err != nil {
-					return nil, fmt.Errorf("remote %q: %w", r.Name, err)
-				}
-				// Knot matches a remote by address alone, whatever
-				// the port a request comes from.
-				rule.Prefixes = append(rule.Prefixes, netip.PrefixFrom(ap.Addr().WithZone(""), ap.Addr().BitLen()))
-			}
-			if r.Key != "" {
-				rule.Keys = []string{r.Key}
-			}
-			l = append(l, rule)
+		actions |= act
+	}
+	var l acl.List
+	for _, rn := range a.Remote {
+		r := c.Remote(rn)
+		if r == nil {
+			return nil, fmt.Errorf("acl %q: remote %q is not defined", a.Name, rn)
 		}
-		if len(a.Remote) > 0 && len(a.Address) == 0 && len(a.Key) == 0 {
-			continue
-		}
-		rule := acl.Rule{Name: a.Name, Actions: actions, Keys: a.Key}
-		for _, s := range a.Address {
-			p, err := parsePrefix(s)
+		rule := acl.Rule{Name: a.Name + "/" + r.Name, Actions: actions}
+		for _, s := range r.Address {
+			ap, err := ParseRemoteAddress(s)
 			if err != nil {
-				return nil, fmt.Errorf("acl %q: %w", a.Name, err)
+				return nil, fmt.Errorf("remote %q: %w", r.Name, err)
 			}
-			rule.Prefixes = append(rule.Prefixes, p)
+			// Knot matches a remote by address alone, whatever
+			// the port a request comes from.
+			rule.Prefixes = append(rule.Prefixes, netip.PrefixFrom(ap.Addr().WithZone(""), ap.Addr().BitLen()))
+		}
+		if r.Key != "" {
+			rule.Keys = []string{r.Key}
 		}
 		l = append(l, rule)
 	}
-	return l, nil
+	if len(a.Remote) > 0 && len(a.Address) == 0 && len(a.Key) == 0 {
+		return l, nil
+	}
+	rule := acl.Rule{Name: a.Name, Actions: actions, Keys: a.Key}
+	for _, s := range a.Address {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("acl %q: %w", a.Name, err)
+		}
+		rule.Prefixes = append(rule.Prefixes, p)
+	}
+	return append(l, rule), nil
 }
 
 func (c *Config) acl(name string) *ACL {

@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,7 +146,7 @@ name = "b"
 			`tern.toml:19: acl "a": address "192.0.2.1/24": want an address or a prefix (e.g. 192.0.2.0/24): host bits set (the prefix is 192.0.2.0/24)`,
 			`tern.toml:19: acl "a": address "10.0.0.0/33": want an address or a prefix`,
 			`tern.toml:19: acl "a": address "x": want an address or a prefix`,
-			`tern.toml:20: acl "a": action "xfr" (want transfer, notify or update)`,
+			`tern.toml:20: acl "a": action "xfr" (want transfer, notify, update or query)`,
 			`tern.toml:22: acl "b": missing action`,
 		}},
 		{"names", `
@@ -186,6 +187,36 @@ primary = ["ns1", "ns0"]
 `, []string{
 			`tern.toml:9: zone "example.net.": remote "ns0" is not defined`,
 		}},
+		{"query acls", `
+[[key]]
+name = "k"
+algorithm = "hmac-sha256"
+secret = "AAAA"
+
+[[acl]]
+name = "q"
+address = ["192.0.2.0/24"]
+key = ["k"]
+action = ["query", "transfer"]
+
+[[acl]]
+name = "xfr"
+address = ["192.0.2.0/24"]
+action = ["transfer"]
+
+[[acl]]
+name = "open"
+action = ["query"]
+
+[resolver]
+listen = ["127.0.0.1:5301"]
+allow = ["xfr", "nope", "open", "10.0.0.0/8"]
+`, []string{
+			`tern.toml:10: acl "q": a query ACL matches client addresses only, not keys`,
+			`tern.toml:24: resolver.allow: acl "xfr" does not allow the action query`,
+			`tern.toml:24: resolver.allow: "nope" is neither a prefix`,
+			`tern.toml:24: resolver.allow: acl "open" lists no address or remote`,
+		}},
 		{"types", `
 [[acl]]
 name = "a"
@@ -194,7 +225,7 @@ action = "transfer"
 name = "k"
 secret = 5
 `, []string{
-			`tern.toml:4: acl.action: want a list of actions (transfer, notify, update), got a string`,
+			`tern.toml:4: acl.action: want a list of actions (transfer, notify, update, query), got a string`,
 			`tern.toml:7: key.secret: want a string, got an integer`,
 		}},
 	} {
@@ -248,5 +279,48 @@ file = "com.zone"
 		if got := c.Zones[i].File; got != want {
 			t.Errorf("zone %s: file %q, want %q", c.Zones[i].Origin, got, want)
 		}
+	}
+}
+
+// TestQueryACLConfig: an [[acl]] with the action query gives its zones a
+// query rule (by address, a remote's addresses too) and the resolver's
+// allow takes its name beside prefixes.
+func TestQueryACLConfig(t *testing.T) {
+	c, err := Parse("tern.toml", []byte(`
+[[remote]]
+name = "lan-ns"
+address = ["198.51.100.7"]
+
+[[acl]]
+name = "lan"
+address = ["192.0.2.0/24", "2001:db8::/32"]
+remote = ["lan-ns"]
+action = ["query"]
+
+[[zone]]
+origin = "example.test"
+file = "z"
+acl = ["lan"]
+
+[resolver]
+listen = ["127.0.0.1:5301"]
+allow = ["127.0.0.0/8", "lan"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.ZoneACL(&c.Zones[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := l.QueryTable()
+	for addr, want := range map[string]bool{"192.0.2.1": true, "2001:db8::1": true, "198.51.100.7": true, "198.51.100.8": false, "127.0.0.1": false} {
+		if got := tab.Contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("zone query ACL: %s allowed %v, want %v", addr, got, want)
+		}
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	if got := c.ResolverAllow(); !slices.Equal(got, want) {
+		t.Errorf("resolver allow %v, want %v", got, want)
 	}
 }
