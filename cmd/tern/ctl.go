@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/control"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/zone"
 	"github.com/tern-dns/tern/internal/zonedb"
 )
@@ -32,6 +34,18 @@ type controlState struct {
 	// demo: the server started serving the embedded demo zone (rl.mgr
 	// stays nil until a reload finds zones).
 	demo bool
+	// counters are the server's counters, read by stats (nil: counting
+	// is off).
+	counters *metrics.Set
+}
+
+// statsResult is the result of "stats": the counters summed now, and
+// the server's uptime.
+type statsResult struct {
+	Started time.Time `json:"started"`
+	// Uptime is in whole seconds.
+	Uptime int64 `json:"uptime"`
+	metrics.Snapshot
 }
 
 // newControl returns the control server of serve: each command is run by
@@ -65,20 +79,43 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 	cs.Handle(control.CommandZones, inLoop(func(context.Context, control.Request) (any, error) {
 		return st.zoneList(), nil
 	}))
-	cs.Handle(control.CommandReload, inLoop(func(ctx context.Context, req control.Request) (any, error) {
+	reloadAll := inLoop(func(ctx context.Context, req control.Request) (any, error) {
+		err := st.rl.reload(ctx)
+		return st.zoneList(), err
+	})
+	// manager is the zone manager as the main loop has it now (nil:
+	// no zones), read there.
+	manager := inLoop(func(context.Context, control.Request) (any, error) { return st.rl.mgr, nil })
+	cs.Handle(control.CommandReload, func(ctx context.Context, req control.Request) (any, error) {
 		if req.Zone == "" {
-			err := st.rl.reload(ctx)
-			return st.zoneList(), err
+			return reloadAll(ctx, req)
 		}
-		if st.rl.mgr == nil {
+		// One zone's reload runs as that zone's event, outside the main
+		// loop: a large or slow zone file delays neither SIGHUP's
+		// reloads nor other commands (zonedb runs one event at a time
+		// per zone, concurrently across zones).
+		m, err := manager(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		mgr, _ := m.(*zonedb.Manager)
+		if mgr == nil {
 			return nil, fmt.Errorf("zone %s: no zones are configured (serving %s)", req.Zone, st.servingWhat())
 		}
-		s, err := st.rl.mgr.ReloadZone(ctx, req.Zone)
+		s, err := mgr.ReloadZone(ctx, req.Zone)
 		if errors.Is(err, zonedb.ErrNoZone) {
 			return nil, err
 		}
 		return []control.Zone{st.controlZone(s)}, err
-	}))
+	})
+	// Stats reads the counters' atomics: never queued behind the main
+	// loop.
+	cs.Handle(control.CommandStats, func(context.Context, control.Request) (any, error) {
+		if st.counters == nil {
+			return nil, errors.New("the server counts nothing (no metrics listener, no control socket)")
+		}
+		return statsResult{Started: st.started.UTC().Truncate(time.Second), Uptime: int64(time.Since(st.started) / time.Second), Snapshot: st.counters.Snapshot()}, nil
+	})
 	cs.Handle(control.CommandNotify, inLoop(func(_ context.Context, req control.Request) (any, error) {
 		if req.Zone == "" {
 			return nil, errors.New("notify: which zone? (notify ZONE)")
@@ -199,6 +236,9 @@ commands:
                  serve a zone the config does not name, now and after restarts
                  (names of the config's [[remote]] and [[acl]] tables; repeatable)
   zone-remove ZONE stop serving a zone (a configured one until the next reload)
+  stats          the counters (those of the Prometheus metrics): queries by
+                 server, transport, RCODE and QTYPE, response sizes, drops, the
+                 resolver's cache and validation, zone events, queries per zone
 
 The socket is server.control of CONFIG (-c), else its default.
 `
@@ -233,7 +273,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	req := control.Request{Command: pos[0]}
 	want := 0
 	switch req.Command {
-	case control.CommandStatus, control.CommandZones:
+	case control.CommandStatus, control.CommandZones, control.CommandStats:
 	case control.CommandReload:
 		want = -1 // optional
 	case control.CommandNotify, control.CommandRefresh, control.CommandRetransfer, control.CommandZoneRemove:
@@ -345,6 +385,12 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Origin, z.Role, serial, z.State, when(z.Loaded), when(z.NextRefresh), when(z.Expires), z.File)
 		}
 		return tw.Flush()
+	case control.CommandStats:
+		var s statsResult
+		if err := json.Unmarshal(result, &s); err != nil {
+			return err
+		}
+		return printStats(w, &s)
 	case control.CommandNotify:
 		var addrs []string
 		if err := json.Unmarshal(result, &addrs); err != nil {
@@ -365,4 +411,79 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 		fmt.Fprintf(w, "%s %s: started (the log says how it ends)\n", req.Command, origin)
 	}
 	return nil
+}
+
+// printStats writes the counters for a person, as knotc stats and
+// nsd-control stats do: one line per group, counts by name (those not
+// zero), then the zones that were queried or whose last event failed.
+func printStats(w io.Writer, s *statsResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	counts := func(m map[string]uint64, all bool) string {
+		keys := make([]string, 0, len(m))
+		for k, v := range m {
+			if v != 0 || all {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return "none"
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(tw, "uptime:\t%s (since %s)\n", time.Duration(s.Uptime)*time.Second, s.Started.Format(time.RFC3339))
+	fmt.Fprintf(tw, "queries:\t%s\n", counts(s.Queries, true))
+	fmt.Fprintf(tw, "by transport:\t%s\n", counts(s.Transports, false))
+	fmt.Fprintf(tw, "by rcode:\t%s\n", counts(s.Rcodes, false))
+	fmt.Fprintf(tw, "by qtype:\t%s\n", counts(s.Qtypes, false))
+	fmt.Fprintf(tw, "dropped:\t%s\n", counts(s.Dropped, true))
+	for _, z := range s.Sizes {
+		var b []string
+		for _, k := range z.Buckets {
+			if k.Le == 0 {
+				b = append(b, fmt.Sprintf("larger %d", k.Count))
+			} else {
+				b = append(b, fmt.Sprintf("<=%d %d", k.Le, k.Count))
+			}
+		}
+		fmt.Fprintf(tw, "sizes %s %s:\t%d responses, %d bytes (mean %d): %s\n", z.Server, z.Transport, z.Count, z.Bytes, z.Bytes/max(z.Count, 1), strings.Join(b, ", "))
+	}
+	fmt.Fprintf(tw, "resolver cache:\thits %d, misses %d\n", s.CacheHits, s.CacheMisses)
+	fmt.Fprintf(tw, "resolutions:\t%d (%s), upstream timeouts %d\n", s.Resolutions, counts(s.Validation, false), s.UpstreamTimeouts)
+	events := make([]string, 0, len(s.ZoneEvents))
+	for _, e := range []string{"load", "refresh", "transfer"} {
+		r := s.ZoneEvents[e]
+		events = append(events, fmt.Sprintf("%s %d ok %d failed", e, r["ok"], r["failed"]))
+	}
+	fmt.Fprintf(tw, "zone events:\t%s\n", strings.Join(events, ", "))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var shown []metrics.ZoneStatus
+	for _, z := range s.Zones {
+		if z.Queries != 0 || z.LastError != "" {
+			shown = append(shown, z)
+		}
+	}
+	fmt.Fprintf(w, "zones: %d served, %d queried or failed\n", len(s.Zones), len(shown))
+	if len(shown) == 0 {
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ZONE\tROLE\tSERIAL\tQUERIES\tLAST EVENT")
+	for _, z := range shown {
+		last := "-"
+		if z.LastEvent != "" {
+			last = z.LastEvent + " " + z.LastAt.UTC().Format(time.RFC3339)
+			if z.LastError != "" {
+				last += " failed: " + z.LastError
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", z.Origin, z.Role, z.Serial, z.Queries, last)
+	}
+	return tw.Flush()
 }

@@ -67,6 +67,9 @@ const (
 	CommandZoneAdd = "zone-add" // []Zone: the zone added
 	// CommandZoneRemove stops serving a zone.
 	CommandZoneRemove = "zone-remove" // string: the zone
+	// CommandStats gives the server's counters (those of its
+	// Prometheus metrics) summed now.
+	CommandStats = "stats" // the server's counters (cmd/tern's statsResult)
 )
 
 // Status is the result of "status".
