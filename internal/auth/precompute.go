@@ -55,10 +55,17 @@ type block struct {
 func (r *Responder) publish(set *zone.Set, old *published) *published {
 	p := &published{set: set, zones: make(map[string]*served, set.Len())}
 	access := r.access.Load()
+	// One Scratch for every zone prepared: its buffers cost more to
+	// make than a small zone's blocks (a hosting provider's hundred
+	// thousand zones).
+	var s *Scratch
 	for _, z := range set.Zones() {
 		sz := old.zone(z)
 		if sz == nil {
-			sz = r.prepare(z)
+			if s == nil {
+				s = new(Scratch)
+			}
+			sz = r.prepare(s, z)
 		}
 		if q := access.queryTable(z.Origin); q != sz.query {
 			// A copy: the old one may be answering queries still.
@@ -97,10 +104,9 @@ func (p *published) find(name []byte, labels []uint8, skip int) *served {
 }
 
 // prepare precomputes z's referrals, with and without DNSSEC, and the
-// SOA of its negative answers.
-func (r *Responder) prepare(z *zone.Zone) *served {
+// SOA of its negative answers, in s.
+func (r *Responder) prepare(s *Scratch, z *zone.Zone) *served {
 	sz := &served{z: z, referrals: make([][2]block, z.Cuts), metric: r.metrics.Zone(zone.NameString(z.Origin))}
-	var s Scratch
 	z.Nodes(func(n *zone.Node) {
 		if n.Flags&zone.Delegation == 0 || n.Cut != nil {
 			return
@@ -109,12 +115,12 @@ func (r *Responder) prepare(z *zone.Zone) *served {
 			if do == 1 && !z.Signed {
 				break
 			}
-			sz.referrals[n.CutIndex][do] = r.referralBlock(&s, z, n, do == 1)
+			sz.referrals[n.CutIndex][do] = r.referralBlock(s, z, n, do == 1)
 		}
 	})
 	if z.NegSOA != nil {
 		for do := 0; do < 2; do++ {
-			sz.negative[do] = r.negativeBlock(&s, z, do == 1)
+			sz.negative[do] = r.negativeBlock(s, z, do == 1)
 		}
 	}
 	return sz

@@ -121,7 +121,6 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 		origin: origin,
 		nodes:  newIndex(sizeHint),
 		list:   make([]*Node, 0, sizeHint),
-		buf:    make([]byte, 65535+512),
 		seen:   make(map[setID]map[string]bool),
 		now:    time.Now(),
 	}

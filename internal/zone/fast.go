@@ -59,10 +59,20 @@ type fastReader struct {
 	ownerT  []byte // the last owner as absolute text, for the fallback
 	hasOwn  bool
 	rec     []byte // a record continued over lines
+	long    []byte // a line longer than br's buffer
 	toks    []token
 	out     []byte // the record's tail being built
 	scratch []byte
 	types   []uint16
+}
+
+// readBufferSize is the size of the read buffer for a zone of about
+// hint names (0: not known): 64 KiB for a large zone file, less for a
+// small one, whose buffer would otherwise cost more to clear than the
+// zone to read (a hosting provider's hundred thousand zones of a few
+// records each).
+func readBufferSize(hint int) int {
+	return min(max(hint*64, 4<<10), 64<<10)
 }
 
 // readFast compiles a zone with the fast reader; errSlow (or any error)
@@ -74,10 +84,10 @@ func readFast(r io.Reader, name, origin string, hint int) (*Zone, error) {
 	}
 	f := &fastReader{
 		c:      c,
-		br:     bufio.NewReaderSize(r, fastMaxLine),
+		br:     bufio.NewReaderSize(r, readBufferSize(hint)),
 		file:   c.fileIndex(name),
 		origin: []byte(c.origin),
-		out:    make([]byte, 0, 65535+16),
+		out:    make([]byte, 0, 512),
 	}
 	if err := f.run(); err != nil {
 		return nil, err
@@ -97,7 +107,16 @@ func (f *fastReader) run() error {
 	for {
 		line, err := f.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			return errSlow
+			// A line longer than the buffer: gathered in long, up to
+			// fastMaxLine.
+			f.long = append(f.long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = f.br.ReadSlice('\n')
+				if f.long = append(f.long, line...); len(f.long) > fastMaxLine {
+					return errSlow
+				}
+			}
+			line = f.long
 		}
 		if len(line) == 0 && err != nil {
 			break

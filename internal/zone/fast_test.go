@@ -168,6 +168,11 @@ func TestFastReaderCases(t *testing.T) {
 		{"outside the zone declines", "$TTL 300\n" + soa + "a.other. A 192.0.2.2\n", false},
 		{"CNAME and other data declines", "$TTL 300\n" + soa + "a CNAME b\na A 192.0.2.2\n", false},
 		{"open parenthesis declines", "$TTL 300\n" + soa + "a A ( 192.0.2.2\n", false},
+		// The read buffer of a small zone is 4 KiB: longer lines are
+		// gathered, up to fastMaxLine.
+		{"line longer than the read buffer", "$TTL 300\n" + soa + "t TXT" + strings.Repeat(" \""+strings.Repeat("x", 200)+"\"", 40) + "\n", true},
+		{"long line in parentheses", "$TTL 300\n" + soa + "t TXT ( \"a\"\n" + strings.Repeat(" \""+strings.Repeat("y", 250)+"\"", 30) + "\n \"z\" )\n", true},
+		{"line over fastMaxLine declines", "$TTL 300\n" + soa + ";" + strings.Repeat("c", fastMaxLine+10) + "\n", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -187,6 +187,10 @@ func (c *compiler) duplicate(id setID, set *RRset, tail []byte) bool {
 // tail encodes rr without its owner: TYPE, CLASS, TTL, RDLENGTH, RDATA,
 // names in RDATA uncompressed. The result aliases c.buf.
 func (c *compiler) tail(rr dns.RR) ([]byte, error) {
+	if c.buf == nil {
+		// Made on first use: the fast reader never needs it.
+		c.buf = make([]byte, 65535+512)
+	}
 	n, err := dns.PackRR(rr, c.buf, 0, nil, false)
 	if err != nil {
 		return nil, err
