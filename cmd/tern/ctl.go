@@ -147,6 +147,9 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 			return nil, fmt.Errorf("zone-add %s: no settings (--file or --primary)", req.Zone)
 		}
 		zc := config.Zone{Origin: req.Zone, File: req.Settings.File, Primary: req.Settings.Primary, ACL: req.Settings.ACL, Notify: req.Settings.Notify}
+		if req.Settings.Catalog != "" {
+			zc.Catalog = dns.CanonicalName(dns.Fqdn(req.Settings.Catalog))
+		}
 		if err := st.rl.addZone(ctx, zc); err != nil {
 			return nil, err
 		}
@@ -232,7 +235,7 @@ commands:
   notify ZONE    send the zone's NOTIFYs now
   refresh ZONE   refresh a secondary zone now (SOA query; transfer when newer)
   retransfer ZONE  transfer a secondary zone whole now (AXFR), whatever the serials
-  zone-add ZONE --file F | --primary REMOTE [--acl ACL] [--notify REMOTE]
+  zone-add ZONE --file F | --primary REMOTE [--acl ACL] [--notify REMOTE] [--catalog CATALOG]
                  serve a zone the config does not name, now and after restarts
                  (names of the config's [[remote]] and [[acl]] tables; repeatable)
   zone-remove ZONE stop serving a zone (a configured one until the next reload)
@@ -258,6 +261,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var((*multiFlag)(&settings.Primary), "primary", "zone-add: a secondary zone's primary, a [[remote]] (repeatable)")
 	fs.Var((*multiFlag)(&settings.ACL), "acl", "zone-add: an [[acl]] of the zone (repeatable)")
 	fs.Var((*multiFlag)(&settings.Notify), "notify", "zone-add: a [[remote]] to NOTIFY (repeatable)")
+	fs.StringVar(&settings.Catalog, "catalog", "", "zone-add: the catalog zone produced here that lists the zone (RFC 9432)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagExit(err)

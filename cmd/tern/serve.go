@@ -238,6 +238,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		resp.Publish(zone.NewSet(z))
 	} else if len(cfg.Zones) > 0 {
+		// The catalogs produced here list the zones added at run time
+		// from their first load, so that a restart keeps their serial.
+		rl.restoring, _ = readAdded(cfg.Server.DataDir)
 		rl.mgr = rl.newManager(cfg)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
@@ -269,6 +272,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
+	rl.restoring = nil
+	rl.reloadCatalogs(ctx)
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
 	debug.FreeOSMemory()
@@ -586,6 +591,12 @@ type reloader struct {
 	// metrics counts the zones' loads, refreshes and transfers; nil:
 	// no metrics.
 	metrics *metrics.Set
+	// catalogs are the members of the catalog zones produced here, by
+	// catalog (catalog.go); read by the zones' events.
+	catalogs atomic.Pointer[map[string][]string]
+	// restoring are the zones added at run time before a restart,
+	// while they are added again at start: members of the catalogs.
+	restoring []config.Zone
 }
 
 // closeSecondaries stops the secondary zones' refreshes.
@@ -602,6 +613,8 @@ func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
 	m.OnChange(rl.notify.changed)
 	m.CountIn(rl.metrics)
+	rl.setCatalogs()
+	m.ProduceCatalogs(rl.members)
 	rl.setJournals(m)
 	rl.secondaries = secondary.New(m, rl.log, secondary.Options{Metrics: rl.metrics})
 	sec := rl.secondaries
@@ -656,6 +669,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		rl.mgr = rl.newManager(cfg)
 		go rl.mgr.Run(rl.ctx)
 	}
+	rl.setCatalogs()
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	_ = rl.apply(rl.effective(cfg)) // the secondaries, now served
 	debug.FreeOSMemory()

@@ -130,6 +130,7 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	rl.added = append(rl.added, zc)
 	_ = rl.apply(eff) // its refresh, now that it is served
 	rl.saveAdded()
+	rl.reloadCatalogs(ctx)
 	return nil
 }
 
@@ -150,7 +151,9 @@ func (rl *reloader) removeZone(origin string) error {
 		rl.added = slices.Delete(rl.added, i, i+1)
 		rl.saveAdded()
 	}
-	return rl.apply(rl.effective(rl.current))
+	err := rl.apply(rl.effective(rl.current))
+	rl.reloadCatalogs(context.Background())
+	return err
 }
 
 // forgetConfigured drops the zones added at run time that cfg now

@@ -166,6 +166,16 @@ type Zone struct {
 	// Primary names the remotes a secondary zone is fetched from (by
 	// AXFR, then IXFR), tried in order.
 	Primary []string `toml:"primary" want:"a list of remote names"`
+	// Catalog names the catalog zone (RFC 9432) that lists this zone:
+	// a [[zone]] of the same file that Tern produces (one with no file
+	// and no primary).
+	Catalog string `toml:"catalog"`
+	// CatalogRole is "generate" for a catalog zone Tern produces from
+	// the zones naming it in catalog (implied when one does), or
+	// "interpret" for a secondary zone that is a catalog to consume:
+	// its member zones are served as secondaries of its primaries,
+	// with its ACLs (Knot's catalog-role).
+	CatalogRole string `toml:"catalog-role"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.
 	Line int `toml:"-"`
@@ -174,6 +184,17 @@ type Zone struct {
 // Secondary reports whether the zone is fetched from primaries rather
 // than read from a file of the operator's.
 func (z *Zone) Secondary() bool { return len(z.Primary) > 0 }
+
+// Generated reports whether the zone's content is made by Tern (a
+// catalog zone it produces) rather than read or transferred: it has no
+// file and no primary.
+func (z *Zone) Generated() bool { return z.File == "" && !z.Secondary() }
+
+// Catalog roles (Zone.CatalogRole).
+const (
+	CatalogGenerate  = "generate"
+	CatalogInterpret = "interpret"
+)
 
 // Key is one [[key]] table: a TSIG key (RFC 8945).
 type Key struct {
@@ -390,6 +411,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if z.Origin != "" {
 			z.Origin = canonicalOrigin(z.Origin)
+		}
+		if z.Catalog != "" {
+			z.Catalog = canonicalOrigin(z.Catalog)
 		}
 		if sg := z.Signing; sg != nil && sg.KeyDir != "" && path != "" && !filepath.IsAbs(sg.KeyDir) {
 			sg.KeyDir = filepath.Join(filepath.Dir(path), sg.KeyDir)

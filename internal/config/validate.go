@@ -99,9 +99,7 @@ func (c *Config) Validate() error {
 				origins[canon] = i
 			}
 		}
-		if z.File == "" && !z.Secondary() {
-			v.addZone(at, "%s: missing file", name)
-		}
+		v.validateCatalog(at, name, i)
 		if z.JournalMaxSize != "" {
 			if n, err := parseSize(z.JournalMaxSize); err != nil {
 				v.addZone(at, "%s: journal-max-size: %v", name, err)
@@ -154,6 +152,59 @@ func (c *Config) Validate() error {
 	}
 	v.validateTransfer()
 	return errors.Join(v.errs...)
+}
+
+// validateCatalog checks zone i's catalog settings (RFC 9432): a
+// member names a catalog produced here; a catalog produced here has no
+// file and no primary and is no member itself; one consumed is a
+// secondary. A zone with no file and no primary is a catalog produced
+// here, if a member names it or it says catalog-role = "generate".
+func (v *validator) validateCatalog(at zoneAt, name string, i int) {
+	z := &v.c.Zones[i]
+	members := 0
+	for j := range v.c.Zones {
+		if j != i && v.c.Zones[j].Catalog != "" && v.c.Zones[j].Catalog == canonicalOrigin(z.Origin) {
+			members++
+		}
+	}
+	switch z.CatalogRole {
+	case "", CatalogGenerate, CatalogInterpret:
+	default:
+		v.addZone(at, "%s: catalog-role %q (want %q or %q)", name, z.CatalogRole, CatalogGenerate, CatalogInterpret)
+	}
+	generate := z.CatalogRole == CatalogGenerate || (z.CatalogRole == "" && members > 0)
+	switch {
+	case z.CatalogRole == CatalogInterpret && !z.Secondary():
+		v.addZone(at, "%s: catalog-role = %q needs primary (the catalog is transferred from it)", name, CatalogInterpret)
+	case z.CatalogRole == CatalogInterpret && members > 0:
+		v.addZone(at, "%s: a catalog consumed (catalog-role = %q) is not one zones here can name in catalog", name, CatalogInterpret)
+	case generate && (z.File != "" || z.Secondary()):
+		v.addZone(at, "%s: a catalog zone Tern produces has no file and no primary (its content is made from its members)", name)
+	case !generate && z.File == "" && !z.Secondary():
+		v.addZone(at, "%s: missing file", name)
+	}
+	if z.Catalog == "" {
+		return
+	}
+	if z.Catalog == canonicalOrigin(z.Origin) {
+		v.addZone(at, "%s: catalog %q is the zone itself", name, z.Catalog)
+		return
+	}
+	var cat *Zone
+	for j := range v.c.Zones {
+		if canonicalOrigin(v.c.Zones[j].Origin) == z.Catalog {
+			cat = &v.c.Zones[j]
+			break
+		}
+	}
+	switch {
+	case cat == nil:
+		v.addZone(at, "%s: catalog %q is not a [[zone]] of the configuration", name, z.Catalog)
+	case cat.Catalog != "":
+		v.addZone(at, "%s: catalog %q is itself a member of catalog %q (a catalog zone is no member)", name, z.Catalog, cat.Catalog)
+	case generate:
+		v.addZone(at, "%s: a catalog zone is no member of another (catalog %q)", name, z.Catalog)
+	}
 }
 
 // listen checks the addresses of a listen key (server.listen,

@@ -40,6 +40,9 @@ type ZoneSettings struct {
 	Primary []string `json:"primary,omitempty"`
 	ACL     []string `json:"acl,omitempty"`
 	Notify  []string `json:"notify,omitempty"`
+	// Catalog names the catalog zone produced here that lists the zone
+	// (RFC 9432), as the [[zone]] key catalog does.
+	Catalog string `json:"catalog,omitempty"`
 }
 
 // Response answers one Request: Error is "" when it succeeded. A command

@@ -30,6 +30,9 @@ type signedZone struct {
 // event of e. It changes e's signing state only when it succeeds, so that a
 // zone that fails keeps being maintained as the version it still serves.
 func (m *Manager) load(ctx context.Context, e *entry, zc config.Zone) (*zone.Zone, error) {
+	if zc.Generated() {
+		return m.generate(e, zc)
+	}
 	if zc.Signing == nil {
 		z, err := zone.Load(zc.File, zc.Origin)
 		if err == nil {

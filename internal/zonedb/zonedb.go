@@ -80,6 +80,8 @@ type Manager struct {
 	// metrics counts the loads (CountIn, before Load); nil: not
 	// counted.
 	metrics *metrics.Set
+	// members lists a produced catalog zone's members (catalog.go).
+	members atomic.Pointer[func(origin string) []string]
 }
 
 // CountIn makes m count its zones' loads in set; call it before Load.
@@ -678,6 +680,9 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", ";
 func Check(zs []config.Zone, warn func(origin string, ws []zone.Warning)) error {
 	var errs []error
 	for _, zc := range zs {
+		if zc.Generated() {
+			continue // a catalog zone produced here: no file
+		}
 		if _, err := os.Stat(zc.File); zc.Secondary() && errors.Is(err, os.ErrNotExist) {
 			continue // not transferred yet
 		}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/catalog"
+)
+
+// transferRRs is the records of a transfer (AXFR, or IXFR from serial
+// when ixfr) of origin from addr.
+func transferRRs(t *testing.T, addr, origin string, ixfr bool, serial uint32) []dns.RR {
+	t.Helper()
+	m := new(dns.Msg)
+	if ixfr {
+		m.SetIxfr(origin, serial, "invalid.", "invalid.")
+	} else {
+		m.SetAxfr(origin)
+	}
+	env, err := (&dns.Transfer{}).In(m, addr)
+	if err != nil {
+		t.Fatalf("transfer of %s: %v", origin, err)
+	}
+	var rrs []dns.RR
+	for e := range env {
+		if e.Error != nil {
+			t.Fatalf("transfer of %s: %v", origin, e.Error)
+		}
+		rrs = append(rrs, e.RR...)
+	}
+	return rrs
+}
+
+// catalogOf is the catalog origin served at addr, transferred (AXFR)
+// and interpreted: its serial and members.
+func catalogOf(t *testing.T, addr, origin string) (uint32, []string) {
+	t.Helper()
+	rrs := transferRRs(t, addr, origin, false, 0)
+	if len(rrs) < 2 {
+		t.Fatalf("AXFR of %s: %d records", origin, len(rrs))
+	}
+	c, err := catalog.Parse(origin, rrs[:len(rrs)-1]) // the closing SOA left out
+	if err != nil {
+		t.Fatalf("catalog %s: %v", origin, err)
+	}
+	if len(c.Ignored) > 0 {
+		t.Errorf("catalog %s: entries ignored: %v", origin, c.Ignored)
+	}
+	var ms []string
+	for zone, m := range c.Members {
+		if m.ID != catalog.ID(zone) {
+			t.Errorf("catalog %s: %s under ID %s, want %s", origin, zone, m.ID, catalog.ID(zone))
+		}
+		ms = append(ms, zone)
+	}
+	slices.Sort(ms)
+	return rrs[0].(*dns.SOA).Serial, ms
+}
+
+// TestCatalogProduce: a [[zone]] with no file is a catalog zone Tern
+// produces (RFC 9432) from the zones naming it; transferred (AXFR) and
+// read with catalog.Parse it lists them; zone-add --catalog and
+// zone-remove change it with a greater serial, IXFR from the previous
+// serial gives the change, a restart keeps serial and members, a reload
+// of a config without a member drops it.
+func TestCatalogProduce(t *testing.T) {
+	dir := t.TempDir()
+	for _, z := range []string{"a.test", "b.test", "c.test"} {
+		text := fmt.Sprintf("$ORIGIN %s.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n", z)
+		if err := os.WriteFile(filepath.Join(dir, z+".zone"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "tern.toml")
+	head := "[server]\nlisten = [\"127.0.0.1:0\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+		"[[acl]]\nname = \"xfr\"\naddress = [\"127.0.0.0/8\"]\naction = [\"transfer\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nacl = [\"xfr\"]\n" +
+		"[[zone]]\norigin = \"a.test\"\nfile = \"a.test.zone\"\ncatalog = \"catalog.example\"\n"
+	write := func(text string) {
+		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(head + "[[zone]]\norigin = \"b.test\"\nfile = \"b.test.zone\"\ncatalog = \"catalog.example\"\n")
+	start := func() (string, func()) {
+		addr, _, stop := serveStoppable(t, serveAddr, "-c", cfg)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if code, _, _ := runT("ctl", "-c", cfg, "status"); code == 0 {
+				break
+			}
+		}
+		return addr, stop
+	}
+	ctl := func(args ...string) {
+		t.Helper()
+		if code, out, errs := runT(append([]string{"ctl", "-c", cfg}, args...)...); code != 0 {
+			t.Fatalf("ctl %s: %d %q %q", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	check := func(addr string, want ...string) uint32 {
+		t.Helper()
+		serial, got := catalogOf(t, addr, "catalog.example.")
+		if !slices.Equal(got, want) {
+			t.Errorf("catalog members %v, want %v", got, want)
+		}
+		return serial
+	}
+	addr, stop := start()
+	s1 := check(addr, "a.test.", "b.test.")
+
+	ctl("zone-add", "c.test", "--file", filepath.Join(dir, "c.test.zone"), "--catalog", "catalog.example")
+	s2 := check(addr, "a.test.", "b.test.", "c.test.")
+	if int32(s2-s1) <= 0 {
+		t.Errorf("serial %d after zone-add, was %d", s2, s1)
+	}
+	// IXFR from s1: the difference, the new member's PTR added.
+	ixfr := transferRRs(t, addr, "catalog.example.", true, s1)
+	if len(ixfr) != 5 || ixfr[1].(*dns.SOA).Serial != s1 || ixfr[2].(*dns.SOA).Serial != s2 ||
+		ixfr[3].(*dns.PTR).Ptr != "c.test." || ixfr[3].Header().Name != catalog.ID("c.test.")+".zones.catalog.example." {
+		t.Errorf("IXFR from %d:\n%v", s1, ixfr)
+	}
+
+	ctl("zone-remove", "c.test")
+	s3 := check(addr, "a.test.", "b.test.")
+	if int32(s3-s2) <= 0 {
+		t.Errorf("serial %d after zone-remove, was %d", s3, s2)
+	}
+	ctl("zone-add", "c.test", "--file", filepath.Join(dir, "c.test.zone"), "--catalog", "catalog.example")
+	s4 := check(addr, "a.test.", "b.test.", "c.test.")
+
+	// A restart: the same members, the same serial.
+	stop()
+	addr, stop = start()
+	if s := check(addr, "a.test.", "b.test.", "c.test."); s != s4 {
+		t.Errorf("serial %d after a restart, was %d", s, s4)
+	}
+
+	// b.test. leaves the config: a reload drops it from the catalog.
+	write(head)
+	ctl("reload")
+	if s := check(addr, "a.test.", "c.test."); int32(s-s4) <= 0 {
+		t.Errorf("serial %d after the reload, was %d", s, s4)
+	}
+	stop()
+}
