@@ -28,7 +28,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "usage: tern resolve NAME [TYPE] [--trace] [--root-hints FILE] [--no-minimise] [-4|-6] [--0x20] [--dnssec] [--validate [--trust-anchor FILE]] [--forward ZONE=ADDR,...] [--stub ZONE=ADDR,...]")
 		fs.PrintDefaults()
 	}
-	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time")
+	trace := fs.Bool("trace", false, "print every upstream query: server asked, why, what came back, glue, time; with --validate the chain of trust as it is built (DS, DNSKEY, each RRSIG checked, proofs, result)")
 	hintsFile := fs.String("root-hints", "", "root hints in zone-file form (default: the embedded IANA hints)")
 	port := fs.Uint("port", 53, "port the authorities are asked on (for local test hierarchies)")
 	timeout := fs.Duration("timeout", resolve.DefaultLimits.Timeout, "time allowed for the whole resolution")
@@ -154,6 +154,15 @@ func security(res *resolve.Result) string {
 // the NS-name resolution it belongs to.
 func printStep(w io.Writer, s resolve.Step) {
 	ind := strings.Repeat("  ", s.Depth)
+	if c := s.Check; c != nil {
+		// A decision of DNSSEC validation, as it was made.
+		zone := c.Zone
+		if zone == "" {
+			zone = "answer"
+		}
+		fmt.Fprintf(w, ";; %sdnssec %s: %s\n", ind, zone, c.Text)
+		return
+	}
 	why := s.Why
 	if s.Recursive {
 		why += "; RD=1"

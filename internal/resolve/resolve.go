@@ -348,6 +348,22 @@ type Step struct {
 	// bailiwick.
 	Dropped int
 	Took    time.Duration
+	// Check, when set, makes the Step not an upstream query but one
+	// decision of DNSSEC validation (Options.Validate), as it was made:
+	// the other fields but Depth are then zero.
+	Check *Check
+}
+
+// Check is one decision of DNSSEC validation, for the trace hook: the
+// chain of trust as it is built (a zone cut's DS and DNSKEY RRsets, each
+// DS matched to a key, each RRSIG checked, the proof of an unsigned
+// delegation, negative trust anchors) and the answer's security.
+type Check struct {
+	// Zone is the zone whose keys or data were checked ("" for the
+	// outcome of the whole answer).
+	Zone string
+	// Text says what was checked and what came of it.
+	Text string
 }
 
 // Resolve resolves the question (name, type, class IN). A failure returns

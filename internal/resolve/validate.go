@@ -206,6 +206,9 @@ func (c *trustChain) known(zone string) (zoneTrust, bool) {
 	t, ok := c.r.trusted.get(zone, c.r.validNow())
 	if ok {
 		c.zones[zone] = t
+		if c.tracing() {
+			c.event(zone, fmt.Sprintf("%s, as found before (kept until %s)", verdict(t.res), t.expire.UTC().Format(time.RFC3339)))
+		}
 	}
 	return t, ok
 }
@@ -228,6 +231,10 @@ func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, 
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
 	c := &trustChain{r: r, ctx: ctx, zones: map[string]zoneTrust{}, offline: offline, cached: known}
+	if r.trace != nil {
+		c.work.Trace = func(e validator.Event) { c.event(e.Zone, e.Text) }
+		c.event("", fmt.Sprintf("validating %s %s", name, dns.TypeToString[qtype]))
+	}
 	defer func() {
 		for _, f := range c.found {
 			r.cache.SetValidated(f.name, f.qtype, f.entry, f.v)
@@ -249,6 +256,51 @@ func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, 
 	if out.Security == cache.Secure {
 		res.EDE, res.Why = 0, ""
 	}
+	if c.tracing() {
+		c.event("", fmt.Sprintf("result for %s %s: %s (%d signature checks, %d NSEC3 hashes)", name, dns.TypeToString[qtype], verdict(out), c.work.Checks, c.work.Hashes))
+	}
+}
+
+// tracing reports whether the Resolver traces (Options.Trace): the
+// chain's events are built only then.
+func (c *trustChain) tracing() bool { return c.r.trace != nil }
+
+// event gives the trace one decision of the chain, about zone.
+func (c *trustChain) event(zone, text string) {
+	c.r.trace(Step{Check: &Check{Zone: zone, Text: text}})
+}
+
+// verdict is r in words for a trace.
+func verdict(r validator.Result) string {
+	if r.Security == cache.Bogus {
+		return fmt.Sprintf("bogus, EDE %d (%s): %s", r.EDE, dns.ExtendedErrorCodeToString[r.EDE], r.Text)
+	}
+	return r.String()
+}
+
+// keysText lists keys for a trace: key tag, flags and algorithm of each.
+func keysText(keys []*dns.DNSKEY) string {
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d flags %d alg %s", k.KeyTag(), k.Flags, dns.AlgorithmToString[k.Algorithm])
+	}
+	return b.String()
+}
+
+// dsText lists DS records for a trace: key tag, algorithm and digest
+// type of each.
+func dsText(ds []*dns.DS) string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d alg %s digest %s", d.KeyTag, dns.AlgorithmToString[d.Algorithm], dns.HashToString[d.DigestType])
+	}
+	return b.String()
 }
 
 // worse returns the weaker of two outcomes: Bogus over Insecure over
@@ -351,7 +403,11 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 		if len(proofs[w.zone]) == 0 {
 			c.unprovedWildcard = true
 		}
-		out = worse(out, c.r.validator.ProveWildcard(w.owner, w.labels, w.zone, proofs[w.zone], &c.work))
+		wr := c.r.validator.ProveWildcard(w.owner, w.labels, w.zone, proofs[w.zone], &c.work)
+		if c.tracing() {
+			c.event(w.zone, fmt.Sprintf("%s: wildcard expansion (RRSIG labels %d), proof that no closer name exists: %s", w.owner, w.labels, verdict(wr)))
+		}
+		out = worse(out, wr)
 	}
 	if !negative || out.Security != cache.Secure {
 		return out
@@ -381,6 +437,13 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 	if d.Secure() && d.OptOut {
 		// RFC 5155 §9.2: an Opt-Out proof authenticates nothing.
 		d = validator.Result{Security: cache.Insecure, Text: "opt-out NSEC3"}
+	}
+	if c.tracing() {
+		what := "NODATA"
+		if claim == validator.NXDomain {
+			what = "NXDOMAIN"
+		}
+		c.event(negZone, fmt.Sprintf("%s for %s %s, proof by %d NSEC/NSEC3 records of %s: %s", what, sname, dns.TypeToString[qtype], len(proofs[negZone]), negZone, verdict(d)))
 	}
 	c.keep(sname, qtype, cache.Entry{Kind: kind, Records: res.Authority}, worse(auth, d), authUntil)
 	return worse(out, d)
@@ -426,6 +489,9 @@ func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) 
 		// anchor need not be a cut), nor a finding of before the
 		// anchor taken; nothing is fetched for it, and nothing kept
 		// (a zero time: the finding would outlive the anchor).
+		if c.tracing() {
+			c.event(nta, fmt.Sprintf("%s %s: not validated, below the negative trust anchor %s", set.Name, dns.TypeToString[set.Type], nta))
+		}
 		return validator.Result{Security: cache.Insecure, Text: "below the negative trust anchor " + nta}, nil, time.Time{}
 	}
 	if v := c.lookup(false, set.Records[0]); v != nil {
@@ -433,9 +499,15 @@ func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) 
 		if v.Security == cache.Secure {
 			sig = signer(set)
 		}
+		if c.tracing() {
+			c.event("", fmt.Sprintf("%s %s: %s, as found before (kept with the cached RRset until %s)", set.Name, dns.TypeToString[set.Type], verdict(fromFinding(v)), v.Until.UTC().Format(time.RFC3339)))
+		}
 		return fromFinding(v), sig, v.Until
 	}
 	r, sig, t := c.verify(set)
+	if c.tracing() {
+		c.event("", fmt.Sprintf("%s %s: %s", set.Name, dns.TypeToString[set.Type], verdict(r)))
+	}
 	until := lifetime(c.r.validNow(), set.Records, set.Sigs)
 	if t.expire.Before(until) {
 		// The chain's keys or proved unsigned delegation it follows
@@ -480,6 +552,9 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 	if !t.res.Secure() {
 		return t.res, nil, t
 	}
+	if c.tracing() {
+		c.event(zone, fmt.Sprintf("%s %s: checked with the keys of %s", set.Name, dns.TypeToString[set.Type], zone))
+	}
 	r, sig := c.r.validator.VerifyRRset(set.Records, set.Sigs, t.keys, zone, &c.work)
 	return r, sig, t
 }
@@ -495,6 +570,9 @@ func (c *trustChain) trust(name string) zoneTrust {
 	if nta, ok := c.r.NegativeAnchor(name); ok {
 		// RFC 7646 §2: the chain is not followed into the domain (a
 		// negative answer there without SOA asks for its trust).
+		if c.tracing() {
+			c.event(nta, fmt.Sprintf("%s: chain not followed, below the negative trust anchor %s", name, nta))
+		}
 		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: "below the negative trust anchor " + nta}}
 	}
 	anchors := c.r.anchors
@@ -508,6 +586,9 @@ func (c *trustChain) trust(name string) zoneTrust {
 	anchor = dns.CanonicalName(anchor)
 	t, ok := c.known(anchor)
 	if !ok {
+		if c.tracing() {
+			c.event(anchor, "trust anchor: DS "+dsText(ds))
+		}
 		t = c.keysOf(anchor, ds)
 		c.r.trusted.put(anchor, t, c.r.validNow())
 	}
@@ -551,12 +632,22 @@ func (c *trustChain) keysOf(zone string, ds []*dns.DS) zoneTrust {
 			sigs = set.Sigs
 		}
 	}
+	if c.tracing() {
+		c.event(zone, fmt.Sprintf("DNSKEY set: %s", keysText(keys)))
+	}
 	r, valid := c.r.validator.VerifyKeys(zone, keys, sigs, ds, &c.work)
 	rrs := make([]dns.RR, len(keys))
 	for i, k := range keys {
 		rrs[i] = k
 	}
 	t := zoneTrust{res: r, keys: valid, expire: lifetime(c.r.validNow(), rrs, sigs)}
+	if c.tracing() {
+		if r.Secure() {
+			c.event(zone, fmt.Sprintf("keys secure: %s", keysText(valid)))
+		} else {
+			c.event(zone, "keys "+verdict(r))
+		}
+	}
 	c.zones[zone] = t
 	return t
 }
@@ -567,19 +658,28 @@ func (c *trustChain) keysOf(zone string, ds []*dns.DS) zoneTrust {
 func (c *trustChain) step(zone string, keys []*dns.DNSKEY, n string) (next zoneTrust, cut bool) {
 	res, err := c.fetch(n, dns.TypeDS)
 	if err != nil {
+		if c.tracing() {
+			c.event(n, fmt.Sprintf("DS from %s: %v", zone, err))
+		}
 		return zoneTrust{res: validator.Result{Security: cache.Bogus, EDE: wire.EDEDNSSECBogus, Text: fmt.Sprintf("%s DS: %v", n, err)}}, false
 	}
 	for _, set := range RRsets(res.Answer) {
 		if set.Name != n || set.Type != dns.TypeDS || len(set.Records) == 0 {
 			continue
 		}
-		r, _ := c.r.validator.VerifyRRset(set.Records, set.Sigs, keys, zone, &c.work)
-		if !r.Secure() {
-			return zoneTrust{res: r}, true
-		}
 		var ds []*dns.DS
 		for _, rr := range set.Records {
 			ds = append(ds, rr.(*dns.DS))
+		}
+		if c.tracing() {
+			c.event(n, fmt.Sprintf("zone cut; DS set from %s: %s", zone, dsText(ds)))
+		}
+		r, _ := c.r.validator.VerifyRRset(set.Records, set.Sigs, keys, zone, &c.work)
+		if !r.Secure() {
+			if c.tracing() {
+				c.event(n, "DS set "+verdict(r))
+			}
+			return zoneTrust{res: r}, true
 		}
 		t := c.keysOf(n, ds)
 		if e := lifetime(c.r.validNow(), set.Records, set.Sigs); e.Before(t.expire) {
@@ -594,23 +694,48 @@ func (c *trustChain) step(zone string, keys []*dns.DNSKEY, n string) (next zoneT
 		if (set.Type != dns.TypeNSEC && set.Type != dns.TypeNSEC3) || len(set.Records) == 0 {
 			continue
 		}
+		if c.tracing() {
+			for _, rr := range set.Records {
+				c.event(n, "no DS; proof from "+zone+": "+strings.ReplaceAll(rr.String(), "\t", " "))
+			}
+		}
 		if r, _ := c.r.validator.VerifyRRset(set.Records, set.Sigs, keys, zone, &c.work); !r.Secure() {
+			if c.tracing() {
+				c.event(n, "proof of no DS "+verdict(r))
+			}
 			return zoneTrust{res: r}, false
 		}
 		proof = append(proof, set.Records...)
 		proofSigs = append(proofSigs, set.Sigs...)
 	}
 	if len(proof) == 0 {
-		return zoneTrust{res: validator.Result{Security: cache.Bogus, EDE: wire.EDENSECMissing, Text: fmt.Sprintf("%s DS: no DS and no proof of its absence from %s", n, zone)}}, false
+		r := validator.Result{Security: cache.Bogus, EDE: wire.EDENSECMissing, Text: fmt.Sprintf("%s DS: no DS and no proof of its absence from %s", n, zone)}
+		if c.tracing() {
+			c.event(n, verdict(r))
+		}
+		return zoneTrust{res: r}, false
 	}
 	d := c.r.validator.ProveDenial(validator.NoData, n, dns.TypeDS, zone, proof, &c.work)
 	if !d.Secure() {
+		if c.tracing() {
+			c.event(n, "proof of no DS "+verdict(d))
+		}
 		return zoneTrust{res: d}, false
 	}
 	if d.OptOut || unsignedCut(proof, n) {
 		// RFC 4035 §5.2, RFC 5155 §8.9: a proved unsigned delegation.
-		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: fmt.Sprintf("%s: unsigned delegation from %s", n, zone)},
-			expire: lifetime(c.r.validNow(), proof, proofSigs)}, true
+		r := validator.Result{Security: cache.Insecure, Text: fmt.Sprintf("%s: unsigned delegation from %s", n, zone)}
+		if c.tracing() {
+			why := "its NSEC/NSEC3 shows NS without SOA"
+			if d.OptOut {
+				why = "an opt-out NSEC3 covers it"
+			}
+			c.event(n, fmt.Sprintf("no DS proved (%s): insecure, unsigned delegation from %s", why, zone))
+		}
+		return zoneTrust{res: r, expire: lifetime(c.r.validNow(), proof, proofSigs)}, true
+	}
+	if c.tracing() {
+		c.event(n, "no DS proved, and no zone cut here: the chain goes on with the keys of "+zone)
 	}
 	return zoneTrust{res: secureResult}, false
 }

@@ -76,6 +76,13 @@ var (
 // (NSEC or NSEC3, with or without opt-out).
 func signedHierarchy(t testing.TB, opts dnssec.Options) (*authFake, []*dns.DS) {
 	t.Helper()
+	return signedHierarchyAlg(t, opts, dns.ED25519)
+}
+
+// signedHierarchyAlg is signedHierarchy with every signed zone's key of
+// algorithm alg.
+func signedHierarchyAlg(t testing.TB, opts dnssec.Options, alg uint8) (*authFake, []*dns.DS) {
+	t.Helper()
 	f := &authFake{servers: map[netip.Addr]*auth.Worker{}}
 	serve := func(addr, origin, text string, sign bool, opts dnssec.Options, tamper func(dns.RR)) []*dns.DS {
 		var rrs []dns.RR
@@ -88,7 +95,7 @@ func signedHierarchy(t testing.TB, opts dnssec.Options) (*authFake, []*dns.DS) {
 		}
 		var ds []*dns.DS
 		if sign {
-			k, err := dnssec.GenerateKey(origin, dns.ZONE|dns.SEP, dns.ED25519, 3600, nil)
+			k, err := dnssec.GenerateKey(origin, dns.ZONE|dns.SEP, alg, 3600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -479,5 +486,36 @@ func BenchmarkValidate(b *testing.B) {
 				r.Resolve(context.Background(), "www.signed.test.", dns.TypeA)
 			}
 		})
+	}
+}
+
+// BenchmarkValidateCold: the bench's res-cold-v in process: every
+// resolution a new name under a signed wildcard (ECDSA P-256 and
+// Ed25519 keys, NSEC), the delegations and the chain of trust cached,
+// aggressive NSEC off so that each name is asked and its answer (the
+// wildcard expansion and the NSEC proving no closer name) validated.
+func BenchmarkValidateCold(b *testing.B) {
+	for _, alg := range []uint8{dns.ECDSAP256SHA256, dns.ED25519} {
+		f, anchor := signedHierarchyAlg(b, dnssec.Options{}, alg)
+		for _, validate := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/validate=%v", dns.AlgorithmToString[alg], validate), func(b *testing.B) {
+				r := New(f, Options{
+					Hints:            []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+					Validate:         validate,
+					Anchors:          validator.Anchors{".": anchor},
+					Validator:        validator.Options{Now: func() time.Time { return checkTime }},
+					Cache:            cache.New(cache.Options{}),
+					NoAggressiveNSEC: true,
+				})
+				if res, err := r.Resolve(context.Background(), "first.wild.signed.test.", dns.TypeA); err != nil || (validate && res.Security != cache.Secure) {
+					b.Fatalf("%v %v %s", err, res.Security, res.Why)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					r.Resolve(context.Background(), fmt.Sprintf("n%d.wild.signed.test.", i), dns.TypeA)
+				}
+			})
+		}
 	}
 }

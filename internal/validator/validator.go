@@ -96,6 +96,25 @@ type Work struct {
 	// Checks and Hashes count signature verifications and NSEC3 hash
 	// computations (iterations + 1 per name hashed).
 	Checks, Hashes int
+	// Trace, when set, is told each signature considered and each DS
+	// matched against the keys, as it is decided (tern resolve --trace).
+	// Nil costs nothing: no event is built.
+	Trace func(Event)
+}
+
+// Event is one decision of the validator, for a trace (Work.Trace).
+type Event struct {
+	// Zone is the zone whose keys or data were checked.
+	Zone string
+	// Text says what was checked and what came of it.
+	Text string
+}
+
+// sigText describes sig for a trace: what it covers, its signer, key
+// tag, algorithm and validity window (RFC 4034 §3.1).
+func sigText(sig *dns.RRSIG) string {
+	return fmt.Sprintf("RRSIG %s %s by %s key %d alg %s, valid %s to %s", sig.Hdr.Name, dns.TypeToString[sig.TypeCovered],
+		sig.SignerName, sig.KeyTag, dns.AlgorithmToString[sig.Algorithm], dns.TimeToString(sig.Inception), dns.TimeToString(sig.Expiration))
 }
 
 // Result is the outcome of a check.
@@ -190,15 +209,21 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 		// RFC 4035 §5.3.1: the signature covers this RRset, is by the
 		// zone, and has no more labels than the owner.
 		if sig.TypeCovered != h.Rrtype || !equalNames(sig.Hdr.Name, h.Name) || !equalNames(sig.SignerName, zone) || int(sig.Labels) > dns.CountLabel(h.Name) {
+			if w.Trace != nil {
+				w.Trace(Event{zone, sigText(sig) + ": not taken (not this RRset's, or not by " + zone + ")"})
+			}
 			continue
 		}
 		if tried == v.limits.SigsPerRRset {
-			return bogus(wire.EDEDNSSECBogus, "%s: more than %d signatures tried", what, v.limits.SigsPerRRset), nil
+			return v.traced(w, zone, bogus(wire.EDEDNSSECBogus, "%s: more than %d signatures tried", what, v.limits.SigsPerRRset)), nil
 		}
 		tried++
 		if !Supported(sig.Algorithm) {
 			if why.EDE == wire.EDERRSIGsMissing {
 				why = bogus(wire.EDEUnsupportedDNSKEYAlgorithm, "%s: signed with unsupported algorithm %d", what, sig.Algorithm)
+			}
+			if w.Trace != nil {
+				w.Trace(Event{zone, sigText(sig) + ": unsupported algorithm, not checked"})
 			}
 			continue
 		}
@@ -208,6 +233,9 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 				why = bogus(wire.EDESignatureNotYetValid, "%s: signature by key %d not valid before %s", what, sig.KeyTag, dns.TimeToString(sig.Inception))
 			} else {
 				why = bogus(wire.EDESignatureExpired, "%s: signature by key %d expired %s", what, sig.KeyTag, dns.TimeToString(sig.Expiration))
+			}
+			if w.Trace != nil {
+				w.Trace(Event{zone, sigText(sig) + ": outside its validity window at " + dns.TimeToString(uint32(now.Unix()))})
 			}
 			continue
 		}
@@ -221,6 +249,9 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 			// except its own DNSKEY RRset.
 			if k.Flags&dns.ZONE == 0 || k.Protocol != 3 {
 				why = bogus(wire.EDENoZoneKeyBitSet, "%s: key %d has no Zone Key bit", what, sig.KeyTag)
+				if w.Trace != nil {
+					w.Trace(Event{zone, sigText(sig) + ": its key has no Zone Key bit, not used"})
+				}
 				continue
 			}
 			if k.Flags&dns.REVOKE != 0 && h.Rrtype != dns.TypeDNSKEY {
@@ -231,19 +262,36 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 			}
 			n++
 			if w.Checks >= v.limits.Checks {
-				return bogus(wire.EDEDNSSECBogus, "%s: more than %d signature checks for one query", what, v.limits.Checks), nil
+				return v.traced(w, zone, bogus(wire.EDEDNSSECBogus, "%s: more than %d signature checks for one query", what, v.limits.Checks)), nil
 			}
 			w.Checks++
 			if sig.Verify(k, rrset) == nil {
+				if w.Trace != nil {
+					w.Trace(Event{zone, sigText(sig) + ": verified"})
+				}
 				return secure, sig
 			}
 			why = bogus(wire.EDEDNSSECBogus, "%s: signature by key %d does not verify", what, sig.KeyTag)
+			if w.Trace != nil {
+				w.Trace(Event{zone, sigText(sig) + ": does not verify"})
+			}
 		}
 		if n == 0 && why.EDE == wire.EDERRSIGsMissing {
 			why = bogus(wire.EDEDNSKEYMissing, "%s: no DNSKEY %d/%d in %s", what, sig.Algorithm, sig.KeyTag, zone)
+			if w.Trace != nil {
+				w.Trace(Event{zone, sigText(sig) + ": no usable DNSKEY with its tag and algorithm"})
+			}
 		}
 	}
 	return why, nil
+}
+
+// traced tells w's trace of r, a check given up at a limit, and returns it.
+func (v *Validator) traced(w *Work, zone string, r Result) Result {
+	if w.Trace != nil {
+		w.Trace(Event{zone, r.Text})
+	}
+	return r
 }
 
 // VerifyKeys validates zone's DNSKEY RRset: a key it holds matches one of
@@ -266,7 +314,13 @@ func (v *Validator) VerifyKeys(zone string, dnskeys []*dns.DNSKEY, sigs []*dns.R
 		switch {
 		case !Supported(d.Algorithm):
 			unsupportedAlg = true
+			if w.Trace != nil {
+				w.Trace(Event{zone, dsText(d) + ": unsupported algorithm, not used"})
+			}
 		case !supportedDigest(d.DigestType), strong && d.DigestType == dns.SHA1:
+			if w.Trace != nil {
+				w.Trace(Event{zone, dsText(d) + ": digest type not used (unsupported, or SHA-1 beside a stronger one)"})
+			}
 		default:
 			usable = append(usable, d)
 		}
@@ -287,7 +341,7 @@ func (v *Validator) VerifyKeys(zone string, dnskeys []*dns.DNSKEY, sigs []*dns.R
 	var entry []*dns.DNSKEY
 	why := bogus(wire.EDEDNSKEYMissing, "%s: no DNSKEY matches the DS records", zone)
 	for _, d := range usable {
-		n := 0
+		n, matched := 0, 0
 		for _, k := range dnskeys {
 			if k.Algorithm != d.Algorithm || k.KeyTag() != d.KeyTag {
 				continue
@@ -298,13 +352,26 @@ func (v *Validator) VerifyKeys(zone string, dnskeys []*dns.DNSKEY, sigs []*dns.R
 			n++
 			kd := k.ToDS(d.DigestType)
 			if kd == nil || !strings.EqualFold(kd.Digest, d.Digest) {
+				if w.Trace != nil {
+					w.Trace(Event{zone, fmt.Sprintf("%s: DNSKEY %d (flags %d) has its tag and algorithm, not its digest", dsText(d), k.KeyTag(), k.Flags)})
+				}
 				continue
 			}
+			matched++
 			if k.Flags&dns.ZONE == 0 {
 				why = bogus(wire.EDENoZoneKeyBitSet, "%s: DNSKEY %d matches a DS but has no Zone Key bit", zone, d.KeyTag)
+				if w.Trace != nil {
+					w.Trace(Event{zone, fmt.Sprintf("%s: matches DNSKEY %d (flags %d), which has no Zone Key bit: not used", dsText(d), k.KeyTag(), k.Flags)})
+				}
 				continue
 			}
+			if w.Trace != nil {
+				w.Trace(Event{zone, fmt.Sprintf("%s: matches DNSKEY %d (flags %d) by tag, algorithm and digest", dsText(d), k.KeyTag(), k.Flags)})
+			}
 			entry = append(entry, k)
+		}
+		if matched == 0 && w.Trace != nil {
+			w.Trace(Event{zone, dsText(d) + ": matches no DNSKEY"})
 		}
 	}
 	if len(entry) == 0 {
@@ -320,6 +387,12 @@ func (v *Validator) VerifyKeys(zone string, dnskeys []*dns.DNSKEY, sigs []*dns.R
 		}
 	}
 	return secure, keys
+}
+
+// dsText describes d for a trace: key tag, algorithm, digest type (RFC
+// 4034 §5.1).
+func dsText(d *dns.DS) string {
+	return fmt.Sprintf("DS %d alg %s digest %s", d.KeyTag, dns.AlgorithmToString[d.Algorithm], dns.HashToString[d.DigestType])
 }
 
 // set reports whether r holds an outcome (the zero Result holds none).
