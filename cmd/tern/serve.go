@@ -30,6 +30,7 @@ import (
 	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/recursor"
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/rrl"
 	"github.com/tern-dns/tern/internal/secondary"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/trustanchor"
@@ -200,7 +201,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	resolverOnly := cfg.Resolver != nil && len(cfg.Zones) == 0
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), handler(resp, cfg.Server.ResponseCache, counters))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, handler(resp, cfg.Server.ResponseCache, counters)))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -212,7 +213,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer stopAnchors()
-		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), rec)
+		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, rec))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
 	// load must not kill the server (its default action).
@@ -751,6 +752,9 @@ func restartChanges(running, next *config.Config) []restartChange {
 	if !reflect.DeepEqual(running.Metrics, next.Metrics) {
 		out = append(out, restartChange{"metrics", show(running.Metrics), show(next.Metrics)})
 	}
+	if !reflect.DeepEqual(running.RRL, next.RRL) {
+		out = append(out, restartChange{"rrl", show(running.RRL), show(next.RRL)})
+	}
 	if !reflect.DeepEqual(withoutNTAs(running.Resolver), withoutNTAs(next.Resolver)) {
 		// The resolver is kept, caches and all, across reloads; only
 		// its negative trust anchors change (setNegativeAnchors).
@@ -908,6 +912,15 @@ func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set) server.
 		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
 		return w
 	})
+}
+
+// limited is h with its UDP responses rate limited when the config has
+// an [rrl] table (each UDP worker with accounts of its own), else h.
+func limited(cfg *config.Config, h server.Handler) server.Handler {
+	if cfg.RRL == nil {
+		return h
+	}
+	return rrl.Handler(h, cfg.RRL.Limiter())
 }
 
 // zoneStates reports the zones served by resp for the metrics: each

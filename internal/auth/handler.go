@@ -131,3 +131,6 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 // CacheSize is how many responses w's response cache holds at most; 0
 // without one.
 func (w *Worker) CacheSize() int { return w.scr.CacheSize() }
+
+// Metrics is the Shard w counts in (CountIn); nil: none.
+func (w *Worker) Metrics() *metrics.Shard { return w.m }

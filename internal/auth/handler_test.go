@@ -3,12 +3,10 @@ package auth
 import (
 	"bytes"
 	"maps"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
@@ -212,26 +210,11 @@ func BenchmarkWorkerBatch(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := threadCPU(b)
+			cpu := dnstest.ThreadCPU(b)
 			for n := 0; n < b.N; n++ {
 				tb.answer(w, pkts)
 			}
-			b.ReportMetric(float64(threadCPU(b)-cpu)/float64(b.N*len(pkts)), "cpu-ns/answer")
+			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*len(pkts)), "cpu-ns/answer")
 		})
 	}
-}
-
-// threadCPU is the calling thread's run time so far in nanoseconds
-// (schedstat's first field), for benchmarks on a shared machine.
-func threadCPU(b *testing.B) int64 {
-	data, err := os.ReadFile("/proc/thread-self/schedstat")
-	if err != nil {
-		b.Skip("no /proc/thread-self/schedstat:", err)
-	}
-	f := strings.Fields(string(data))
-	n, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return n
 }

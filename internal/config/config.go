@@ -48,6 +48,9 @@ type Config struct {
 	// Metrics is the [metrics] table; nil when there is none (no
 	// metrics listener).
 	Metrics *Metrics `toml:"metrics"`
+	// RRL is the [rrl] table; nil when there is none (no response rate
+	// limiting).
+	RRL *RRL `toml:"rrl"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
 	// Keys, Remotes and ACLs are the [[key]], [[remote]] and [[acl]]
@@ -394,6 +397,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	if _, ok := doc["resolver"]; ok {
 		// Decoded on top of its defaults, as the rest is.
 		c.Resolver = DefaultResolver()
+	}
+	if _, ok := doc["rrl"]; ok {
+		c.RRL = defaultRRL()
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -150,6 +150,9 @@ func (c *Config) Validate() error {
 			v.addf("metrics.listen", "metrics.listen: invalid address %q (want ip:port, e.g. 127.0.0.1:9153): %v", m.Listen, err)
 		}
 	}
+	if c.RRL != nil {
+		v.validateRRL(c.RRL)
+	}
 	v.validateTransfer()
 	return errors.Join(v.errs...)
 }

@@ -320,3 +320,6 @@ func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	}
 	return w.errorResponse(req.Packet, out, wire.RcodeServFail, true, 0)
 }
+
+// Metrics is the Shard w counts in; nil: none.
+func (w *Worker) Metrics() *metrics.Shard { return w.m }

@@ -416,3 +416,7 @@ func (q *Query) scanOPT(pkt []byte, off, skip, ar int) {
 		off = end
 	}
 }
+
+// SkipName steps over the possibly compressed name at pkt[off] (a
+// pointer ends it, unfollowed) and returns the offset after it.
+func SkipName(pkt []byte, off int) (int, bool) { return skipName(pkt, off) }
