@@ -5,7 +5,9 @@ package server
 import (
 	"encoding/binary"
 	"net/netip"
+	"runtime"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -33,14 +35,53 @@ func (a *rawSockaddr) addrPort() netip.AddrPort {
 // udpSocket is a worker's socket as deferred replies see it: they may be
 // sent after the worker stopped, and must then not write to a descriptor
 // number that another socket has since been given.
+//
+// Deferred answers are not sent one sendmsg each by the goroutines that
+// resolved them: Send copies the answer into the socket's outbox, and one
+// sender goroutine sends what has gathered there with sendmmsg. Woken by
+// the first answer queued, the sender first yields, so that the
+// goroutines already runnable (the other resolutions an upstream answer,
+// or a batch of them, completed) queue theirs before it sends; under
+// load one system call then carries several answers.
 type udpSocket struct {
 	mu     sync.RWMutex
 	fd     int
 	closed bool
+
+	// qmu guards the outbox: queue, free, qclosed, started, and sends
+	// on wake.
+	qmu     sync.Mutex
+	queue   []outMsg
+	free    [][]byte // copies' buffers, back from the sender
+	qclosed bool
+	started bool
+	wake    chan struct{}
+
+	// The sender's own: the queue it is sending and its headers.
+	hdr [batch]unix.Mmsghdr
+	iov [batch]unix.Iovec
 }
 
-// close closes the socket once no deferred reply is sending on it.
+// outMsg is a deferred answer in the outbox: a copy of the message and
+// where it goes.
+type outMsg struct {
+	d   *udpDeferred
+	msg []byte
+}
+
+func newUDPSocket(fd int) *udpSocket {
+	return &udpSocket{fd: fd, wake: make(chan struct{}, 1)}
+}
+
+// close closes the socket once no deferred reply is sending on it, and
+// ends the sender; answers still in the outbox are dropped.
 func (s *udpSocket) close() {
+	s.qmu.Lock()
+	if !s.qclosed {
+		s.qclosed = true
+		close(s.wake)
+	}
+	s.qmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -49,9 +90,108 @@ func (s *udpSocket) close() {
 	}
 }
 
+// enqueue puts a copy of msg, the answer d is for, in the outbox.
+func (s *udpSocket) enqueue(d *udpDeferred, msg []byte) error {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.qclosed {
+		return ErrReplyClosed
+	}
+	var b []byte
+	if n := len(s.free); n > 0 {
+		b, s.free = s.free[n-1][:0], s.free[:n-1]
+	}
+	s.queue = append(s.queue, outMsg{d: d, msg: append(b, msg...)})
+	if !s.started {
+		s.started = true
+		go s.sender()
+	}
+	if len(s.queue) == 1 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// sender sends the outbox's answers until the socket is closed.
+func (s *udpSocket) sender() {
+	var spare []outMsg
+	for range s.wake {
+		// Let the goroutines already runnable queue their answers first.
+		runtime.Gosched()
+		s.qmu.Lock()
+		q := s.queue
+		s.queue = spare[:0]
+		s.qmu.Unlock()
+		for off := 0; off < len(q); {
+			n := min(len(q)-off, batch)
+			s.send(q[off : off+n])
+			s.qmu.Lock()
+			for i := off; i < off+n; i++ {
+				if cap(q[i].msg) <= BufferSize && len(s.free) < 4*batch {
+					s.free = append(s.free, q[i].msg)
+				}
+				q[i] = outMsg{}
+			}
+			s.qmu.Unlock()
+			off += n
+		}
+		spare = q
+	}
+}
+
+// send sends the answers of q (at most batch) with sendmmsg, unless the
+// socket is closed.
+func (s *udpSocket) send(q []outMsg) {
+	for i := range q {
+		d, msg := q[i].d, q[i].msg
+		s.iov[i].Base = &msg[0]
+		s.iov[i].SetLen(len(msg))
+		h := &s.hdr[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&d.addr))
+		h.Namelen = d.namelen
+		h.Iov = &s.iov[i]
+		h.SetIovlen(1)
+		h.Control = nil
+		h.SetControllen(0)
+		if d.ctllen > 0 {
+			h.Control = (*byte)(unsafe.Pointer(&d.ctl))
+			h.SetControllen(d.ctllen)
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
+	// As udpWorker.sendBatch: without blocking first, then waiting for
+	// room only when the send buffer is full.
+	flags := uintptr(unix.MSG_DONTWAIT)
+	for sent := 0; sent < len(q); {
+		var n uintptr
+		var e syscall.Errno
+		if flags != 0 {
+			n, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdr[sent])), uintptr(len(q)-sent), flags, 0, 0)
+		} else {
+			n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdr[sent])), uintptr(len(q)-sent), 0, 0, 0)
+		}
+		switch e {
+		case 0:
+			sent += int(n)
+		case unix.EAGAIN:
+			flags = 0
+		case unix.EINTR:
+		default:
+			sent++ // skip the datagram the kernel refused
+		}
+	}
+}
+
 // deferReply is the Reply of datagram req.slot, answered later: it keeps
 // a copy of the datagram's source address and, on a wildcard socket, of
-// its destination, and sends from the worker's socket with sendmsg.
+// its destination, and sends through the socket's outbox.
 func (w *udpWorker) deferReply(req *Request) *Reply {
 	i := req.slot
 	d := &udpDeferred{sock: w.sock, addr: w.addr[i], namelen: w.rxHdr[i].Hdr.Namelen}
@@ -73,31 +213,12 @@ type udpDeferred struct {
 	ctllen  int
 }
 
+// send queues msg for the socket's sender; an error means the socket is
+// closed (a send that fails later is not reported: a datagram may be
+// lost anyway).
 func (d *udpDeferred) send(msg []byte) error {
 	if len(msg) == 0 {
 		return nil
 	}
-	d.sock.mu.RLock()
-	defer d.sock.mu.RUnlock()
-	if d.sock.closed {
-		return ErrReplyClosed
-	}
-	iov := unix.Iovec{Base: &msg[0]}
-	iov.SetLen(len(msg))
-	h := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.addr)), Namelen: d.namelen, Iov: &iov}
-	h.SetIovlen(1)
-	if d.ctllen > 0 {
-		h.Control = (*byte)(unsafe.Pointer(&d.ctl))
-		h.SetControllen(d.ctllen)
-	}
-	for {
-		_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(d.sock.fd), uintptr(unsafe.Pointer(&h)), 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return e
-		}
-		return nil
-	}
+	return d.sock.enqueue(d, msg)
 }

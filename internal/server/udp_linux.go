@@ -101,7 +101,7 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		unix.Close(w.fd)
 		return nil, err
 	}
-	w.sock = &udpSocket{fd: w.fd}
+	w.sock = newUDPSocket(w.fd)
 	w.worker = h.NewWorker(false)
 	w.batcher, _ = w.worker.(Batcher)
 	for i := 0; i < batch; i++ {
