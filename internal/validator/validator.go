@@ -70,6 +70,8 @@ type Options struct {
 type Validator struct {
 	now    func() time.Time
 	limits Limits
+	// verified are the signatures that verified, not computed again.
+	verified sigCache
 }
 
 // New returns a Validator.
@@ -261,11 +263,21 @@ func (v *Validator) VerifyRRset(rrset []dns.RR, sigs []*dns.RRSIG, keys []*dns.D
 				break
 			}
 			n++
+			key, keyed := sigKey(sig, k, rrset)
+			if keyed && v.verified.has(key) {
+				if w.Trace != nil {
+					w.Trace(Event{zone, sigText(sig) + ": verified (the same signature by the same key over the same data verified before)"})
+				}
+				return secure, sig
+			}
 			if w.Checks >= v.limits.Checks {
 				return v.traced(w, zone, bogus(wire.EDEDNSSECBogus, "%s: more than %d signature checks for one query", what, v.limits.Checks)), nil
 			}
 			w.Checks++
 			if sig.Verify(k, rrset) == nil {
+				if keyed {
+					v.verified.add(key)
+				}
 				if w.Trace != nil {
 					w.Trace(Event{zone, sigText(sig) + ": verified"})
 				}
