@@ -15,7 +15,7 @@ func (c *compiler) intern(name []byte) []byte {
 // allocations instead of a million.
 func (c *compiler) newNode(name []byte) *Node {
 	if len(c.nodeSlab) == cap(c.nodeSlab) {
-		c.nodeSlab = make([]Node, 0, slabSize(cap(c.nodeSlab), 16, 1024))
+		c.nodeSlab = make([]Node, 0, slabSize(cap(c.nodeSlab), 4, 1024))
 	}
 	c.nodeSlab = append(c.nodeSlab, Node{Name: name})
 	return &c.nodeSlab[len(c.nodeSlab)-1]
@@ -31,7 +31,7 @@ func (c *compiler) appendSet(l []RRset, s RRset) []RRset {
 		return c.setSlab[end-len(l) : end+1 : end+1]
 	}
 	if cap(c.setSlab)-end < len(l)+1 {
-		c.setSlab = make([]RRset, 0, max(slabSize(cap(c.setSlab), 16, 1024), len(l)+1))
+		c.setSlab = make([]RRset, 0, max(slabSize(cap(c.setSlab), 4, 1024), len(l)+1))
 		end = 0
 	}
 	c.setSlab = append(c.setSlab, l...)
@@ -57,11 +57,11 @@ func (c *compiler) appendWire(w, tail []byte) []byte {
 }
 
 // carve takes an empty slice with capacity n from the end of a byte
-// arena, starting a new chunk when the current one is too full: 4 KiB,
+// arena, starting a new chunk when the current one is too full: 512 bytes,
 // then each twice the last up to 256 KiB.
 func carve(arena *[]byte, n int) []byte {
 	if cap(*arena)-len(*arena) < n {
-		*arena = make([]byte, 0, max(slabSize(cap(*arena), 4<<10, 256<<10), n))
+		*arena = make([]byte, 0, max(slabSize(cap(*arena), 512, 256<<10), n))
 	}
 	at := len(*arena)
 	*arena = (*arena)[:at+n]
