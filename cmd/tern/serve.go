@@ -379,6 +379,8 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 		Workers:           cfg.Server.Workers,
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
 		TCPMaxConnections: cfg.Server.TCPMaxConnections,
+		TCPMaxPerClient:   cfg.Server.TCPMaxPerClient,
+		TCPMaxPipelined:   cfg.Server.TCPMaxPipelined,
 		TCPIOTimeout:      cfg.Server.TCPIOTimeout.Duration,
 		// RFC 9715 R3: answers of at most 1400 bytes fit whole.
 		DontFragment: cfg.Server.UDPPayload <= 1400,

@@ -27,6 +27,8 @@ const (
 	maxResponseCache         = 1 << 17
 	defaultTCPIdleTimeout    = 10 * time.Second
 	defaultTCPMaxConnections = 1024
+	defaultTCPMaxPerClient   = 128
+	defaultTCPMaxPipelined   = 64
 	defaultTCPIOTimeout      = 500 * time.Millisecond
 	defaultLogLevel          = "info"
 	defaultDataDir           = "/var/lib/tern"
@@ -96,8 +98,16 @@ type Server struct {
 	ResponseCache int `toml:"response-cache"`
 	// TCPIdleTimeout closes TCP connections idle for this long. Default 10s.
 	TCPIdleTimeout Duration `toml:"tcp-idle-timeout"`
-	// TCPMaxConnections bounds concurrent TCP connections. Default 1024.
+	// TCPMaxConnections bounds concurrent TCP connections; at the limit
+	// a new one closes the connection idle the longest, or is closed
+	// when none is idle. Default 1024.
 	TCPMaxConnections int `toml:"tcp-max-connections"`
+	// TCPMaxPerClient bounds the TCP connections of one client (IPv4
+	// address, IPv6 /64). Default 128.
+	TCPMaxPerClient int `toml:"tcp-max-connections-per-client"`
+	// TCPMaxPipelined bounds the deferred answers (resolutions, zone
+	// transfers) outstanding on one TCP connection. Default 64.
+	TCPMaxPipelined int `toml:"tcp-max-pipelined"`
 	// TCPIOTimeout bounds the time a TCP message takes to arrive once its
 	// first byte has, and each write of answers. Default 500ms, Knot's
 	// tcp-io-timeout.
@@ -319,6 +329,8 @@ func Default() *Config {
 			ResponseCache:     defaultResponseCache,
 			TCPIdleTimeout:    Duration{defaultTCPIdleTimeout},
 			TCPMaxConnections: defaultTCPMaxConnections,
+			TCPMaxPerClient:   defaultTCPMaxPerClient,
+			TCPMaxPipelined:   defaultTCPMaxPipelined,
 			TCPIOTimeout:      Duration{defaultTCPIOTimeout},
 			LogLevel:          defaultLogLevel,
 			DataDir:           defaultDataDirectory(),

@@ -18,7 +18,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Listen = %v, want [127.0.0.1:5300]", got)
 	}
 	if c.Server.Workers != 0 || c.Server.UDPPayload != 1232 || c.Server.ResponseCache != 8192 || c.Server.TCPIdleTimeout.Duration != 10*time.Second ||
-		c.Server.TCPMaxConnections != 1024 || c.Server.TCPIOTimeout.Duration != 500*time.Millisecond || c.Server.LogLevel != "info" {
+		c.Server.TCPMaxConnections != 1024 || c.Server.TCPMaxPerClient != 128 || c.Server.TCPMaxPipelined != 64 || c.Server.TCPIOTimeout.Duration != 500*time.Millisecond || c.Server.LogLevel != "info" {
 		t.Errorf("server defaults wrong: %+v", c.Server)
 	}
 	if !c.ChaosEnabled() || c.Identity.Version != "Tern" || c.Identity.ID == "" || c.Identity.NSID != "" {
@@ -69,13 +69,15 @@ workers = 4
 udp-payload = 4096
 tcp-idle-timeout = "1m30s"
 tcp-max-connections = 1
+tcp-max-connections-per-client = 3
+tcp-max-pipelined = 5
 tcp-io-timeout = "2s"
 log-level = "debug"
 `,
 			check: func(t *testing.T, c *Config) {
 				s := c.Server
 				if len(s.Listen) != 3 || s.Listen[1] != "[::]:53" || s.Workers != 4 || s.UDPPayload != 4096 ||
-					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPIOTimeout.Duration != 2*time.Second || s.LogLevel != "debug" {
+					s.TCPIdleTimeout.Duration != 90*time.Second || s.TCPMaxConnections != 1 || s.TCPMaxPerClient != 3 || s.TCPMaxPipelined != 5 || s.TCPIOTimeout.Duration != 2*time.Second || s.LogLevel != "debug" {
 					t.Errorf("server = %+v", s)
 				}
 			},
@@ -326,9 +328,10 @@ func TestParseErrors(t *testing.T) {
 			want:  []string{"t.toml:2: server.tcp-max-connections: must be >= 1, got 0"},
 		},
 		{
-			name:  "removed key",
-			input: "[server]\ntcp-max-pipelined = 100\n",
-			want:  []string{"t.toml:2: server.tcp-max-pipelined was removed: Tern answers each TCP query as it reads it"},
+			name:  "tcp limits zero",
+			input: "[server]\ntcp-max-pipelined = 0\ntcp-max-connections-per-client = -1\n",
+			want: []string{"t.toml:2: server.tcp-max-pipelined: must be >= 1, got 0",
+				"t.toml:3: server.tcp-max-connections-per-client: must be >= 1, got -1"},
 		},
 		{
 			name:  "bad log level",

@@ -301,9 +301,9 @@ func kindOf(v *unstable.Node) string {
 
 // removedKeys are keys earlier versions accepted, with why they went, so
 // that an old config gets told what to do rather than "unknown key".
-var removedKeys = map[string]string{
-	"server.tcp-max-pipelined": "Tern answers each TCP query as it reads it, so one query per connection is in flight at any time",
-}
+// (server.tcp-max-pipelined was one, while it bounded nothing; it bounds
+// the deferred answers of a connection now.)
+var removedKeys = map[string]string{}
 
 // unknown reports key name of table t (at path) as unknown, with the known
 // key it most likely meant, or as removed, with why.

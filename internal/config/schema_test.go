@@ -11,6 +11,9 @@ import (
 // error of a file is reported in one run; a near-miss key gets the known
 // key it most likely meant.
 func TestParseMessages(t *testing.T) {
+	// No key is removed today: one stands in for the message's test.
+	removedKeys["server.old-key"] = "it bounded nothing"
+	t.Cleanup(func() { delete(removedKeys, "server.old-key") })
 	tests := []struct {
 		name  string
 		input string
@@ -121,8 +124,8 @@ t.toml:3: zone: want [[zone]] tables, got a list holding an integer`,
 		},
 		{
 			name:  "removed key beside a type error",
-			input: "[server]\ntcp-max-pipelined = 100\nworkers = \"2\"\n",
-			want: `t.toml:2: server.tcp-max-pipelined was removed: Tern answers each TCP query as it reads it, so one query per connection is in flight at any time; delete the line
+			input: "[server]\nold-key = 100\nworkers = \"2\"\n",
+			want: `t.toml:2: server.old-key was removed: it bounded nothing; delete the line
 t.toml:3: server.workers: want an integer, got a string`,
 		},
 		{

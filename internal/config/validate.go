@@ -58,6 +58,12 @@ func (c *Config) Validate() error {
 	if s.TCPMaxConnections < 1 {
 		v.addf("server.tcp-max-connections", "server.tcp-max-connections: must be >= 1, got %d", s.TCPMaxConnections)
 	}
+	if s.TCPMaxPerClient < 1 {
+		v.addf("server.tcp-max-connections-per-client", "server.tcp-max-connections-per-client: must be >= 1, got %d", s.TCPMaxPerClient)
+	}
+	if s.TCPMaxPipelined < 1 {
+		v.addf("server.tcp-max-pipelined", "server.tcp-max-pipelined: must be >= 1, got %d", s.TCPMaxPipelined)
+	}
 	if !validLogLevel(s.LogLevel) {
 		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
 	}

@@ -22,3 +22,17 @@ func Conns(s *Server) int64 { return s.conns.Load() }
 
 // TCPListeners are s's TCP listeners.
 func TCPListeners(s *Server) []net.Listener { return s.tcp }
+
+// IdleConns is the number of s's TCP connections waiting between
+// messages (those reapIdle may close).
+func IdleConns(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, tc := range s.active {
+		if tc.idle.Load() > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,7 +1,9 @@
 // Package server runs the sockets: per-worker SO_REUSEPORT UDP sockets
 // with batched recvmmsg/sendmmsg on Linux (udp_linux.go; a portable loop
-// elsewhere, udp_other.go), and TCP with RFC 7766 framing, pipelining,
-// idle and I/O timeouts and a connection limit. Answers come from a
+// elsewhere, udp_other.go), and TCP with RFC 7766 framing, pipelining
+// (deferred answers outstanding per connection bounded), idle and I/O
+// timeouts, and connection limits: in total (at which a new connection
+// closes the one idle the longest) and per client. Answers come from a
 // Handler's Workers.
 package server
 
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -37,9 +40,18 @@ type Config struct {
 	// longer to arrive, or whose client takes longer to read a write of
 	// answers (Knot's tcp-io-timeout). Default 500ms.
 	TCPIOTimeout time.Duration
-	// TCPMaxConnections bounds concurrent TCP connections; more are
-	// closed on accept.
+	// TCPMaxConnections bounds concurrent TCP connections: at the
+	// limit, a new connection closes the one idle the longest (between
+	// messages, no deferred answer outstanding), or is closed on accept
+	// when none is idle. Default 1024.
 	TCPMaxConnections int
+	// TCPMaxPerClient bounds the TCP connections of one client (an IPv4
+	// address, an IPv6 /64); more are closed on accept. Default 128.
+	TCPMaxPerClient int
+	// TCPMaxPipelined bounds the deferred answers (Request.Defer: the
+	// resolver's, zone transfers) outstanding on one connection; at the
+	// limit the connection is not read until one is closed. Default 64.
+	TCPMaxPipelined int
 	// DontFragment sends UDP answers with DF set (IPv4) and never
 	// fragmented (IPv6), as RFC 9715 §3.1 recommends; an answer larger
 	// than the interface MTU is then not sent. For payload limits of at
@@ -61,8 +73,12 @@ type Server struct {
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 
-	mu     sync.Mutex
-	active map[net.Conn]struct{}
+	// mu guards the TCP connections' bookkeeping, taken on accept and
+	// when a connection ends, never per query.
+	mu        sync.Mutex
+	active    map[net.Conn]*tcpConn
+	perClient map[netip.Addr]int
+	reaping   int // connections reapIdle closed whose goroutines have not ended
 
 	// Buffers of TCP connections, held only while a message is read or
 	// answered (see tcpAnswerer).
@@ -85,11 +101,17 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.TCPMaxConnections <= 0 {
 		cfg.TCPMaxConnections = 1024
 	}
+	if cfg.TCPMaxPerClient <= 0 {
+		cfg.TCPMaxPerClient = 128
+	}
+	if cfg.TCPMaxPipelined <= 0 {
+		cfg.TCPMaxPipelined = 64
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, handler: h, log: log, active: make(map[net.Conn]struct{})}
+	s := &Server{cfg: cfg, handler: h, log: log, active: make(map[net.Conn]*tcpConn), perClient: make(map[netip.Addr]int)}
 	s.tcpIn.New = func() any { return new([tcpReadSize]byte) }
 	s.tcpLarge.New = func() any { return new([2 + tcpMaxMessage]byte) }
 	s.tcpAnswerers.New = func() any { return &tcpAnswerer{worker: h.NewWorker(true)} }

@@ -3,13 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,47 +129,6 @@ func TestTCPIdleTimeout(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(8 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read: %v, want EOF from the server closing an idle connection", err)
-	}
-}
-
-func TestTCPConnectionLimit(t *testing.T) {
-	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: 2})
-	var conns []net.Conn
-	for i := 0; i < 2; i++ {
-		c, err := net.Dial("tcp", s.Addrs()[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		defer c.Close()
-	}
-	// Make sure both were accepted before the third arrives.
-	for _, c := range conns {
-		cl := &dns.Conn{Conn: c}
-		m := new(dns.Msg)
-		m.SetQuestion("www.example.test.", dns.TypeA)
-		if err := cl.WriteMsg(m); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := cl.ReadMsg(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The third asks too, and must be closed unanswered: an answer, or
-	// no answer and no close (a read timing out), means no limit.
-	c, err := net.Dial("tcp", s.Addrs()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m := new(dns.Msg)
-	m.SetQuestion("www.example.test.", dns.TypeA)
-	p, _ := m.Pack()
-	_, _ = c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(p))), p...))
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := c.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("third connection: read %d bytes, %v; want it closed at the limit", n, err)
 	}
 }
 

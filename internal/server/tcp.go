@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,25 +51,104 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if s.conns.Add(1) > int64(s.cfg.TCPMaxConnections) {
-			s.conns.Add(-1)
+		tc := s.admit(c)
+		if tc == nil {
 			c.Close()
 			continue
 		}
-		s.mu.Lock()
-		s.active[c] = struct{}{}
-		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveTCP(c)
-			s.mu.Lock()
-			delete(s.active, c)
-			s.mu.Unlock()
-			c.Close()
-			s.conns.Add(-1)
+			s.serveTCP(tc)
+			s.release(tc)
 		}()
 	}
+}
+
+// clientKey is what the per-client connection limit counts by: an IPv4
+// address, or an IPv6 /64 (one host's usual share, which a client can
+// draw addresses from freely).
+func clientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// admit decides whether a new connection is served: not when its client
+// holds TCPMaxPerClient connections already; when TCPMaxConnections are
+// open, only if the connection idle the longest (waiting between
+// messages, with no deferred answer outstanding) can be closed to make
+// room, as RFC 7766 §6.2.3 allows a server under pressure: clients
+// holding idle connections cannot lock new ones out, and a client whose
+// connection goes simply reconnects. It returns the connection's state,
+// counted, or nil.
+func (s *Server) admit(c net.Conn) *tcpConn {
+	tc := &tcpConn{s: s, c: c}
+	tc.req = Request{TCP: true, transport: tc}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		tc.req.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	tc.client = clientKey(tc.req.remote.Addr())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perClient[tc.client] >= s.cfg.TCPMaxPerClient {
+		return nil
+	}
+	if s.conns.Load()-int64(s.reaping) >= int64(s.cfg.TCPMaxConnections) && !s.reapIdle() {
+		return nil
+	}
+	s.conns.Add(1)
+	s.perClient[tc.client]++
+	s.active[c] = tc
+	return tc
+}
+
+// reapIdle closes the connection idle the longest that has no deferred
+// answer outstanding, and reports whether there was one. It runs with
+// s.mu held, only when the connection limit is reached: a scan of the
+// open connections, off the query path.
+func (s *Server) reapIdle() bool {
+	for range 3 {
+		var oldest *tcpConn
+		var since int64
+		for _, tc := range s.active {
+			t := tc.idle.Load()
+			if t > 0 && tc.open.Load() == 0 && (oldest == nil || t < since) {
+				oldest, since = tc, t
+			}
+		}
+		if oldest == nil {
+			return false
+		}
+		// It may have woken with a message meanwhile: then look again.
+		if oldest.idle.CompareAndSwap(since, reaped) {
+			s.reaping++
+			oldest.c.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// release forgets a connection whose goroutine is done, and closes it.
+func (s *Server) release(tc *tcpConn) {
+	s.mu.Lock()
+	delete(s.active, tc.c)
+	if n := s.perClient[tc.client] - 1; n > 0 {
+		s.perClient[tc.client] = n
+	} else {
+		delete(s.perClient, tc.client)
+	}
+	if tc.idle.Load() == reaped {
+		s.reaping--
+	}
+	s.mu.Unlock()
+	tc.c.Close()
+	s.conns.Add(-1)
 }
 
 // serveTCP answers length-prefixed queries (RFC 1035 §4.2.2) until the
@@ -78,7 +158,8 @@ func (s *Server) acceptLoop(ln net.Listener) {
 //
 // A connection with deferred answers outstanding (Request.Defer) stays
 // open, once the client is done or idle, until they are closed.
-func (s *Server) serveTCP(c net.Conn) {
+func (s *Server) serveTCP(tc *tcpConn) {
+	c := tc.c
 	// Connections from a TCP listener are syscall.Conns.
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -88,25 +169,25 @@ func (s *Server) serveTCP(c net.Conn) {
 	if err != nil {
 		return
 	}
-	tc := &tcpConn{s: s, c: c}
-	tc.req = Request{TCP: true, transport: tc}
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		ap := a.AddrPort()
-		tc.req.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
 	defer tc.pending.Wait()
-	t := &tcpWait{s: s}
+	t := &tcpWait{s: s, tc: tc}
 	t.try = t.read
 	for {
 		// RFC 7766 §6.2.3: the idle timeout runs between messages.
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+		now := time.Now()
+		_ = c.SetReadDeadline(now.Add(s.cfg.TCPIdleTimeout))
+		if !tc.idle.CompareAndSwap(0, now.UnixNano()) {
+			return // closed to make room (reapIdle)
+		}
 		if err := raw.Read(t.try); err != nil {
 			return
 		}
 		in, n := t.in, t.n
 		t.in = nil
 		if n <= 0 {
-			s.tcpIn.Put(in)
+			if in != nil {
+				s.tcpIn.Put(in)
+			}
 			return
 		}
 		if !s.serveBurst(tc, in, n) {
@@ -123,13 +204,22 @@ func (s *Server) serveTCP(c net.Conn) {
 // query in flight per connection, tern perf -T -c 64 -q 64).
 type tcpWait struct {
 	s   *Server
+	tc  *tcpConn
 	try func(fd uintptr) bool // read, bound once: a method value allocates
 	in  *[tcpReadSize]byte    // what read read, n bytes (0: EOF, <0: error)
 	n   int
 }
 
 // read is a syscall.RawConn read function: false means wait for data.
+// It marks the connection busy while it reads (so that reapIdle leaves
+// it), and idle since the same time again when there was nothing; once
+// reaped, it reads nothing (n -1).
 func (t *tcpWait) read(fd uintptr) bool {
+	since := t.tc.idle.Load()
+	if since <= 0 || !t.tc.idle.CompareAndSwap(since, 0) {
+		t.in, t.n = nil, -1
+		return true
+	}
 	in := t.s.tcpIn.Get().(*[tcpReadSize]byte)
 	for {
 		n, err := unix.Read(int(fd), in[:])
@@ -138,6 +228,7 @@ func (t *tcpWait) read(fd uintptr) bool {
 		}
 		if err == unix.EAGAIN {
 			t.s.tcpIn.Put(in)
+			t.tc.idle.Store(since)
 			return false
 		}
 		if err != nil {
@@ -172,7 +263,7 @@ func (s *Server) serveBurst(tc *tcpConn, in *[tcpReadSize]byte, n int) bool {
 			if end-start < 2+n {
 				break
 			}
-			if !w.answer(buf[start+2 : start+2+n]) {
+			if !w.slot() || !w.answer(buf[start+2:start+2+n]) {
 				w.flush()
 				return false
 			}
@@ -217,7 +308,7 @@ func (s *Server) serveLarge(c net.Conn, w *tcpWriter, have []byte, n int) bool {
 	if _, err := io.ReadFull(c, big[len(have):2+n]); err != nil {
 		return false
 	}
-	ok := w.answer(big[2 : 2+n])
+	ok := w.slot() && w.answer(big[2:2+n])
 	return w.flush() && ok
 }
 
@@ -235,11 +326,27 @@ type tcpConn struct {
 	prefix [2]byte
 	bufs   [2][]byte
 	wbufs  net.Buffers
-	// pending counts the deferred replies not yet closed.
+	// pending counts the deferred replies not yet closed, and open too,
+	// for the pipelining limit (TCPMaxPipelined) and reapIdle; wake
+	// (made at the first deferred reply) tells the goroutine serving
+	// the connection, waiting for open to go below the limit, that a
+	// reply closed.
 	pending sync.WaitGroup
+	open    atomic.Int32
+	wake    chan struct{}
+	// idle is when the connection started waiting for its next message
+	// (UnixNano), 0 while it reads or answers one, reaped once reapIdle
+	// closed it.
+	idle atomic.Int64
+	// client is the connection's client as the per-client limit counts
+	// it (clientKey).
+	client netip.Addr
 	// req is the request of the message being answered.
 	req Request
 }
+
+// reaped is tcpConn.idle of a connection reapIdle closed.
+const reaped = -1
 
 // deferReply is a Reply that writes to the connection; the connection
 // waits for its Close before it is closed. Each of its messages may take
@@ -249,8 +356,23 @@ type tcpConn struct {
 // load lost a 1M-record AXFR at 62% with 500 ms per message) must not
 // break off as a slow query would.
 func (tc *tcpConn) deferReply(*Request) *Reply {
+	if tc.wake == nil {
+		tc.wake = make(chan struct{}, 1)
+	}
 	tc.pending.Add(1)
-	return &Reply{send: tc.sendDeferred, finish: tc.pending.Done}
+	tc.open.Add(1)
+	return &Reply{send: tc.sendDeferred, finish: tc.deferDone}
+}
+
+// deferDone is a deferred reply's Close.
+func (tc *tcpConn) deferDone() {
+	if tc.open.Add(-1) < int32(tc.s.cfg.TCPMaxPipelined) {
+		select {
+		case tc.wake <- struct{}{}:
+		default:
+		}
+	}
+	tc.pending.Done()
 }
 
 // sendDeferred is send with the deferred replies' timeout.
@@ -318,6 +440,28 @@ func (w *tcpWriter) answer(msg []byte) bool {
 	w.n += 2 + len(resp)
 	if w.n > tcpGather {
 		return w.write()
+	}
+	return true
+}
+
+// slot waits, before the next message of the connection is answered,
+// until fewer than TCPMaxPipelined of its answers are outstanding
+// (deferred replies not closed: resolutions, transfers), the answers
+// gathered written first; the connection is not read meanwhile, so a
+// client pipelining more waits in TCP's flow control (RFC 7766 §6.2.1.1
+// lets a server bound its concurrent work per connection). Answers made
+// at once never wait: each burst's are written before more is read. It
+// reports false when the gathered answers could not be written.
+func (w *tcpWriter) slot() bool {
+	tc := w.tc
+	if tc.open.Load() < int32(w.s.cfg.TCPMaxPipelined) {
+		return true
+	}
+	if !w.flush() {
+		return false
+	}
+	for tc.open.Load() >= int32(w.s.cfg.TCPMaxPipelined) {
+		<-tc.wake
 	}
 	return true
 }

@@ -213,7 +213,7 @@ func TestTCPIdleMemory(t *testing.T) {
 	if n < 100 {
 		t.Skipf("open files limit %d", rl.Cur)
 	}
-	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: n})
+	s := start(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1, TCPMaxConnections: n, TCPMaxPerClient: n})
 	q := framed(t, "www.example.test.", dns.TypeA)
 	var before, after runtime.MemStats
 	runtime.GC()
