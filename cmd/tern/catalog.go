@@ -37,6 +37,7 @@ func catalogMembers(eff *config.Config) map[string][]string {
 func (rl *reloader) setCatalogs() (changed []string) {
 	eff := rl.effective(rl.current)
 	eff.Zones = append(eff.Zones, rl.restoring...)
+	eff.Zones = slices.DeleteFunc(eff.Zones, func(zc config.Zone) bool { return rl.removed[dns.CanonicalName(zc.Origin)] })
 	next := catalogMembers(eff)
 	prev := rl.catalogs.Load()
 	for origin, ms := range next {
@@ -45,6 +46,7 @@ func (rl *reloader) setCatalogs() (changed []string) {
 		}
 	}
 	rl.catalogs.Store(&next)
+	rl.setInterpret()
 	slices.Sort(changed)
 	return changed
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/catalog"
+	"github.com/tern-dns/tern/internal/dnstest"
 )
 
 // transferRRs is the records of a transfer (AXFR, or IXFR from serial
@@ -149,4 +150,118 @@ func TestCatalogProduce(t *testing.T) {
 		t.Errorf("serial %d after the reload, was %d", s, s4)
 	}
 	stop()
+}
+
+// waitSerial waits (a minute at most) until addr answers origin's SOA
+// with serial want (a negative rcode for none, as soaSerial).
+func waitSerial(t *testing.T, addr, origin string, want int) {
+	t.Helper()
+	got := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got = soaSerial(t, addr, origin); got == want {
+			return
+		}
+	}
+	t.Fatalf("%s at %s: SOA %d, want %d", origin, addr, got, want)
+}
+
+// memberZones writes zone files of serial 1 for names under dir.
+func memberZones(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, z := range names {
+		text := fmt.Sprintf("$ORIGIN %s.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n", z)
+		if err := os.WriteFile(filepath.Join(dir, z+".zone"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startCtl starts tern serve -c cfg and waits until its control socket
+// answers.
+func startCtl(t *testing.T, cfg string) (string, *dnstest.LogBuffer, func()) {
+	t.Helper()
+	addr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if code, _, _ := runT("ctl", "-c", cfg, "status"); code == 0 {
+			break
+		}
+	}
+	return addr, logs, stop
+}
+
+// TestCatalogConsume: Tern consumes the catalog another Tern produces
+// (catalog-role = "interpret"): the members are served as secondaries
+// of the catalog's primary; a member added on the producer (zone-add
+// --catalog) is served after its NOTIFY, one removed stops being served
+// at once and its stored copy is deleted after catalog-grace; a restart
+// serves the members at once from the stored state. Producer on
+// 127.0.0.137, consumer on 127.0.0.138 (port 5300).
+func TestCatalogConsume(t *testing.T) {
+	const prodAddr, consAddr = "127.0.0.137:5300", "127.0.0.138:5300"
+	pdir, cdir := t.TempDir(), t.TempDir()
+	memberZones(t, pdir, "a.test", "b.test", "c.test")
+	pcfg := filepath.Join(pdir, "tern.toml")
+	ptext := "[server]\nlisten = [\"" + prodAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+		"[[remote]]\nname = \"c\"\naddress = [\"" + consAddr + "\"]\n" +
+		"[[acl]]\nname = \"xfr\"\naddress = [\"127.0.0.0/8\"]\naction = [\"transfer\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nacl = [\"xfr\"]\nnotify = [\"c\"]\n"
+	for _, z := range []string{"a.test", "b.test"} {
+		ptext += "[[zone]]\norigin = \"" + z + "\"\nfile = \"" + z + ".zone\"\nacl = [\"xfr\"]\ncatalog = \"catalog.example\"\n"
+	}
+	if err := os.WriteFile(pcfg, []byte(ptext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ccfg := filepath.Join(cdir, "tern.toml")
+	ctext := "[server]\nlisten = [\"" + consAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+		"[[remote]]\nname = \"p\"\naddress = [\"" + prodAddr + "\"]\n" +
+		"[[acl]]\nname = \"from-p\"\naddress = [\"127.0.0.137\"]\naction = [\"notify\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nprimary = [\"p\"]\nacl = [\"from-p\"]\ncatalog-role = \"interpret\"\ncatalog-grace = \"1s\"\n"
+	if err := os.WriteFile(ccfg, []byte(ctext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startCtl(t, pcfg)
+	_, clogs, stopC := startCtl(t, ccfg)
+	defer func() {
+		if t.Failed() {
+			t.Logf("consumer's log:\n%s", clogs)
+		}
+	}()
+	waitSerial(t, consAddr, "a.test.", 1)
+	waitSerial(t, consAddr, "b.test.", 1)
+
+	if code, out, errs := runT("ctl", "-c", pcfg, "zone-add", "c.test", "--file", filepath.Join(pdir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example"); code != 0 {
+		t.Fatalf("zone-add: %d %q %q", code, out, errs)
+	}
+	waitSerial(t, consAddr, "c.test.", 1)
+	if code, out, errs := runT("ctl", "-c", pcfg, "zone-remove", "a.test"); code != 0 {
+		t.Fatalf("zone-remove: %d %q %q", code, out, errs)
+	}
+	waitSerial(t, consAddr, "a.test.", -dns.RcodeRefused)
+	stored := filepath.Join(cdir, "data", "a.test.zone")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(stored); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not deleted after the grace period", stored)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cdir, "data", "b.test.zone")); err != nil {
+		t.Errorf("b.test.'s stored copy: %v", err)
+	}
+
+	// A restart with the producer down: the members are served at once
+	// from their stored copies.
+	stopC()
+	_, _, stopC = startCtl(t, ccfg)
+	if got := soaSerial(t, consAddr, "b.test."); got != 1 {
+		t.Errorf("b.test. after a restart: %d, want 1", got)
+	}
+	if got := soaSerial(t, consAddr, "c.test."); got != 1 {
+		t.Errorf("c.test. after a restart: %d, want 1", got)
+	}
+	if got := soaSerial(t, consAddr, "a.test."); got != -dns.RcodeRefused {
+		t.Errorf("a.test. after a restart: %d, want REFUSED", got)
+	}
+	stopC()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/catalog"
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/notify"
@@ -223,7 +224,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify:   &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})},
-		resolver: res}
+		resolver: res, loop: make(chan func()), consumed: map[string]*catalog.Catalog{}, removed: map[string]bool{}}
 	if cfg.Resolver != nil {
 		rl.ntas, rl.flush = cfg.Resolver.NegativeTrustAnchors, rec.Flush
 	}
@@ -242,6 +243,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// The catalogs produced here list the zones added at run time
 		// from their first load, so that a restart keeps their serial.
 		rl.restoring, _ = readAdded(cfg.Server.DataDir)
+		if rl.consumed, err = readConsumed(cfg.Server.DataDir); err != nil {
+			log.Error("catalogs consumed: their state is lost, members compared with none", "err", err)
+		}
 		rl.mgr = rl.newManager(cfg)
 		// Loading makes garbage fast and keeps little of it: collecting
 		// less often while it runs saves a third of a large zone's load
@@ -342,7 +346,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	// The control socket's commands run here, one at a time, between
 	// the SIGHUPs' reloads: the reloader is the main loop's alone.
-	ctl := make(chan func())
+	ctl := rl.loop
 	if cfg.Server.Control != "" {
 		cs := newControl(ctx, cfg.Server.Control, ctl, &controlState{
 			rl: rl, zones: resp.Zones, started: started, resolver: rec != nil, demo: demo, counters: counters}, log)
@@ -600,6 +604,18 @@ type reloader struct {
 	// restoring are the zones added at run time before a restart,
 	// while they are added again at start: members of the catalogs.
 	restoring []config.Zone
+	// loop runs functions on the main loop, where the reloader's
+	// methods run (control commands, catalog changes).
+	loop chan func()
+	// consumed are the catalogs consumed, as last interpreted, by
+	// origin (consume.go; the main loop's); interpret is the set of
+	// their origins, read by the zones' events.
+	consumed  map[string]*catalog.Catalog
+	interpret atomic.Pointer[map[string]bool]
+	// removed are the configured zones removed by tern ctl zone-remove
+	// since the last reload (which serves them again): out of their
+	// catalogs.
+	removed map[string]bool
 }
 
 // closeSecondaries stops the secondary zones' refreshes.
@@ -614,7 +630,10 @@ func (rl *reloader) closeSecondaries() {
 func (rl *reloader) newManager(cfg *config.Config) *zonedb.Manager {
 	m := zonedb.New(cfg.Zones, rl.publish, rl.log, nil)
 	m.KeepJournals(rl.running.Server.DataDir, rl.running.JournalMaxBytes)
-	m.OnChange(rl.notify.changed)
+	m.OnChange(func(origin string, z *zone.Zone) {
+		rl.notify.changed(origin, z)
+		rl.catalogChanged(origin)
+	})
 	m.CountIn(rl.metrics)
 	rl.setCatalogs()
 	m.ProduceCatalogs(rl.members)
@@ -672,6 +691,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		rl.mgr = rl.newManager(cfg)
 		go rl.mgr.Run(rl.ctx)
 	}
+	clear(rl.removed)
 	rl.setCatalogs()
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	_ = rl.apply(rl.effective(cfg)) // the secondaries, now served

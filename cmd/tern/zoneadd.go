@@ -128,6 +128,12 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 		return err
 	}
 	rl.added = append(rl.added, zc)
+	delete(rl.removed, zc.Origin)
+	if rl.secondaries != nil {
+		// Set before the zone was served, its first refresh found no
+		// zone to run in: started again, now that it is served.
+		rl.secondaries.Remove(zc.Origin)
+	}
 	_ = rl.apply(eff) // its refresh, now that it is served
 	rl.saveAdded()
 	rl.reloadCatalogs(ctx)
@@ -150,6 +156,9 @@ func (rl *reloader) removeZone(origin string) error {
 	if i >= 0 {
 		rl.added = slices.Delete(rl.added, i, i+1)
 		rl.saveAdded()
+	} else {
+		// Configured: out of its catalog until the next reload.
+		rl.removed[origin] = true
 	}
 	err := rl.apply(rl.effective(rl.current))
 	rl.reloadCatalogs(context.Background())

@@ -189,6 +189,13 @@ type Zone struct {
 	// its member zones are served as secondaries of its primaries,
 	// with its ACLs (Knot's catalog-role).
 	CatalogRole string `toml:"catalog-role"`
+	// CatalogGrace is how long a consumed catalog's member zone that
+	// left it keeps its stored copy (file, timers, journal) before it is
+	// deleted; it stops being served at once. Default 1h.
+	CatalogGrace *Duration `toml:"catalog-grace"`
+	// MemberOf is set by Tern, not by a key: the catalog consumed
+	// that listed this zone (one added at run time as its member).
+	MemberOf string `toml:"-"`
 	// Line is the line of the [[zone]] table in the configuration file
 	// (0 if unknown), for error messages.
 	Line int `toml:"-"`
@@ -202,6 +209,18 @@ func (z *Zone) Secondary() bool { return len(z.Primary) > 0 }
 // catalog zone it produces) rather than read or transferred: it has no
 // file and no primary.
 func (z *Zone) Generated() bool { return z.File == "" && !z.Secondary() }
+
+// DefaultCatalogGrace is catalog-grace's default.
+const DefaultCatalogGrace = time.Hour
+
+// Grace is how long a member zone that left the consumed catalog z
+// keeps its stored copy: catalog-grace, else DefaultCatalogGrace.
+func (z *Zone) Grace() time.Duration {
+	if z.CatalogGrace == nil {
+		return DefaultCatalogGrace
+	}
+	return z.CatalogGrace.Duration
+}
 
 // Catalog roles (Zone.CatalogRole).
 const (

@@ -192,6 +192,12 @@ func (v *validator) validateCatalog(at zoneAt, name string, i int) {
 	case !generate && z.File == "" && !z.Secondary():
 		v.addZone(at, "%s: missing file", name)
 	}
+	if z.CatalogGrace != nil && z.CatalogRole != CatalogInterpret {
+		v.addZone(at, "%s: catalog-grace is for a catalog consumed (catalog-role = %q)", name, CatalogInterpret)
+	}
+	if z.CatalogGrace != nil && z.CatalogGrace.Duration < 0 {
+		v.addZone(at, "%s: catalog-grace %s is negative", name, z.CatalogGrace.Duration)
+	}
 	if z.Catalog == "" {
 		return
 	}

@@ -61,7 +61,7 @@ func (m *Manager) load(ctx context.Context, e *entry, zc config.Zone) (*zone.Zon
 		// Dynamic updates not yet in the file: replayed over it.
 		if base, err := compileRRs(zc.Origin, rrs); err == nil {
 			if z := m.replayUpdates(e, zc, base); z != base {
-				if rrs, err = records(z); err != nil {
+				if rrs, err = Records(z); err != nil {
 					return nil, err
 				}
 			}

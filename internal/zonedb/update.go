@@ -80,7 +80,7 @@ func (m *Manager) Update(ctx context.Context, origin string, change Change) erro
 		if sz != nil {
 			// The signer keeps the signatures of every RRset that
 			// did not change and mends the NSEC/NSEC3 chain.
-			if unsigned, err = records(next); err != nil {
+			if unsigned, err = Records(next); err != nil {
 				return nil, nil, fmt.Errorf("zone %s: %w", e.origin, err)
 			}
 			if z, when, err = m.sign(ctx, sz, unsigned); err != nil {
@@ -250,7 +250,7 @@ func (m *Manager) syncZonefile(e *entry) error {
 		rrs = sz.unsigned
 	} else {
 		var err error
-		if rrs, err = records(z); err != nil {
+		if rrs, err = Records(z); err != nil {
 			return err
 		}
 	}
@@ -270,8 +270,8 @@ func (m *Manager) syncZonefile(e *entry) error {
 	return nil
 }
 
-// records returns the records of z, the SOA first, as miekg/dns's type.
-func records(z *zone.Zone) ([]dns.RR, error) {
+// Records returns the records of z, the SOA first, as miekg/dns's type.
+func Records(z *zone.Zone) ([]dns.RR, error) {
 	recs := z.SortedRecords()
 	out := make([]dns.RR, 0, len(recs))
 	for _, r := range recs {

@@ -47,7 +47,7 @@ func newRR(t *testing.T, s string) dns.RR {
 // lines renders z's records in presentation form, sorted.
 func lines(t *testing.T, z *zone.Zone) []string {
 	t.Helper()
-	rrs, err := records(z)
+	rrs, err := Records(z)
 	if err != nil {
 		t.Fatal(err)
 	}
