@@ -4,15 +4,16 @@
 #                      resolver beside Unbound and PowerDNS Recursor (QUICK=1: < 10 min)
 
 GO       ?= go
-PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils unbound bind9 python3-certbot-dns-rfc2136
+PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils unbound bind9 python3-certbot-dns-rfc2136 chromium
 # The binaries those packages provide, checked before installing anything.
 # (unbound: the resolver internal/hierarchy compares Tern's with; the
 # tests start their own on 127.0.0.39, whatever the package's service does;
 # bind9: named, the primary TestBINDPrimary follows, started on 127.0.0.1
 # with a kernel-picked port, whatever the package's service does;
 # python3-certbot-dns-rfc2136: certbot's RFC 2136 client, which
-# TestCertbotPlugin runs against Tern.)
-BINS     := knotd nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot
+# TestCertbotPlugin runs against Tern; chromium: the headless browser
+# TestStatusPage loads the metrics listener's status page in.)
+BINS     := knotd nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium
 
 .PHONY: all build test deps vet bench fuzz clean
 

@@ -341,7 +341,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer ml.Close()
 		log.Info("metrics", "listen", ml.Addr())
-		fmt.Fprintf(stdout, "tern: metrics on http://%s/metrics\n", ml.Addr())
+		fmt.Fprintf(stdout, "tern: metrics on http://%s/metrics, status page on http://%s/\n", ml.Addr(), ml.Addr())
 	}
 
 	// The control socket's commands run here, one at a time, between

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,16 +16,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Listener serves /metrics (Prometheus's text format) on an HTTP
-// address of its own.
+// Listener serves /metrics (Prometheus's text format) and the status
+// page (/, /status.json) on an HTTP address of its own.
 type Listener struct {
-	ln  net.Listener
-	srv *http.Server
-	log *slog.Logger
+	ln   net.Listener
+	srv  *http.Server
+	log  *slog.Logger
+	stop context.CancelFunc
 }
 
+// page is the status page: its HTML, style and script, no other asset.
+//
+//go:embed status
+var page embed.FS
+
+// pageCSP lets the page load only its own script and style and fetch
+// only its own origin: no inline script, no other origin, no frames.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 // Listen binds addr (host:port) and serves s's metrics there, with the
-// Go runtime's and the process's, until Close.
+// Go runtime's and the process's, and the status page, until Close; it
+// runs s's status ticks (Set.Run) meanwhile.
 func Listen(addr string, s *Set, log *slog.Logger) (*Listener, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(s); err != nil {
@@ -32,11 +45,31 @@ func Listen(addr string, s *Set, log *slog.Logger) (*Listener, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogError{log}}))
+	for path, file := range map[string]string{"/{$}": "status/index.html", "/status.js": "status/status.js", "/status.css": "status/status.css"} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Set("Content-Security-Policy", pageCSP)
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "no-referrer")
+			http.ServeFileFS(w, r, page, file)
+		})
+	}
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		if err := json.NewEncoder(w).Encode(s.Status()); err != nil {
+			log.Debug("status.json", "err", err)
+		}
+	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %s: %w", addr, err)
 	}
-	l := &Listener{ln: ln, log: log, srv: &http.Server{
+	ctx, stop := context.WithCancel(context.Background())
+	go s.Run(ctx)
+	l := &Listener{ln: ln, log: log, stop: stop, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -56,6 +89,7 @@ func (l *Listener) Addr() string { return l.ln.Addr().String() }
 // Close stops the listener, letting requests in progress end for up to
 // a second.
 func (l *Listener) Close() {
+	l.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = l.srv.Shutdown(ctx)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,9 +246,11 @@ func BenchmarkAnswered(b *testing.B) {
 	}
 }
 
-// TestSampler: one query in SampleEvery is sampled; the busiest names
-// and clients come first, a frequent one is kept however many one-off
-// names pass through the bounded table, and decay halves the counts.
+// TestSampler: one query in SampleEvery is sampled (the first one
+// included); the samples reach the sampler through Flush and a Tick; the
+// busiest names and clients come first, a frequent one is kept however
+// many one-off names pass through the bounded table, and decay halves
+// the counts.
 func TestSampler(t *testing.T) {
 	s := New()
 	m := s.Shard(Auth)
@@ -258,6 +261,9 @@ func TestSampler(t *testing.T) {
 		if !m.Sampled() {
 			continue
 		}
+		if i%SampleEvery != 0 {
+			t.Fatalf("query %d sampled", i)
+		}
 		sampled++
 		if sampled%2 == 0 {
 			m.Sample(busy, one)
@@ -267,9 +273,22 @@ func TestSampler(t *testing.T) {
 			name := append(append([]byte{byte(len(label))}, label...), "\x04test\x00"...)
 			m.Sample(name, netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}))
 		}
+		// A batch of 8 sampled queries, then its Flush; the sampler
+		// takes the buffer every other batch (the other's samples
+		// wait in the worker's second buffer).
+		if sampled%8 == 0 {
+			m.Flush()
+			if sampled%16 == 0 {
+				s.sampler.collect(s.shards)
+			}
+		}
 	}
-	if sampled != 100 {
-		t.Errorf("%d sampled of %d, want 100", sampled, 100*SampleEvery)
+	m.Flush()
+	s.sampler.collect(s.shards)
+	m.Flush()
+	s.sampler.collect(s.shards)
+	if sampled != 100 || s.sampler.total != 100 {
+		t.Errorf("%d sampled of %d, %d collected, want 100", sampled, 100*SampleEvery, s.sampler.total)
 	}
 	names, clients := s.sampler.top(3)
 	if len(names) == 0 || names[0].Key != "busy.test." || len(clients) == 0 || clients[0].Key != "192.0.2.1" {
@@ -282,5 +301,104 @@ func TestSampler(t *testing.T) {
 	}
 	if s.sampler.nclient > topSize || s.sampler.nnames > topSize {
 		t.Errorf("%d names, %d clients kept, at most %d", s.sampler.nnames, s.sampler.nclient, topSize)
+	}
+}
+
+// TestSampleFull: a worker whose sampler is not collecting keeps two
+// buffers of samples at most and drops the rest; the sampler then gets
+// the first buffer, and the second at the next Flush.
+func TestSampleFull(t *testing.T) {
+	s := New()
+	m := s.Shard(Auth)
+	name := []byte("\x01a\x00")
+	for range 10 * sampleBufLen {
+		m.Sample(name, netip.IPv6Loopback())
+	}
+	m.Flush()
+	for range 10 * sampleBufLen {
+		m.Sample(name, netip.IPv6Loopback())
+	}
+	m.Flush() // not handed over: the sampler has not taken the first
+	s.sampler.collect(s.shards)
+	if s.sampler.total != sampleBufLen {
+		t.Fatalf("%d collected, want %d", s.sampler.total, sampleBufLen)
+	}
+	m.Flush()
+	s.sampler.collect(s.shards)
+	if s.sampler.total != 2*sampleBufLen {
+		t.Fatalf("%d collected, want %d", s.sampler.total, 2*sampleBufLen)
+	}
+}
+
+// TestSampleAllocs: counting, sampling and flushing a query allocate
+// nothing.
+func TestSampleAllocs(t *testing.T) {
+	s := New()
+	m := s.Shard(Auth)
+	name := []byte("\x04busy\x04test\x00")
+	client := netip.MustParseAddr("2001:db8::1")
+	resp := make([]byte, 100)
+	n := 0
+	allocs := testing.AllocsPerRun(10*SampleEvery*sampleBufLen, func() {
+		m.Answered(false, 1, resp, 0)
+		if m.Sampled() {
+			m.Sample(name, client)
+		}
+		if n++; n%4 == 0 {
+			m.Flush()
+		}
+		if n%(SampleEvery*sampleBufLen) == 0 {
+			s.sampler.collect(s.shards)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per query", allocs)
+	}
+	if s.sampler.total == 0 {
+		t.Error("nothing sampled")
+	}
+}
+
+// TestTick: each tick after the first adds a point of the queries (and
+// the non-NOERROR ones) per second since the one before; the history
+// keeps historyLen points, oldest first; Status gives them with the
+// busiest names.
+func TestTick(t *testing.T) {
+	s := New()
+	m := s.Shard(Auth)
+	noerror, nxdomain := make([]byte, 12), make([]byte, 12)
+	nxdomain[3] = 3
+	start := time.Unix(1_000_000, 0)
+	s.Tick(start)
+	if got := s.history.rates(); len(got) != 0 {
+		t.Fatalf("first tick: %v", got)
+	}
+	var all []RatePoint
+	for i := 1; i <= historyLen+5; i++ {
+		for range i % 7 {
+			m.Answered(false, 1, noerror, 0)
+		}
+		m.Answered(false, 1, nxdomain, 0)
+		if m.Sampled() {
+			m.Sample([]byte("\x01x\x00"), netip.IPv4Unspecified())
+		}
+		m.Flush()
+		// Every other tick is two seconds after the last.
+		secs := 1 + i%2
+		start = start.Add(time.Duration(secs) * time.Second)
+		s.Tick(start)
+		got := s.history.rates()
+		if len(got) != min(i, historyLen) {
+			t.Fatalf("tick %d: %d points", i, len(got))
+		}
+		want := RatePoint{T: start.UnixMilli(), QPS: round1(float64(i%7+1) / float64(secs)), Errors: round1(1 / float64(secs))}
+		all = append(all, want)
+		if !slices.Equal(got, all[len(all)-len(got):]) {
+			t.Fatalf("tick %d: points %+v..., want %+v...", i, got[0], all[len(all)-len(got)])
+		}
+	}
+	st := s.Status()
+	if len(st.Rate) != historyLen || len(st.TopNames) != 1 || st.TopNames[0].Key != "x." || st.Resolver || st.SampleEvery != SampleEvery {
+		t.Errorf("status: %d points, names %v, resolver %v", len(st.Rate), st.TopNames, st.Resolver)
 	}
 }

@@ -41,8 +41,10 @@ type Set struct {
 
 	// zones reports the zones' states at scrape time (SetZones).
 	zones atomic.Pointer[func() []ZoneState]
-	// sampler keeps the busiest names and clients, for the status page.
+	// sampler keeps the busiest names and clients, history the query
+	// rates, for the status page (Tick).
 	sampler *sampler
+	history history
 }
 
 // New returns an empty Set.
@@ -64,7 +66,7 @@ func (s *Set) Shard(srv Server) *Shard {
 		s.free[srv] = f[:len(f)-1]
 		return m
 	}
-	m := newShard(srv, s.sampler)
+	m := newShard(srv)
 	s.shards = append(s.shards, m)
 	return m
 }

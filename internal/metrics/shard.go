@@ -1,7 +1,7 @@
 // Package metrics counts what Tern's servers do and exposes it to
 // Prometheus (client_golang), on an HTTP listener of its own; Snapshot
 // and the sampled busiest names and clients are there for issue 15's
-// status page, not served yet.
+// status page (Listen serves it at /, Status).
 //
 // Queries are counted per worker: each server worker (a UDP socket's
 // goroutine, a pooled TCP answerer) owns a Shard and is its only writer.
@@ -172,19 +172,20 @@ type Shard struct {
 	pubZon atomic.Pointer[[]atomic.Uint64]
 
 	server Server
-	// sampleIn counts down the queries to the next sampled one;
-	// sampler is the Set's.
+	// sampleIn counts down the queries to the next sampled one,
+	// samples keeps them for the Set's sampler.
 	sampleIn int
-	sampler  *sampler
+	samples  workerSamples
 	// pad keeps the next allocation's counters off pub's last line.
 	_ [64]byte
 }
 
-// shardSize is what one Shard costs, for the docs: about 17 KB.
+// shardSize is what one Shard costs, for the docs: about 35 KB (18 KB
+// of them the status page's sample buffers).
 const shardSize = unsafe.Sizeof(Shard{})
 
-func newShard(s Server, smp *sampler) *Shard {
-	return &Shard{server: s, sampler: smp, sampleIn: SampleEvery, dirty: make([]uint16, 0, numCounters), zoneDirty: make([]uint32, 0, 8)}
+func newShard(s Server) *Shard {
+	return &Shard{server: s, sampleIn: 1, dirty: make([]uint16, 0, numCounters), zoneDirty: make([]uint32, 0, 8)}
 }
 
 // add adds n to counter i.
@@ -263,8 +264,10 @@ func (m *Shard) Observe(d time.Duration, n int) {
 }
 
 // Flush publishes the counters changed since the last Flush, for the
-// Collector: called by the owner at the end of each batch.
+// Collector, and hands its sampled queries to the sampler: called by
+// the owner at the end of each batch.
 func (m *Shard) Flush() {
+	m.handOver()
 	for _, i := range m.dirty {
 		m.pub[i].Store(m.local[i])
 		m.touched[i] = false
