@@ -280,27 +280,26 @@ func verdict(r validator.Result) string {
 
 // keysText lists keys for a trace: key tag, flags and algorithm of each.
 func keysText(keys []*dns.DNSKEY) string {
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%d flags %d alg %s", k.KeyTag(), k.Flags, dns.AlgorithmToString[k.Algorithm])
-	}
-	return b.String()
+	return joinText(keys, func(k *dns.DNSKEY) string {
+		return fmt.Sprintf("%d flags %d alg %s", k.KeyTag(), k.Flags, dns.AlgorithmToString[k.Algorithm])
+	})
 }
 
 // dsText lists DS records for a trace: key tag, algorithm and digest
 // type of each.
 func dsText(ds []*dns.DS) string {
-	var b strings.Builder
-	for i, d := range ds {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%d alg %s digest %s", d.KeyTag, dns.AlgorithmToString[d.Algorithm], dns.HashToString[d.DigestType])
+	return joinText(ds, func(d *dns.DS) string {
+		return fmt.Sprintf("%d alg %s digest %s", d.KeyTag, dns.AlgorithmToString[d.Algorithm], dns.HashToString[d.DigestType])
+	})
+}
+
+// joinText is each of items in words, joined by "; ".
+func joinText[T any](items []T, text func(T) string) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = text(it)
 	}
-	return b.String()
+	return strings.Join(parts, "; ")
 }
 
 // worse returns the weaker of two outcomes: Bogus over Insecure over

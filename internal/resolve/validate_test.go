@@ -462,6 +462,18 @@ func TestValidateOff(t *testing.T) {
 	}
 }
 
+// benchOptions are the validation benchmarks' Options over
+// signedHierarchy, its root's DS the anchor, with a cache.
+func benchOptions(anchor []*dns.DS, validate bool) Options {
+	return Options{
+		Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
+		Validate:  validate,
+		Anchors:   validator.Anchors{".": anchor},
+		Validator: validator.Options{Now: func() time.Time { return checkTime }},
+		Cache:     cache.New(cache.Options{}),
+	}
+}
+
 // BenchmarkValidate: a resolution of a secure name with every record in
 // the RRset cache (no upstream query), with and without validation: what
 // validating a cached answer costs (its finding comes with the cached
@@ -470,13 +482,7 @@ func BenchmarkValidate(b *testing.B) {
 	f, anchor := signedHierarchy(b, dnssec.Options{})
 	for _, validate := range []bool{false, true} {
 		b.Run(fmt.Sprintf("validate=%v", validate), func(b *testing.B) {
-			r := New(f, Options{
-				Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
-				Validate:  validate,
-				Anchors:   validator.Anchors{".": anchor},
-				Validator: validator.Options{Now: func() time.Time { return checkTime }},
-				Cache:     cache.New(cache.Options{}),
-			})
+			r := New(f, benchOptions(anchor, validate))
 			for range 2 {
 				if _, err := r.Resolve(context.Background(), "www.signed.test.", dns.TypeA); err != nil {
 					b.Fatal(err)
@@ -500,14 +506,9 @@ func BenchmarkValidateCold(b *testing.B) {
 		f, anchor := signedHierarchyAlg(b, dnssec.Options{}, alg)
 		for _, validate := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/validate=%v", dns.AlgorithmToString[alg], validate), func(b *testing.B) {
-				r := New(f, Options{
-					Hints:            []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}}},
-					Validate:         validate,
-					Anchors:          validator.Anchors{".": anchor},
-					Validator:        validator.Options{Now: func() time.Time { return checkTime }},
-					Cache:            cache.New(cache.Options{}),
-					NoAggressiveNSEC: true,
-				})
+				opt := benchOptions(anchor, validate)
+				opt.NoAggressiveNSEC = true
+				r := New(f, opt)
 				if res, err := r.Resolve(context.Background(), "first.wild.signed.test.", dns.TypeA); err != nil || (validate && res.Security != cache.Secure) {
 					b.Fatalf("%v %v %s", err, res.Security, res.Why)
 				}
