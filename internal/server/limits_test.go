@@ -201,16 +201,7 @@ func TestTCPPipelineLimit(t *testing.T) {
 		}
 	}()
 	c := dialFrom(t, s, "127.0.0.170")
-	var burst []byte
-	for i := 0; i < n; i++ {
-		m := new(dns.Msg)
-		m.SetQuestion("www.example.test.", dns.TypeA)
-		m.Id = uint16(100 + i)
-		p, _ := m.Pack()
-		burst = binary.BigEndian.AppendUint16(burst, uint16(len(p)))
-		burst = append(burst, p...)
-	}
-	if _, err := c.Write(burst); err != nil {
+	if _, err := c.Write(pipelined(n, 100)); err != nil {
 		t.Fatal(err)
 	}
 	seen := make(map[uint16]bool)

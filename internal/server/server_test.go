@@ -87,17 +87,8 @@ func TestTCPPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var burst []byte
 	const n = 20
-	for i := 0; i < n; i++ {
-		m := new(dns.Msg)
-		m.SetQuestion("www.example.test.", dns.TypeA)
-		m.Id = uint16(1000 + i)
-		p, _ := m.Pack()
-		burst = binary.BigEndian.AppendUint16(burst, uint16(len(p)))
-		burst = append(burst, p...)
-	}
-	if _, err := c.Write(burst); err != nil {
+	if _, err := c.Write(pipelined(n, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -115,6 +106,21 @@ func TestTCPPipelining(t *testing.T) {
 			t.Fatalf("answer %d: id %d err %v", i, m.Id, err)
 		}
 	}
+}
+
+// pipelined is n framed queries for www.example.test. A, with IDs from
+// id on, to be written at once.
+func pipelined(n int, id uint16) []byte {
+	var burst []byte
+	for i := 0; i < n; i++ {
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		m.Id = id + uint16(i)
+		p, _ := m.Pack()
+		burst = binary.BigEndian.AppendUint16(burst, uint16(len(p)))
+		burst = append(burst, p...)
+	}
+	return burst
 }
 
 func TestTCPIdleTimeout(t *testing.T) {
