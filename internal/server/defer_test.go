@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -353,5 +354,71 @@ func TestDeferredStreamSlowReader(t *testing.T) {
 	case err := <-w.errs:
 		t.Errorf("stream: %v", err)
 	default:
+	}
+}
+
+// TestDeferredUDPMany: many deferred datagram answers released at once
+// all arrive, each once, to the right query: they leave through the
+// socket's outbox several to a sendmmsg, more of them than one call
+// takes.
+func TestDeferredUDPMany(t *testing.T) {
+	const n = 100
+	s, release, w := startDeferring(t, "127.0.0.1:0", false)
+	c, err := net.Dial("udp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := map[string]bool{}
+	for i := range n {
+		want[fmt.Sprintf("Dd%03d", i)] = true
+	}
+	// UDP on a loaded machine: ask again for what has not arrived yet,
+	// a bounded number of times, before releasing the answers.
+	for try := 0; ; try++ {
+		w.mu.Lock()
+		missing := []string{}
+		for i := range n {
+			m := fmt.Sprintf("d%03d", i)
+			if _, ok := w.remotes[m]; !ok {
+				missing = append(missing, m)
+			}
+		}
+		w.mu.Unlock()
+		if len(missing) == 0 {
+			break
+		}
+		if try == 50 {
+			t.Fatalf("%d of %d queries never reached the worker", len(missing), n)
+		}
+		if try%10 == 0 {
+			for _, m := range missing {
+				if _, err := c.Write([]byte(m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	// done is never closed: this drains it for the life of the test
+	// binary, however many queries were deferred twice.
+	go func() {
+		for range w.done {
+		}
+	}()
+	got := map[string]bool{}
+	buf := make([]byte, 512)
+	for len(got) < n {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		k, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("%d of %d deferred answers arrived: %v", len(got), n, err)
+		}
+		m := string(buf[:k])
+		if !want[m] {
+			t.Fatalf("answer %q, want one of Dd000..Dd%03d", m, n-1)
+		}
+		got[m] = true
 	}
 }
