@@ -13,7 +13,7 @@ PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils 
 # python3-certbot-dns-rfc2136: certbot's RFC 2136 client, which
 # TestCertbotPlugin runs against Tern; chromium: the headless browser
 # TestStatusPage loads the metrics listener's status page in.)
-BINS     := knotd nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium
+BINS     := knotd knotc nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium
 
 .PHONY: all build test deps vet bench fuzz clean
 

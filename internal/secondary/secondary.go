@@ -463,7 +463,13 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 		if full {
 			// A retransfer: the whole zone, whatever the serials.
 			have = nil
-		} else if serial, err := s.querySOA(ctx, z.Origin, p); err != nil {
+		} else if serial, err := s.querySOA(ctx, z.Origin, p); errors.Is(err, errRefused) {
+			// Knot refuses plain queries to a catalog zone it makes
+			// (RFC 9432 zones are for transfers): the transfer says
+			// (an IXFR of the serial served answers one SOA when
+			// current, RFC 1995 §4).
+			log.Debug("secondary: SOA query refused, asking for the transfer", "primary", p.Remote)
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): SOA query: %w", p.Remote, p.Addr, err))
 			continue
 		} else if have != nil && wire.SerialCompare(serial, have.Serial) <= 0 {
@@ -479,6 +485,10 @@ func (s *Secondaries) refresh(ctx context.Context, z Zone, full bool, log *slog.
 			// RFC 1995: the differences since the serial served; a
 			// primary without them sends the whole zone (AXFR form).
 			nz, rrs, how, err = s.transfer(ctx, z, p, served, have.Serial)
+			if errors.Is(err, errCurrent) {
+				log.Debug("secondary: serial current", "serial", have.Serial, "primary", p.Remote)
+				return nil
+			}
 			if err != nil {
 				log.Info("secondary: IXFR failed, trying AXFR", "primary", p.Remote, "err", err)
 			}
@@ -547,6 +557,9 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 		// RFC 8945 §5.3: an answer to a signed request is signed.
 		return 0, errors.New("unsigned answer to a signed query")
 	}
+	if r.Rcode == dns.RcodeRefused {
+		return 0, errRefused
+	}
 	if r.Rcode != dns.RcodeSuccess {
 		return 0, fmt.Errorf("answered %s", dns.RcodeToString[r.Rcode])
 	}
@@ -558,6 +571,13 @@ func (s *Secondaries) querySOA(ctx context.Context, origin string, p Primary) (u
 	return 0, errors.New("no SOA in the answer")
 }
 
+// errRefused is querySOA's error for a SOA query answered REFUSED.
+var errRefused = errors.New("answered REFUSED")
+
+// errCurrent is transfer's error for an IXFR answered with the SOA of
+// the version served: nothing to transfer.
+var errCurrent = errors.New("the serial served is current")
+
 // transfer fetches origin from p, by AXFR, or with served (the version
 // served, of serial from) by IXFR (RFC 1995), and compiles the result:
 // the new version and its records (the SOA first), which storeCopy
@@ -567,6 +587,11 @@ func (s *Secondaries) transfer(ctx context.Context, z Zone, p Primary, served *z
 	recs, err := s.readTransfer(ctx, z.Origin, p, served != nil, from)
 	if err != nil {
 		return nil, nil, "", err
+	}
+	if len(recs) == 1 && served != nil && recs[0].Type() == dns.TypeSOA {
+		// RFC 1995 §4: one SOA, not newer (transferReader checked), is
+		// the answer of a primary whose serial is the one served.
+		return nil, nil, "", errCurrent
 	}
 	if len(recs) < 2 {
 		return nil, nil, "", errors.New("no zone in the answer")
