@@ -12,16 +12,16 @@ import (
 	"github.com/miekg/dns"
 )
 
-// metricsAddrs matches what tern serve prints with --metrics: the DNS
-// address, then the metrics listener's.
-var metricsAddrs = regexp.MustCompile(`(?s)(on 127\.0\.0\.150:\d+ .*metrics on http://127\.0\.0\.150:\d+)/metrics`)
-
-// serveMetrics starts tern serve with a metrics listener on 127.0.0.150
-// and returns the DNS address and the metrics listener's.
-func serveMetrics(t *testing.T, args ...string) (dnsAddr, httpAddr string) {
+// serveMetrics starts tern serve with args, its DNS listener and a
+// metrics listener on ip (kernel-picked ports), and returns the DNS
+// address and the metrics listener's.
+func serveMetrics(t *testing.T, ip string, args ...string) (dnsAddr, httpAddr string) {
 	t.Helper()
-	both, _ := serveUntil(t, metricsAddrs, append([]string{"--listen", "127.0.0.150:0", "--metrics", "127.0.0.150:0"}, args...)...)
-	m := regexp.MustCompile(`on (127\.0\.0\.150:\d+) .*http://(127\.0\.0\.150:\d+)`).FindStringSubmatch(strings.ReplaceAll(both, "\n", " "))
+	q := regexp.QuoteMeta(ip)
+	// What serve prints: the DNS address, then the metrics listener's.
+	both, _ := serveUntil(t, regexp.MustCompile(`(?s)(on `+q+`:\d+ .*metrics on http://`+q+`:\d+)/metrics`),
+		append([]string{"--listen", ip + ":0", "--metrics", ip + ":0"}, args...)...)
+	m := regexp.MustCompile(`on (` + q + `:\d+) .*http://(` + q + `:\d+)`).FindStringSubmatch(strings.ReplaceAll(both, "\n", " "))
 	if m == nil {
 		t.Fatalf("no addresses in %q", both)
 	}
@@ -60,7 +60,7 @@ func sample(text, series string) string {
 // (one exchange each, no retry: a count off by a retry would hide a
 // double count).
 func TestMetrics(t *testing.T) {
-	dnsAddr, httpAddr := serveMetrics(t, "--zone", "example.com=../../examples/example.com.zone", "--workers", "1")
+	dnsAddr, httpAddr := serveMetrics(t, "127.0.0.150", "--zone", "example.com=../../examples/example.com.zone", "--workers", "1")
 	ask := func(netw, name string, qtype uint16, want int) {
 		t.Helper()
 		m := new(dns.Msg)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,22 +16,13 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/metrics"
-	"github.com/tern-dns/tern/internal/peer"
 )
 
 // serveStatus starts tern serve with example.com, one worker, and a
-// metrics listener, all on ip (kernel-picked ports), and returns the DNS
-// address and the metrics listener's.
+// metrics listener, all on ip.
 func serveStatus(t *testing.T, ip string) (dnsAddr, httpAddr string) {
 	t.Helper()
-	q := regexp.QuoteMeta(ip)
-	both, _ := serveUntil(t, regexp.MustCompile(`(?s)(on `+q+`:\d+ .*metrics on http://`+q+`:\d+)/metrics`),
-		"--listen", ip+":0", "--metrics", ip+":0", "--workers", "1", "--zone", "example.com=../../examples/example.com.zone")
-	m := regexp.MustCompile(`on (` + q + `:\d+) .*http://(` + q + `:\d+)`).FindStringSubmatch(strings.ReplaceAll(both, "\n", " "))
-	if m == nil {
-		t.Fatalf("no addresses in %q", both)
-	}
-	return m[1], m[2]
+	return serveMetrics(t, ip, "--workers", "1", "--zone", "example.com=../../examples/example.com.zone")
 }
 
 // getStatus reads /status.json from the listener at addr.
@@ -138,22 +128,6 @@ func TestStatusJSON(t *testing.T) {
 	}
 }
 
-// chromium returns the path of Debian's chromium, skipping the test
-// when it is missing (failing it under TERN_REQUIRE_PEERS=1).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, ok := peer.FindTool(name); ok {
-			return p
-		}
-	}
-	if os.Getenv("TERN_REQUIRE_PEERS") == "1" {
-		t.Fatal("chromium not installed")
-	}
-	t.Skip("chromium not installed")
-	return ""
-}
-
 // dumpDOM loads url in headless chromium, lets the page run for ten
 // seconds of virtual time (its polling included), and returns the DOM
 // then.
@@ -189,7 +163,7 @@ func attr(html, tag, name string) string {
 // the RCODE table has NOERROR and NXDOMAIN rows, the busiest name is the
 // one queried most, and the zone shows its serial.
 func TestStatusPage(t *testing.T) {
-	bin := chromium(t)
+	bin := peerTool(t, "chromium")
 	dnsAddr, httpAddr := serveStatus(t, "127.0.0.191")
 	// Queries all along, so that every second of the chart has some:
 	// mostly one name, some NXDOMAIN. Bounded in count and time.

@@ -402,3 +402,21 @@ func TestTick(t *testing.T) {
 		t.Errorf("status: %d points, names %v, resolver %v", len(st.Rate), st.TopNames, st.Resolver)
 	}
 }
+
+// TestStatusResolver: Status says a resolver runs once a resolver's
+// worker counts, with its cache lookups.
+func TestStatusResolver(t *testing.T) {
+	s := New()
+	s.Shard(Auth).Flush()
+	if s.Status().Resolver {
+		t.Fatal("resolver without one")
+	}
+	m := s.Shard(Resolver)
+	m.CacheLookup(true)
+	m.CacheLookup(true)
+	m.CacheLookup(false)
+	m.Flush()
+	if st := s.Status(); !st.Resolver || st.CacheHits != 2 || st.CacheMisses != 1 {
+		t.Errorf("resolver %v, hits %d, misses %d", st.Resolver, st.CacheHits, st.CacheMisses)
+	}
+}

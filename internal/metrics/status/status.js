@@ -117,8 +117,9 @@
       };
       g.save();
       g.beginPath(); g.rect(left, top, pw, ph + 1); g.clip();
-      line("qps", css.getPropertyValue("--accent"), css.getPropertyValue("--accent-fill"));
+      // Errors first: where they are 0, the answered line covers them.
       line("errors", css.getPropertyValue("--warn"));
+      line("qps", css.getPropertyValue("--accent"), css.getPropertyValue("--accent-fill"));
       g.restore();
     } else {
       g.fillStyle = css.getPropertyValue("--muted");
