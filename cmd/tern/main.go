@@ -26,10 +26,15 @@ Run 'tern <command> -h' for a command's options.
 `
 
 func main() {
+	os.Exit(runSignalled(os.Args[1:]))
+}
+
+// runSignalled is run with a context that SIGTERM and SIGINT end: tern
+// serve then shuts down gracefully and exits 0 (shutdown in serve.go).
+func runSignalled(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // run dispatches to a subcommand and returns the process exit code.

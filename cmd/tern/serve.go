@@ -16,6 +16,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -166,6 +167,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		cfgShown = "none (defaults and flags)"
 	}
 	log.Info("starting", "version", version(), "config", cfgShown, "zones", len(cfg.Zones))
+	// Logged last of all (deferred first) once a signal stopped the
+	// server and the deferred closes below ran.
+	var stopping time.Time
+	defer func() {
+		if !stopping.IsZero() {
+			log.Info("stopped", "took", time.Since(stopping).Round(time.Millisecond))
+		}
+	}()
 
 	nsid, err := cfg.Identity.NSIDBytes()
 	if err != nil {
@@ -222,7 +231,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	rl := &reloader{ctx: ctx, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
+	// The zone manager outlives ctx (the signals'): at a stop it keeps
+	// running until the servers drained, so that an update still being
+	// answered is applied and its zone file then written (shutdown).
+	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMgr()
+	rl := &reloader{ctx: mgrCtx, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify:   &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})},
 		resolver: res, loop: make(chan func()), consumed: map[string]*catalog.Catalog{}, removed: map[string]bool{}}
 	if cfg.Resolver != nil {
@@ -260,7 +274,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "tern serve: no zone could be loaded: %v\n", err)
 			return 1
 		}
-		go rl.mgr.Run(ctx)
+		go rl.mgr.Run(mgrCtx)
 		rl.secondaries.Set(secondaryZones(cfg, access.Keys))
 	}
 	// The zones added at run time before the restart, beside the
@@ -365,6 +379,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for {
 		select {
 		case <-ctx.Done():
+			stopping = time.Now()
+			shutdown(log, context.Cause(ctx), rl, srv, rsrv, shutdownTimeout)
 			return 0
 		case <-hup:
 			rl.reload(ctx)
@@ -372,6 +388,47 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			f()
 		}
 	}
+}
+
+// shutdownTimeout bounds how long a stopping server waits for the TCP
+// queries and zone transfers out in progress, and then again for the
+// zone files to be written; what is left then is cut off. systemd's
+// default TimeoutStopSec, 90 s, leaves room for both.
+const shutdownTimeout = 30 * time.Second
+
+// shutdown stops the servers gracefully: no new datagram or connection
+// is taken, the TCP queries read and the zone transfers out under way
+// finish (each server's Shutdown, both at once, within timeout), and
+// then the zone files of dynamically updated zones whose zonefile-sync
+// has not run yet are written (the updates are in the update journals,
+// fsynced before they were answered, already). srv or rsrv may be nil.
+// The zone manager and the rest stop after it, in runServe's deferred
+// calls.
+func shutdown(log *slog.Logger, cause error, rl *reloader, srv, rsrv *server.Server, timeout time.Duration) {
+	log.Info("shutting down", "cause", cause, "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range []*server.Server{srv, rsrv} {
+		if s == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := s.Shutdown(ctx); err != nil {
+				log.Warn("shutdown: connections still busy were cut off", "listen", strings.Join(s.Addrs(), ","), "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	if rl.mgr == nil {
+		return
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := rl.mgr.SyncZonefiles(ctx); err != nil {
+		log.Error("shutdown: zone files not rewritten: the changes stay in the update journals", "err", err)
+	}
+	rl.mgr.Close()
 }
 
 // serverConfig is the server.Config of listeners on addrs: the

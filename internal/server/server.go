@@ -71,7 +71,10 @@ type Server struct {
 	addrs   []string
 	conns   atomic.Int64
 	closed  atomic.Bool
-	wg      sync.WaitGroup
+	// draining is set by Shutdown: a TCP connection then ends at its
+	// next wait for a message.
+	draining atomic.Bool
+	wg       sync.WaitGroup
 
 	// mu guards the TCP connections' bookkeeping, taken on accept and
 	// when a connection ends, never per query.
@@ -357,6 +360,45 @@ func bindError(proto string, err error) error {
 // Addrs returns the bound addresses (with real ports), one per Listen
 // entry.
 func (s *Server) Addrs() []string { return s.addrs }
+
+// Shutdown stops the server gracefully: it stops reading datagrams and
+// accepting connections at once, lets each TCP connection finish the
+// queries it has read and its deferred replies (zone transfers out),
+// closing it at its next wait for a message instead of waiting, and
+// returns once all have ended. If ctx ends first, it closes what is left
+// (as Close) and returns ctx's error. Close after Shutdown does nothing
+// more.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.closed.Store(true)
+	for _, w := range s.workers {
+		w.stop()
+	}
+	for _, l := range s.tcp {
+		l.Close()
+	}
+	// A connection waiting for its next message stops waiting; one
+	// whose goroutine sets its idle deadline after this sees draining
+	// (serveTCP checks it after setting the deadline).
+	s.mu.Lock()
+	for c := range s.active {
+		_ = c.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
 
 // Close stops every socket and connection and waits for the goroutines.
 func (s *Server) Close() {

@@ -179,6 +179,11 @@ func (s *Server) serveTCP(tc *tcpConn) {
 		if !tc.idle.CompareAndSwap(0, now.UnixNano()) {
 			return // closed to make room (reapIdle)
 		}
+		// After the deadline is set: Shutdown sets draining before it
+		// moves the deadlines of the connections to now.
+		if s.draining.Load() {
+			return
+		}
 		if err := raw.Read(t.try); err != nil {
 			return
 		}

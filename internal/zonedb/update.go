@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,6 +225,28 @@ func (m *Manager) SyncZonefile(ctx context.Context, origin string) error {
 		e.cancelTimer(eventZonefileSync)
 		return m.syncZonefile(e)
 	})
+}
+
+// SyncZonefiles rewrites now the zone files whose rewrite after dynamic
+// updates is pending (zonefile-sync not yet run), as a server does when
+// it stops: the changes are safe in the update journals already, but an
+// operator expects the file to hold them. It returns the zones' errors,
+// joined; a zone whose event does not run before ctx ends is one.
+func (m *Manager) SyncZonefiles(ctx context.Context) error {
+	m.umu.Lock()
+	due := make([]string, 0, len(m.syncDue))
+	for origin := range m.syncDue {
+		due = append(due, origin)
+	}
+	m.umu.Unlock()
+	slices.Sort(due)
+	var errs []error
+	for _, origin := range due {
+		if err := m.SyncZonefile(ctx, origin); err != nil && !errors.Is(err, ErrNoZone) {
+			errs = append(errs, inZone(origin, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // syncZonefile writes the content of e (unsigned, for a zone the server
