@@ -273,5 +273,23 @@ func TestCatalogConsume(t *testing.T) {
 	if got := soaSerial(t, consAddr, "a.test."); got != -dns.RcodeRefused {
 		t.Errorf("a.test. after a restart: %d, want REFUSED", got)
 	}
+
+	// The catalog out of the consumer's config: a reload stops serving
+	// its members.
+	if err := os.WriteFile(ccfg, []byte(strings.Split(ctext, "[[zone]]")[0]+"[[zone]]\norigin = \"other.test\"\nfile = \"b.zone\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memberZones(t, cdir, "other.test")
+	if err := os.Rename(filepath.Join(cdir, "other.test.zone"), filepath.Join(cdir, "b.zone")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runT("ctl", "-c", ccfg, "reload"); code != 0 {
+		t.Fatalf("reload: %d %q %q", code, out, errs)
+	}
+	for _, z := range []string{"b.test.", "c.test.", "catalog.example."} {
+		if got := soaSerial(t, consAddr, z); got != -dns.RcodeRefused {
+			t.Errorf("%s after the catalog left the config: %d, want REFUSED", z, got)
+		}
+	}
 	stopC()
 }

@@ -258,3 +258,36 @@ func (rl *reloader) consume(ctx context.Context, origin string) {
 	rl.consumed[origin] = next
 	rl.saveConsumed()
 }
+
+// dropConsumed stops serving the members of the catalogs consumed
+// that the running config no longer interprets (the catalog zone
+// removed, or its catalog-role changed), on the main loop after a
+// reload: each removed, its stored copy deleted after the grace period
+// the catalog had (the default when it is gone), and its state
+// forgotten.
+func (rl *reloader) dropConsumed(ctx context.Context) {
+	for origin, c := range rl.consumed {
+		if rl.consumes(origin) {
+			continue
+		}
+		cat := config.Zone{Origin: origin}
+		for _, zc := range rl.current.Zones {
+			if zc.Origin == origin {
+				cat = zc
+			}
+		}
+		ops := consumerOps{rl: rl, cat: cat, ctx: ctx}
+		for m := range c.Members {
+			if owner, served := ops.owner(m); !served || owner != origin {
+				continue
+			}
+			if err := ops.remove(m, false); err != nil {
+				rl.log.Error("catalog: member not removed", "zone", origin, "member", m, "err", err)
+				continue
+			}
+			rl.log.Info("catalog: member remove (the catalog is no longer consumed)", "zone", origin, "member", m)
+		}
+		delete(rl.consumed, origin)
+		rl.saveConsumed()
+	}
+}

@@ -293,6 +293,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	rl.restoring = nil
 	rl.reloadCatalogs(ctx)
+	rl.dropConsumed(ctx)
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
 	debug.FreeOSMemory()
@@ -750,6 +751,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 	}
 	clear(rl.removed)
 	rl.setCatalogs()
+	rl.dropConsumed(ctx)
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	_ = rl.apply(rl.effective(cfg)) // the secondaries, now served
 	debug.FreeOSMemory()
