@@ -28,6 +28,7 @@ import (
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/catalog"
 	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/cookie"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/recursor"
@@ -209,9 +210,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// A [resolver] without zones runs only the resolver: no demo zone,
 	// no authoritative listeners.
 	resolverOnly := cfg.Resolver != nil && len(cfg.Zones) == 0
+	// DNS cookies (RFC 7873, RFC 9018) on every listener, under a
+	// random secret rotated daily (the previous one still accepted).
+	cookies := cookie.NewKeys()
+	go rotateCookies(ctx, cookies, cookieRotation)
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, handler(resp, cfg.Server.ResponseCache, counters)))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters), cookies, cfg.Server.UDPPayload)))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -223,7 +228,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer stopAnchors()
-		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, rec))
+		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookie.Handler(rec, cookies, cfg.Server.UDPPayload)))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
 	// load must not kill the server (its default action).
@@ -993,6 +998,24 @@ func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set) server.
 		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
 		return w
 	})
+}
+
+// cookieRotation is how often the cookie secret changes: a cookie lives
+// an hour at most (RFC 9018 §4.3), and the previous secret is accepted.
+const cookieRotation = 24 * time.Hour
+
+// rotateCookies rotates keys' secret every period until ctx ends.
+func rotateCookies(ctx context.Context, keys *cookie.Keys, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			keys.RotateRandom()
+		}
+	}
 }
 
 // limited is h with its UDP responses rate limited when the config has

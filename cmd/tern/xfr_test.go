@@ -209,24 +209,7 @@ func TestAXFRWithKdigAndDig(t *testing.T) {
 }
 
 // freePort returns a port that was free on host for TCP and UDP.
-func freePort(t *testing.T, host string) int {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort(host, fmt.Sprint(port)))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
+func freePort(t *testing.T, host string) int { return dnstest.FreePort(t, host) }
 
 // TestKnotSecondary runs knotd as a secondary of Tern for both zones,
 // transferring with TSIG (multi-message, RFC 8945 §5.3.1), and checks

@@ -3,6 +3,7 @@ package rrl
 import (
 	"encoding/binary"
 
+	"github.com/tern-dns/tern/internal/cookie"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 )
@@ -34,6 +35,10 @@ type Worker struct {
 	batch server.Batcher
 	l     *Limiter
 	m     *metrics.Shard
+	// cookies is the inner Worker when it answers DNS cookies: a
+	// client with a valid server cookie is not limited (its address is
+	// proven).
+	cookies *cookie.Worker
 	// outs keeps a batch's response buffers, into which a slipped
 	// response is written (the inner Worker's response may be a buffer
 	// of its own, not to be written).
@@ -44,6 +49,7 @@ type Worker struct {
 func NewWorker(inner server.Worker, l *Limiter) *Worker {
 	w := &Worker{inner: inner, l: l}
 	w.batch, _ = inner.(server.Batcher)
+	w.cookies, _ = inner.(*cookie.Worker)
 	if m, ok := inner.(Metered); ok {
 		w.m = m.Metrics()
 	}
@@ -53,7 +59,7 @@ func NewWorker(inner server.Worker, l *Limiter) *Worker {
 // Answer answers req through the inner Worker and limits the response.
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	resp := w.inner.Answer(req, out)
-	resp, counted := w.limit(req, resp, out, w.l.Now())
+	resp, counted := w.limit(req, resp, out, w.l.Now(), 0)
 	if counted && w.m != nil {
 		w.m.Flush()
 	}
@@ -75,7 +81,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	counted := false
 	for i := range reqs {
 		var c bool
-		outs[i], c = w.limit(&reqs[i], outs[i], w.outs[i], now)
+		outs[i], c = w.limit(&reqs[i], outs[i], w.outs[i], now, i)
 		counted = counted || c
 	}
 	if counted && w.m != nil {
@@ -83,11 +89,11 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	}
 }
 
-// limit accounts resp, the response to req, and returns what to send:
-// resp, nil, or its truncated form written into out; counted says a drop
-// or slip was counted in the metrics.
-func (w *Worker) limit(req *server.Request, resp, out []byte, now int64) ([]byte, bool) {
-	if resp == nil || req.TCP {
+// limit accounts resp, the response to req (the i-th of its batch), and
+// returns what to send: resp, nil, or its truncated form written into
+// out; counted says a drop or slip was counted in the metrics.
+func (w *Worker) limit(req *server.Request, resp, out []byte, now int64, i int) ([]byte, bool) {
+	if resp == nil || req.TCP || w.cookies != nil && w.cookies.ValidCookie(i) {
 		return resp, false
 	}
 	addr := req.Remote().Addr()

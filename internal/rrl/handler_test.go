@@ -1,6 +1,7 @@
 package rrl_test
 
 import (
+	"encoding/hex"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/cookie"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/rrl"
@@ -151,5 +153,54 @@ func BenchmarkAnswer(b *testing.B) {
 			}
 			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*n), "cpu-ns/answer")
 		})
+	}
+}
+
+// TestCookieExempt: behind a cookie layer, a client whose query carries
+// a valid server cookie is never limited; one with a client cookie
+// alone is.
+func TestCookieExempt(t *testing.T) {
+	keys := cookie.NewKeys()
+	aw := responder(t).NewWorker(false, auth.DefaultCacheSize)
+	m := metrics.New()
+	aw.CountIn(m.Shard(metrics.Auth))
+	w := rrl.NewWorker(cookie.NewWorker(aw, keys, 1232), rrl.New(rrl.Config{Rate: 1, Window: time.Hour, Slip: 0, IPv4Prefix: 24, IPv6Prefix: 56}))
+	cc := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	from := netip.MustParseAddr("198.51.100.7")
+	var sc [cookie.ServerLen]byte
+	keys.Make(sc[:], cc, from, uint32(time.Now().Unix()))
+	withCookie := func(opt []byte) []byte {
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		m.SetEdns0(1232, false)
+		o := m.IsEdns0()
+		o.Option = append(o.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(opt)})
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		q    []byte
+		want int // answered of 20
+	}{
+		{"valid server cookie", withCookie(append(append([]byte(nil), cc...), sc[:]...)), 20},
+		{"client cookie only", withCookie(cc), 1},
+	} {
+		req := server.NewRequest(c.q, netip.AddrPortFrom(from, 53), false, nil)
+		got := 0
+		for range 20 {
+			if w.Answer(req, make([]byte, 0, server.BufferSize)) != nil {
+				got++
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s: %d of 20 answered, want %d", c.name, got, c.want)
+		}
+	}
+	if d := m.Snapshot().Dropped["rrl"]; d != 19 {
+		t.Errorf("rrl drops counted through the cookie layer: %d, want 19", d)
 	}
 }

@@ -1,0 +1,220 @@
+package cookie
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"time"
+
+	"github.com/tern-dns/tern/internal/metrics"
+	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/wire"
+)
+
+// RcodeBadCookie is BADCOOKIE (RFC 7873 §8): 23, an extended RCODE (7 in
+// the header, 1 in the OPT record).
+const RcodeBadCookie = 23
+
+// optLen is the COOKIE option a response carries: code, length, client
+// and server cookie.
+const optLen = 4 + ClientLen + ServerLen
+
+// Handler returns h with cookies answered on its workers, UDP and TCP,
+// under keys; payload is the server's UDP payload limit (server.udp-payload).
+func Handler(h server.Handler, keys *Keys, payload int) server.Handler {
+	return server.HandlerFunc(func(tcp bool) server.Worker {
+		return NewWorker(h.NewWorker(tcp), keys, payload)
+	})
+}
+
+// Worker answers the cookies of the queries its inner Worker answers.
+// It is not safe for concurrent use.
+type Worker struct {
+	inner   server.Worker
+	batch   server.Batcher
+	keys    *Keys
+	payload int
+	// valid marks the requests of the last batch (or the last Answer,
+	// at 0) that carried a valid server cookie (Valid): RRL exempts
+	// them.
+	valid []bool
+	clock func() time.Time
+}
+
+// NewWorker returns inner with cookies answered under keys.
+func NewWorker(inner server.Worker, keys *Keys, payload int) *Worker {
+	w := &Worker{inner: inner, keys: keys, payload: payload, valid: make([]bool, 1), clock: time.Now}
+	w.batch, _ = inner.(server.Batcher)
+	return w
+}
+
+// ValidCookie reports whether the i-th request of the last batch (0:
+// the last Answer) carried a valid server cookie of ours.
+func (w *Worker) ValidCookie(i int) bool { return i < len(w.valid) && w.valid[i] }
+
+// Answer answers req through the inner Worker, with its cookie.
+func (w *Worker) Answer(req *server.Request, out []byte) []byte {
+	s := w.keys.p.Load()
+	now := uint32(w.clock().Unix())
+	w.valid[0] = false
+	opt, size, found := find(req.Packet)
+	if !found {
+		return w.inner.Answer(req, out)
+	}
+	return w.answer(s, req, opt, size, out, now, &w.valid[0])
+}
+
+// AnswerBatch answers a batch through the inner Worker, with cookies:
+// one inner AnswerBatch when no query needs an answer of this layer's
+// own (FORMERR, BADCOOKIE), else one Answer per query.
+func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
+	if cap(w.valid) < len(reqs) {
+		w.valid = make([]bool, len(reqs))
+	}
+	w.valid = w.valid[:len(reqs)]
+	any := false
+	for i := range reqs {
+		w.valid[i] = false
+		if _, found := Find(reqs[i].Packet); found {
+			any = true
+		}
+	}
+	if !any {
+		if w.batch != nil {
+			w.batch.AnswerBatch(reqs, outs)
+			return
+		}
+		for i := range reqs {
+			outs[i] = w.inner.Answer(&reqs[i], outs[i])
+		}
+		return
+	}
+	s := w.keys.p.Load()
+	now := uint32(w.clock().Unix())
+	for i := range reqs {
+		opt, size, found := find(reqs[i].Packet)
+		if !found {
+			outs[i] = w.inner.Answer(&reqs[i], outs[i])
+			continue
+		}
+		outs[i] = w.answer(s, &reqs[i], opt, size, outs[i], now, &w.valid[i])
+	}
+}
+
+// answer answers a query with a COOKIE option opt: FORMERR when it is
+// malformed (RFC 7873 §5.2.2), BADCOOKIE over UDP when its server cookie
+// is not ours (§5.2.4; over TCP the query is answered, §5.2.3), else the
+// inner Worker's answer with the client cookie and a server cookie:
+// the query's own when valid and younger than RefreshAge, else a fresh
+// one (RFC 9018 §4.3).
+func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16, out []byte, now uint32, valid *bool) []byte {
+	addr := req.Remote().Addr()
+	v := check(s, opt, addr, now)
+	switch {
+	case v == Malformed:
+		return w.errorReply(req.Packet, out, wire.RcodeFormErr, nil, s, addr, now)
+	case v == Bad && !req.TCP:
+		return w.errorReply(req.Packet, out, RcodeBadCookie, opt, s, addr, now)
+	}
+	*valid = v == Valid || v == Stale
+	resp := w.inner.Answer(req, out)
+	if resp == nil {
+		return nil
+	}
+	var sc [ServerLen]byte
+	if v == Valid {
+		copy(sc[:], opt[ClientLen:])
+	} else {
+		make1(s, sc[:], opt, addr, now)
+	}
+	return w.patch(req, resp, size, opt[:ClientLen], sc[:])
+}
+
+// patch appends the COOKIE option (client cookie cc, server cookie sc)
+// to resp's OPT record when it is the message's last record and the
+// response stays within the size limit (over UDP: the query's payload
+// size, at least 512, and at most the server's); otherwise
+// resp goes as it is. A TSIG-signed response ends with TSIG, not OPT:
+// it is left as signed.
+func (w *Worker) patch(req *server.Request, resp []byte, size uint16, cc, sc []byte) []byte {
+	end, ok := lastOPT(resp)
+	if !ok {
+		return resp
+	}
+	if !req.TCP {
+		limit := max(512, min(int(size), w.payload))
+		if len(resp)+optLen > limit {
+			return resp
+		}
+	}
+	rdlen := binary.BigEndian.Uint16(resp[end+9:])
+	binary.BigEndian.PutUint16(resp[end+9:], rdlen+optLen)
+	resp = append(resp, 0, OptionCode, 0, ClientLen+ServerLen)
+	resp = append(resp, cc...)
+	return append(resp, sc...)
+}
+
+// lastOPT finds the OPT record that ends msg (a response the engine
+// built) and returns the offset of its owner name (the root, one
+// zero byte), so that its type is at +1, its class (payload) at +3 and
+// its RDLENGTH at +9.
+func lastOPT(msg []byte) (int, bool) {
+	if len(msg) < 12 || msg[10] == 0 && msg[11] == 0 {
+		return 0, false
+	}
+	qd := int(binary.BigEndian.Uint16(msg[4:]))
+	n := int(binary.BigEndian.Uint16(msg[6:])) + int(binary.BigEndian.Uint16(msg[8:])) + int(binary.BigEndian.Uint16(msg[10:]))
+	off := 12
+	for range qd {
+		end, ok := wire.SkipName(msg, off)
+		if !ok {
+			return 0, false
+		}
+		off = end + 4
+	}
+	last := -1
+	for range n {
+		start := off
+		end, t, ok := wire.SkipRecord(msg, off)
+		if !ok {
+			return 0, false
+		}
+		if end == len(msg) && t == 41 && msg[start] == 0 {
+			last = start
+		}
+		off = end
+	}
+	return last, last >= 0 && off == len(msg)
+}
+
+// errorReply writes into out the FORMERR or BADCOOKIE response to pkt:
+// its ID, flags and question (wire.FormErr), and an OPT record with the
+// RCODE's upper bits, carrying for BADCOOKIE the client cookie of opt
+// and a fresh server cookie (RFC 7873 §5.2.4).
+func (w *Worker) errorReply(pkt, out []byte, rcode int, opt []byte, s *secrets, addr netip.Addr, now uint32) []byte {
+	out = wire.FormErr(pkt, out)
+	if out == nil {
+		return nil
+	}
+	out[3] = out[3]&0xF0 | byte(rcode&0xF)
+	out[11] = 1
+	payload := uint16(max(512, min(w.payload, 65535)))
+	out = append(out, 0, 0, 41, byte(payload>>8), byte(payload), byte(rcode>>4), 0, 0, 0, 0, 0)
+	if opt == nil {
+		return out
+	}
+	out[len(out)-1] = optLen
+	out = append(out, 0, OptionCode, 0, ClientLen+ServerLen)
+	out = append(out, opt[:ClientLen]...)
+	var sc [ServerLen]byte
+	make1(s, sc[:], opt, addr, now)
+	return append(out, sc[:]...)
+}
+
+// Metrics is the inner Worker's metrics Shard, when it has one (so that
+// a layer above, rrl's, counts in it); nil otherwise.
+func (w *Worker) Metrics() *metrics.Shard {
+	if m, ok := w.inner.(interface{ Metrics() *metrics.Shard }); ok {
+		return m.Metrics()
+	}
+	return nil
+}
