@@ -96,17 +96,7 @@ zone:
 		}
 	}()
 	knot := fmt.Sprintf("%s:%d", knotIP, knotPort)
-	waitSerial(t, knot, "a.test.", 1)
-	waitSerial(t, knot, "b.test.", 1)
-
-	if code, out, errs := runT("ctl", "-c", cfg, "zone-add", "c.test", "--file", filepath.Join(dir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example"); code != 0 {
-		t.Fatalf("zone-add: %d %q %q", code, out, errs)
-	}
-	waitSerial(t, knot, "c.test.", 1)
-	if code, out, errs := runT("ctl", "-c", cfg, "zone-remove", "a.test"); code != 0 {
-		t.Fatalf("zone-remove: %d %q %q", code, out, errs)
-	}
-	waitSerial(t, knot, "a.test.", -dns.RcodeRefused)
+	followCatalog(t, cfg, dir, knot)
 	if got := soaSerial(t, knot, "b.test."); got != 1 {
 		t.Errorf("b.test. on Knot after the removal of a.test.: %d, want 1", got)
 	}

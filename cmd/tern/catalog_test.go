@@ -99,12 +99,7 @@ func TestCatalogProduce(t *testing.T) {
 		}
 		return addr, stop
 	}
-	ctl := func(args ...string) {
-		t.Helper()
-		if code, out, errs := runT(append([]string{"ctl", "-c", cfg}, args...)...); code != 0 {
-			t.Fatalf("ctl %s: %d %q %q", strings.Join(args, " "), code, out, errs)
-		}
-	}
+	ctl := func(args ...string) { t.Helper(); ctlOK(t, cfg, args...) }
 	check := func(addr string, want ...string) uint32 {
 		t.Helper()
 		serial, got := catalogOf(t, addr, "catalog.example.")
@@ -150,6 +145,28 @@ func TestCatalogProduce(t *testing.T) {
 		t.Errorf("serial %d after the reload, was %d", s, s4)
 	}
 	stop()
+}
+
+// ctlOK runs tern ctl -c cfg args, which must succeed.
+func ctlOK(t *testing.T, cfg string, args ...string) {
+	t.Helper()
+	if code, out, errs := runT(append([]string{"ctl", "-c", cfg}, args...)...); code != 0 {
+		t.Fatalf("ctl %s: %d %q %q", strings.Join(args, " "), code, out, errs)
+	}
+}
+
+// followCatalog checks that a consumer at addr of the catalog.example
+// a Tern (config cfg, zone files in dir) produces with members a.test
+// and b.test serves them, then c.test once added to the producer
+// (zone-add --catalog), and stops serving a.test once removed.
+func followCatalog(t *testing.T, cfg, dir, addr string) {
+	t.Helper()
+	waitSerial(t, addr, "a.test.", 1)
+	waitSerial(t, addr, "b.test.", 1)
+	ctlOK(t, cfg, "zone-add", "c.test", "--file", filepath.Join(dir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example")
+	waitSerial(t, addr, "c.test.", 1)
+	ctlOK(t, cfg, "zone-remove", "a.test")
+	waitSerial(t, addr, "a.test.", -dns.RcodeRefused)
 }
 
 // waitSerial waits (a minute at most) until addr answers origin's SOA
@@ -236,17 +253,7 @@ func TestCatalogConsume(t *testing.T) {
 			t.Logf("consumer's log:\n%s", clogs)
 		}
 	}()
-	waitSerial(t, consAddr, "a.test.", 1)
-	waitSerial(t, consAddr, "b.test.", 1)
-
-	if code, out, errs := runT("ctl", "-c", pcfg, "zone-add", "c.test", "--file", filepath.Join(pdir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example"); code != 0 {
-		t.Fatalf("zone-add: %d %q %q", code, out, errs)
-	}
-	waitSerial(t, consAddr, "c.test.", 1)
-	if code, out, errs := runT("ctl", "-c", pcfg, "zone-remove", "a.test"); code != 0 {
-		t.Fatalf("zone-remove: %d %q %q", code, out, errs)
-	}
-	waitSerial(t, consAddr, "a.test.", -dns.RcodeRefused)
+	followCatalog(t, pcfg, pdir, consAddr)
 	stored := filepath.Join(cdir, "data", "a.test.zone")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := os.Stat(stored); os.IsNotExist(err) {

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/tern-dns/tern/internal/catalog"
 	"github.com/tern-dns/tern/internal/config"
-	"github.com/tern-dns/tern/internal/durable"
 	"github.com/tern-dns/tern/internal/journal"
 	"github.com/tern-dns/tern/internal/secondary"
 	"github.com/tern-dns/tern/internal/zonedb"
@@ -31,30 +28,15 @@ const consumedFile = "catalogs-consumed.json"
 // readConsumed reads the catalogs consumed that dir keeps.
 func readConsumed(dir string) (map[string]*catalog.Catalog, error) {
 	out := map[string]*catalog.Catalog{}
-	b, err := os.ReadFile(filepath.Join(dir, consumedFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
-	}
-	if err == nil {
-		err = json.Unmarshal(b, &out)
-	}
-	if err != nil {
-		return map[string]*catalog.Catalog{}, fmt.Errorf("%s: %w", filepath.Join(dir, consumedFile), err)
+	if err := readState(dir, consumedFile, &out); err != nil {
+		return map[string]*catalog.Catalog{}, err
 	}
 	return out, nil
 }
 
 // saveConsumed stores the catalogs consumed, atomically.
 func (rl *reloader) saveConsumed() {
-	dir := rl.running.Server.DataDir
-	b, err := json.MarshalIndent(rl.consumed, "", "  ")
-	if err == nil {
-		err = durable.MkdirAll(dir, 0o755)
-	}
-	if err == nil {
-		err = durable.WriteFile(filepath.Join(dir, consumedFile), append(b, '\n'), 0o644)
-	}
-	if err != nil {
+	if err := writeState(rl.running.Server.DataDir, consumedFile, rl.consumed); err != nil {
 		rl.log.Error("catalogs consumed not stored: a restart compares the next version with an older one", "err", err)
 	}
 }

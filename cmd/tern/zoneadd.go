@@ -21,34 +21,45 @@ import (
 // zones added by knotc in its configuration database).
 const addedFile = "zones-added.json"
 
-// readAdded reads the zones added at run time that dir keeps; none when
-// there is no file.
-func readAdded(dir string) ([]config.Zone, error) {
-	b, err := os.ReadFile(filepath.Join(dir, addedFile))
+// readState reads the JSON file name under dir into v; v stays as it
+// is when there is no file.
+func readState(dir, name string, v any) error {
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
 	}
-	var zs []config.Zone
-	if err := json.Unmarshal(b, &zs); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, addedFile), err)
-	}
-	return zs, nil
+	return nil
 }
 
-// saveAdded stores the zones added at run time, atomically.
-func (rl *reloader) saveAdded() {
-	dir := rl.running.Server.DataDir
-	b, err := json.MarshalIndent(rl.added, "", "  ")
+// writeState stores v as the JSON file name under dir, atomically.
+func writeState(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err == nil {
 		err = durable.MkdirAll(dir, 0o755)
 	}
 	if err == nil {
-		err = durable.WriteFile(filepath.Join(dir, addedFile), append(b, '\n'), 0o644)
+		err = durable.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
 	}
-	if err != nil {
+	return err
+}
+
+// readAdded reads the zones added at run time that dir keeps; none when
+// there is no file.
+func readAdded(dir string) ([]config.Zone, error) {
+	var zs []config.Zone
+	err := readState(dir, addedFile, &zs)
+	return zs, err
+}
+
+// saveAdded stores the zones added at run time, atomically.
+func (rl *reloader) saveAdded() {
+	if err := writeState(rl.running.Server.DataDir, addedFile, rl.added); err != nil {
 		rl.log.Error("zones added at run time not stored: a restart will not serve them", "err", err)
 	}
 }
