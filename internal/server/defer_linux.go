@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -166,27 +165,7 @@ func (s *udpSocket) send(q []outMsg) {
 	if s.closed {
 		return
 	}
-	// As udpWorker.sendBatch: without blocking first, then waiting for
-	// room only when the send buffer is full.
-	flags := uintptr(unix.MSG_DONTWAIT)
-	for sent := 0; sent < len(q); {
-		var n uintptr
-		var e syscall.Errno
-		if flags != 0 {
-			n, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdr[sent])), uintptr(len(q)-sent), flags, 0, 0)
-		} else {
-			n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdr[sent])), uintptr(len(q)-sent), 0, 0, 0)
-		}
-		switch e {
-		case 0:
-			sent += int(n)
-		case unix.EAGAIN:
-			flags = 0
-		case unix.EINTR:
-		default:
-			sent++ // skip the datagram the kernel refused
-		}
-	}
+	sendAll(s.fd, s.hdr[:len(q)])
 }
 
 // deferReply is the Reply of datagram req.slot, answered later: it keeps

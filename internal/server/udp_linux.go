@@ -188,19 +188,25 @@ func (w *udpWorker) recvBatch(busy bool) (int, syscall.Errno) {
 	return int(n), e
 }
 
-// sendBatch sends the ntx prepared replies. A UDP send does not block
-// unless the socket's send buffer is full, so it goes without blocking
-// and without the runtime's system-call bookkeeping (see recvBatch); only
-// when the buffer is full does it wait, in a blocking call.
+// sendBatch sends the ntx prepared replies.
 func (w *udpWorker) sendBatch() {
+	sendAll(w.fd, w.txHdr[:w.ntx])
+}
+
+// sendAll sends the datagrams of hdr from fd with sendmmsg. A UDP send
+// does not block unless the socket's send buffer is full, so it goes
+// without blocking and without the runtime's system-call bookkeeping (see
+// recvBatch); only when the buffer is full does it wait, in a blocking
+// call.
+func sendAll(fd int, hdr []unix.Mmsghdr) {
 	flags := uintptr(unix.MSG_DONTWAIT)
-	for sent := 0; sent < w.ntx; {
+	for sent := 0; sent < len(hdr); {
 		var n uintptr
 		var e syscall.Errno
 		if flags != 0 {
-			n, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(w.fd), uintptr(unsafe.Pointer(&w.txHdr[sent])), uintptr(w.ntx-sent), flags, 0, 0)
+			n, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdr[sent])), uintptr(len(hdr)-sent), flags, 0, 0)
 		} else {
-			n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(w.fd), uintptr(unsafe.Pointer(&w.txHdr[sent])), uintptr(w.ntx-sent), 0, 0, 0)
+			n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdr[sent])), uintptr(len(hdr)-sent), 0, 0, 0)
 		}
 		switch e {
 		case 0:
