@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"runtime/pprof"
@@ -380,6 +381,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			defer cs.Close()
 			log.Info("control socket", "path", cs.Path())
 		}
+	}
+
+	// Every socket is bound: port 53 needed root, the rest does not.
+	if u := cfg.Server.User; u != "" {
+		owned := []string{cfg.Server.DataDir}
+		if cfg.Server.Control != "" {
+			// The socket and its directory, so that the socket can be
+			// removed at stop. Only a directory of its own, as
+			// /run/tern is: not one shared with others.
+			owned = append(owned, cfg.Server.Control)
+			if dir := filepath.Dir(cfg.Server.Control); dir != cfg.Server.DataDir && filepath.Base(dir) == "tern" {
+				owned = append(owned, dir)
+			}
+		}
+		uid, gid, err := dropPrivileges(u, cfg.Server.Group, owned)
+		if err != nil {
+			// Not serving as root when told not to.
+			log.Error("privileges not dropped, stopping", "user", u, "group", cfg.Server.Group, "err", err)
+			fmt.Fprintf(stderr, "tern serve: %v\n", err)
+			return 1
+		}
+		log.Info("privileges dropped", "user", u, "uid", uid, "gid", gid)
 	}
 
 	for {

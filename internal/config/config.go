@@ -127,6 +127,12 @@ type Server struct {
 	// RuntimeDirectory=), else /run/tern/control.sock; a relative path
 	// is resolved against the configuration file's directory.
 	Control string `toml:"control"`
+	// User and Group, when set, are who tern serve runs as once its
+	// sockets are bound (as root, for port 53): it makes data-dir and
+	// the control socket theirs, then drops to them. Group defaults to
+	// User's primary group.
+	User  string `toml:"user"`
+	Group string `toml:"group"`
 }
 
 // Identity holds the [identity] table: how the server identifies itself via

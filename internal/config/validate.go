@@ -64,6 +64,9 @@ func (c *Config) Validate() error {
 	if s.TCPMaxPipelined < 1 {
 		v.addf("server.tcp-max-pipelined", "server.tcp-max-pipelined: must be >= 1, got %d", s.TCPMaxPipelined)
 	}
+	if s.Group != "" && s.User == "" {
+		v.addf("server.group", "server.group: %q set without server.user (the user to drop to)", s.Group)
+	}
 	if !validLogLevel(s.LogLevel) {
 		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
 	}
