@@ -78,6 +78,8 @@ type fakePrimary struct {
 	// counts the SOA queries answered.
 	refresh uint32
 	queries int
+	// transfers counts the IXFRs asked in mode "catalog".
+	transfers int
 }
 
 func (p *fakePrimary) set(serial uint32, mode string) {
@@ -97,10 +99,22 @@ func (p *fakePrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
-	if mode == "down" {
+	if mode == "down" || mode == "catalog" && r.Question[0].Qtype == dns.TypeSOA {
 		m.Rcode = dns.RcodeRefused
 		w.WriteMsg(m)
 		return
+	}
+	if mode == "catalog" && r.Question[0].Qtype == dns.TypeIXFR {
+		p.mu.Lock()
+		p.transfers++
+		p.mu.Unlock()
+		if len(r.Ns) == 1 && r.Ns[0].(*dns.SOA).Serial >= serial {
+			// RFC 1995 §4: current, one SOA.
+			m.Answer = []dns.RR{soa}
+			w.WriteMsg(m)
+			return
+		}
+		r.Question[0].Qtype = dns.TypeAXFR // the whole zone, AXFR form
 	}
 	switch r.Question[0].Qtype {
 	case dns.TypeSOA:
@@ -194,6 +208,31 @@ func TestBrokenTransfer(t *testing.T) {
 		t.Errorf("current serial: %v, installs %d", err, store.installs)
 	}
 	p.set(2, "good")
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
+		t.Errorf("newer serial: %v, installs %d", err, store.installs)
+	}
+}
+
+// TestRefusedSOAQuery: a primary that refuses SOA queries but serves
+// transfers (Knot, for a catalog zone it generates: mode "catalog") is
+// asked for the transfer: AXFR without a copy, then IXFR of the serial
+// served, whose one-SOA answer (RFC 1995 §4) means current, with
+// nothing installed and no AXFR.
+func TestRefusedSOAQuery(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(1, "catalog")
+	addr := p.start(t)
+	store := &fakeStore{}
+	s := New(store, nil, Options{Timeout: 5 * time.Second})
+	z := Zone{Origin: "b.test.", File: filepath.Join(t.TempDir(), "b.test.zone"), Primaries: []Primary{{Remote: "p", Addr: addr}}}
+	log := slog.New(slog.DiscardHandler)
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 1 || store.z.Serial != 1 {
+		t.Fatalf("first transfer: %v, installs %d", err, store.installs)
+	}
+	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 1 || p.transfers != 1 {
+		t.Errorf("current serial: %v, installs %d, IXFRs %d (want 1, 1)", err, store.installs, p.transfers)
+	}
+	p.set(2, "catalog")
 	if err := s.refresh(context.Background(), z, false, log); err != nil || store.installs != 2 || store.z.Serial != 2 {
 		t.Errorf("newer serial: %v, installs %d", err, store.installs)
 	}
