@@ -173,8 +173,8 @@
         return tr;
       });
     };
-    fill($("names"), tops(s.top_names, "name"), "none sampled yet");
-    fill($("clients"), tops(s.top_clients, "client"), "none sampled yet");
+    fill($("names"), tops(s.top_names, "name"), "none sampled in the last minutes");
+    fill($("clients"), tops(s.top_clients, "client"), "none sampled in the last minutes");
     $("names-note").textContent = "sampled, 1 query in " + s.sample_every;
 
     fill($("zones"), (s.zones || []).map((z) => {
