@@ -107,12 +107,7 @@ func (rl *reloader) apply(eff *config.Config) error {
 func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	zc.Origin = dns.CanonicalName(dns.Fqdn(zc.Origin))
 	if zc.Secondary() {
-		if zc.File == "" {
-			zc.File = zc.Origin + "zone"
-		}
-		if !filepath.IsAbs(zc.File) {
-			zc.File = filepath.Join(rl.running.Server.DataDir, zc.File)
-		}
+		zc.File = secondaryFile(rl.running.Server.DataDir, zc.Origin, zc.File)
 	} else if zc.File == "" {
 		return fmt.Errorf("zone %s: no file (--file), and no primary (--primary) to transfer it from", zc.Origin)
 	}
@@ -188,4 +183,20 @@ func (rl *reloader) forgetConfigured(cfg *config.Config) {
 	if len(rl.added) != n {
 		rl.saveAdded()
 	}
+}
+
+// secondaryFile is where a zone added at run time as a secondary of
+// origin keeps its copy: file (--file) when given, under dir unless
+// absolute; else dir/ORIGINzone, origin made one safe file name
+// (durable.FileName): a catalog's member names come from its producer,
+// and "/etc/x." must not put the copy in, nor a later purge delete
+// /etc/x.zone.
+func secondaryFile(dir, origin, file string) string {
+	if file == "" {
+		return filepath.Join(dir, durable.FileName(origin)+"zone")
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(dir, file)
+	}
+	return file
 }

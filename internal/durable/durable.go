@@ -133,3 +133,19 @@ func GlobEscape(s string) string {
 	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
 	return r.Replace(s)
 }
+
+// FileName is s (a zone's name, which may hold any octet in escapes,
+// '/' included) made safe as one file name: every byte but a-z, 0-9,
+// '.', '-' and '_' written as %xx, so that no name becomes a path (a
+// catalog member named "/etc/x." is not a file in /etc).
+func FileName(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02x", c)
+		}
+	}
+	return b.String()
+}

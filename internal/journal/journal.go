@@ -64,17 +64,8 @@ func Path(dir, origin string) string {
 	if name == "" {
 		name = "root"
 	}
-	// A zone's name may hold any octet in escapes: only what is safe in
-	// a file name is kept as it is.
-	var b strings.Builder
-	for _, c := range []byte(name) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02x", c)
-		}
-	}
-	return filepath.Join(dir, "journal", b.String()+".jnl")
+	// A zone's name may hold any octet in escapes.
+	return filepath.Join(dir, "journal", durable.FileName(name)+".jnl")
 }
 
 // Open opens (or creates, with its directory) the journal at path, which
