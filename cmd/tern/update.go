@@ -36,7 +36,7 @@ func applyUpdate(ctx context.Context, m *zonedb.Manager, log *slog.Logger, u *au
 			return r.Zone, r.Diff, nil
 		})
 	}
-	if errors.Is(err, zonedb.ErrSecondary) {
+	if errors.Is(err, zonedb.ErrSecondary) || errors.Is(err, zonedb.ErrGenerated) {
 		err = &update.Error{Rcode: update.RcodeRefused, Reason: err.Error()}
 	}
 	rcode := update.Rcode(err)

@@ -34,6 +34,10 @@ type Change func(base *zone.Zone, zc *config.Zone) (*zone.Zone, *zone.Diff, erro
 // its primary's (RFC 2136 §3.1.2 would forward the update; Tern does not).
 var ErrSecondary = errors.New("a secondary zone changes by transfers only")
 
+// ErrGenerated is Update's error for a zone whose content Tern makes
+// (a catalog zone it produces from its members, RFC 9432).
+var ErrGenerated = errors.New("a catalog zone produced here changes with its members only")
+
 // ErrNoJournal is Update's error when the server keeps no journals (no
 // data directory): a change could not survive a restart.
 var ErrNoJournal = errors.New("no journal directory: changes cannot be kept")
@@ -56,6 +60,9 @@ func (m *Manager) Update(ctx context.Context, origin string, change Change) erro
 		zc := e.conf.Load()
 		if zc.Secondary() {
 			return nil, nil, fmt.Errorf("zone %s: %w", e.origin, ErrSecondary)
+		}
+		if zc.Generated() {
+			return nil, nil, fmt.Errorf("zone %s: %w", e.origin, ErrGenerated)
 		}
 		uj, err := m.updateJournal(e.origin)
 		if err != nil {

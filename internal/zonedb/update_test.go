@@ -159,10 +159,12 @@ func TestUpdateUnsigned(t *testing.T) {
 	zones := []config.Zone{
 		{Origin: "a.test.", File: a, ACL: []string{"x"}, ZonefileSync: config.Duration{Duration: time.Hour}},
 		{Origin: "s.test.", File: s, Primary: []string{"p"}},
+		{Origin: "cat.test.", ACL: []string{"x"}},
 	}
 	ctx := context.Background()
 	var pub published
 	m := New(zones, pub.publish, nil, nil)
+	m.ProduceCatalogs(func(string) []string { return []string{"a.test."} })
 	if _, err := m.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +173,16 @@ func TestUpdateUnsigned(t *testing.T) {
 		t.Errorf("without a journal directory: %v", err)
 	}
 	m = New(zones, pub.publish, nil, nil)
+	m.ProduceCatalogs(func(string) []string { return []string{"a.test."} })
 	m.KeepJournals(filepath.Join(dir, "data"), func(*config.Zone) int64 { return 1 << 20 })
 	if _, err := m.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Update(ctx, "s.test.", add); !errors.Is(err, ErrSecondary) {
 		t.Errorf("secondary: %v", err)
+	}
+	if err := m.Update(ctx, "cat.test.", add); !errors.Is(err, ErrGenerated) {
+		t.Errorf("catalog zone: %v", err)
 	}
 	if err := m.Update(ctx, "other.test.", add); !errors.Is(err, ErrNoZone) {
 		t.Errorf("zone not configured: %v", err)
