@@ -4,7 +4,7 @@
 #                      resolver beside Unbound and PowerDNS Recursor (QUICK=1: < 10 min)
 
 GO       ?= go
-PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils unbound bind9 python3-certbot-dns-rfc2136 chromium
+PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils unbound bind9 python3-certbot-dns-rfc2136 chromium systemd
 # The binaries those packages provide, checked before installing anything.
 # (unbound: the resolver internal/hierarchy compares Tern's with; the
 # tests start their own on 127.0.0.39, whatever the package's service does;
@@ -12,8 +12,9 @@ PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils 
 # with a kernel-picked port, whatever the package's service does;
 # python3-certbot-dns-rfc2136: certbot's RFC 2136 client, which
 # TestCertbotPlugin runs against Tern; chromium: the headless browser
-# TestStatusPage loads the metrics listener's status page in.)
-BINS     := knotd knotc nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium
+# TestStatusPage loads the metrics listener's status page in; systemd:
+# systemd-analyze, which TestSystemdUnit runs on dist/systemd.)
+BINS     := knotd knotc nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium systemd-analyze
 
 .PHONY: all build test deps vet bench fuzz clean
 
