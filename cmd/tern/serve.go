@@ -126,7 +126,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.trustAnchor, "trust-anchor", "", "the resolver's DNSSEC trust anchors, DS or DNSKEY records in zone-file form (default: the embedded root anchors)")
 	fs.IntVar(&f.workers, "workers", -1, "UDP workers per address (0: one per CPU)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on this address, host:port")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (/metrics) and the status page (/) on this address, host:port")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for tuning)")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
