@@ -162,7 +162,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The level is a LevelVar so that a reload can change it.
 	var level slog.LevelVar
 	level.Set(logLevel(cfg.Server.LogLevel))
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
+	log := slog.New(logHandler(cfg.Server.LogFormat, stderr, &slog.HandlerOptions{Level: &level}))
 	started := time.Now()
 	cfgShown := f.cfgPath
 	if cfgShown == "" {
@@ -641,6 +641,15 @@ func logLevel(s string) slog.Level {
 		return slog.LevelInfo
 	}
 	return level
+}
+
+// logHandler is the slog handler of server.log-format (validated by
+// config): JSON objects, or slog's text lines.
+func logHandler(format string, w io.Writer, opts *slog.HandlerOptions) slog.Handler {
+	if format == "json" {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
 }
 
 // reloader applies a re-read config to a running server.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 // Issue 15's operations tests (127.0.0.180-189): each test its own.
 const (
 	opsShutdown = "127.0.0.180"
+	opsLogJSON  = "127.0.0.182"
 )
 
 // childArgsEnv holds the arguments of the tern process TestServeChild
@@ -220,6 +222,46 @@ func TestShutdownGraceful(t *testing.T) {
 	for _, want := range []string{"shutting down", "zone file written", "msg=stopped"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestLogJSON: with server.log-format = "json" every line tern serve
+// logs is a JSON object with time, level and msg; the start's lines
+// carry their keys (starting: version; serving: listen, the address
+// served).
+func TestLogJSON(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte("[server]\nlog-format = \"json\"\ncontrol = \"\"\ndata-dir = \"data\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg, "--listen", opsLogJSON+":0", "--workers", "1")
+	stop()
+	seen := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("log line not JSON: %v: %q", err, line)
+		}
+		for _, k := range []string{"time", "level", "msg"} {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("log line without %q: %q", k, line)
+			}
+		}
+		if msg, _ := obj["msg"].(string); msg != "" {
+			seen[msg] = obj
+		}
+	}
+	if v, _ := seen["starting"]["version"].(string); v == "" {
+		t.Errorf("no starting line with a version: %v", seen["starting"])
+	}
+	if l, _ := seen["serving"]["listen"].(string); l != addr {
+		t.Errorf("serving line's listen %q, want %q", l, addr)
+	}
+	for _, msg := range []string{"shutting down", "stopped"} {
+		if seen[msg] == nil {
+			t.Errorf("no %q line: %s", msg, logs.String())
 		}
 	}
 }

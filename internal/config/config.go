@@ -114,6 +114,10 @@ type Server struct {
 	TCPIOTimeout Duration `toml:"tcp-io-timeout"`
 	// LogLevel is one of debug, info, warn, error. Default info.
 	LogLevel string `toml:"log-level"`
+	// LogFormat is how log lines are written: "text" (slog's key=value
+	// lines, the default) or "json" (one JSON object a line, for log
+	// collectors).
+	LogFormat string `toml:"log-format"`
 	// DataDir holds what the server writes for itself: the zones'
 	// journals (and, later, transferred zones). Default $STATE_DIRECTORY
 	// (systemd's StateDirectory=), else /var/lib/tern; a relative path is
@@ -358,6 +362,7 @@ func Default() *Config {
 			TCPMaxPipelined:   defaultTCPMaxPipelined,
 			TCPIOTimeout:      Duration{defaultTCPIOTimeout},
 			LogLevel:          defaultLogLevel,
+			LogFormat:         "text",
 			DataDir:           defaultDataDirectory(),
 			JournalMaxSize:    defaultJournalMaxSize,
 			Control:           defaultControlSocket(),

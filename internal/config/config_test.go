@@ -339,6 +339,16 @@ func TestParseErrors(t *testing.T) {
 			want:  []string{"t.toml:2: server.log-level: invalid level \"verbose\""},
 		},
 		{
+			name:  "bad log format",
+			input: "[server]\nlog-level = \"info\"\nlog-format = \"xml\"\n",
+			want:  []string{"t.toml:3: server.log-format: invalid format \"xml\" (want text or json)"},
+		},
+		{
+			name:  "group without user",
+			input: "[server]\ngroup = \"nogroup\"\n",
+			want:  []string{"t.toml:2: server.group: \"nogroup\" set without server.user"},
+		},
+		{
 			name:  "log level case sensitive",
 			input: "[server]\nlog-level = \"INFO\"\n",
 			want:  []string{"t.toml:2: server.log-level"},

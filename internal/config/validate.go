@@ -67,6 +67,9 @@ func (c *Config) Validate() error {
 	if s.Group != "" && s.User == "" {
 		v.addf("server.group", "server.group: %q set without server.user (the user to drop to)", s.Group)
 	}
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		v.addf("server.log-format", "server.log-format: invalid format %q (want text or json)", s.LogFormat)
+	}
 	if !validLogLevel(s.LogLevel) {
 		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
 	}
