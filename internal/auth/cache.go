@@ -25,7 +25,11 @@ import (
 // count: publishing new zones empties every cache at its next query. (A
 // count rather than the zone.Set itself, so that an idle worker's cache
 // does not keep replaced zones alive.) Only plain QUERY-opcode questions
-// over UDP that parsed cleanly are cached.
+// over UDP that parsed cleanly are cached, and never an answer from a
+// zone with a query ACL (a hit is not checked against the client;
+// answerIN sets Scratch.private). A TSIG-signed query goes through the
+// cache too (answerSigned signs what it gives): an answer does not
+// depend on the key.
 //
 // The cache is four-way set-associative (cache.Set, the bookkeeping the
 // resolver's response cache shares): a question hashes to a set of four
