@@ -143,19 +143,7 @@ func TestShutdownGraceful(t *testing.T) {
 	ch := startChild(t, "serve", "-c", cfg, "--listen", opsShutdown+":0", "--workers", "1")
 
 	// The update, answered: journaled, not yet in the file.
-	u := new(dns.Msg)
-	u.SetUpdate("dyn.test.")
-	rr, err := dns.NewRR(`flushed.dyn.test. 60 TXT "at shutdown"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Insert([]dns.RR{rr})
-	u.SetTsig("upd.", dns.HmacSHA256, 300, time.Now().Unix())
-	c := &dns.Client{Net: "tcp", Timeout: 10 * time.Second, TsigSecret: map[string]string{"upd.": updSecret}}
-	r, _, err := c.Exchange(u, ch.addr)
-	if err != nil || r.Rcode != dns.RcodeSuccess {
-		t.Fatalf("update: %v %v", r, err)
-	}
+	addSigned(t, ch, `flushed.dyn.test. 60 TXT "at shutdown"`)
 	if b, _ := os.ReadFile(zoneFile); strings.Contains(string(b), "flushed") {
 		t.Fatal("the zone file holds the update before the stop")
 	}
@@ -263,5 +251,24 @@ func TestLogJSON(t *testing.T) {
 		if seen[msg] == nil {
 			t.Errorf("no %q line: %s", msg, logs.String())
 		}
+	}
+}
+
+// addSigned adds rr to dyn.test. on ch by a dynamic update signed with
+// key upd, and fails the test unless it is answered NOERROR.
+func addSigned(t *testing.T, ch *child, rr string) {
+	t.Helper()
+	u := new(dns.Msg)
+	u.SetUpdate("dyn.test.")
+	r, err := dns.NewRR(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Insert([]dns.RR{r})
+	u.SetTsig("upd.", dns.HmacSHA256, 300, time.Now().Unix())
+	c := &dns.Client{Net: "tcp", Timeout: 10 * time.Second, TsigSecret: map[string]string{"upd.": updSecret}}
+	resp, _, err := c.Exchange(u, ch.addr)
+	if err != nil || resp.Rcode != dns.RcodeSuccess {
+		t.Fatalf("update: %v %v\nlog: %s", resp, err, ch.logs.String())
 	}
 }

@@ -370,13 +370,7 @@ func (s *Server) Addrs() []string { return s.addrs }
 // more.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	s.closed.Store(true)
-	for _, w := range s.workers {
-		w.stop()
-	}
-	for _, l := range s.tcp {
-		l.Close()
-	}
+	s.stopListening()
 	// A connection waiting for its next message stops waiting; one
 	// whose goroutine sets its idle deadline after this sees draining
 	// (serveTCP checks it after setting the deadline).
@@ -400,8 +394,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close stops every socket and connection and waits for the goroutines.
-func (s *Server) Close() {
+// stopListening stops the UDP workers (noticed within their receive
+// timeout) and closes the TCP listeners.
+func (s *Server) stopListening() {
 	s.closed.Store(true)
 	for _, w := range s.workers {
 		w.stop()
@@ -409,6 +404,11 @@ func (s *Server) Close() {
 	for _, l := range s.tcp {
 		l.Close()
 	}
+}
+
+// Close stops every socket and connection and waits for the goroutines.
+func (s *Server) Close() {
+	s.stopListening()
 	s.mu.Lock()
 	for c := range s.active {
 		c.Close()

@@ -18,24 +18,7 @@ func TestShutdown(t *testing.T) {
 	addr := s.Addrs()[0]
 	busy := dialTCP(t, s, &net.Dialer{})
 	idle := dialTCP(t, s, &net.Dialer{})
-	msg := binary.BigEndian.AppendUint16(nil, 2)
-	msg = append(msg, "s1"...)
-	if _, err := busy.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	// The query is read (deferred) before Shutdown: wait for its Remote.
-	for i := 0; ; i++ {
-		w.mu.Lock()
-		_, seen := w.remotes["s1"]
-		w.mu.Unlock()
-		if seen {
-			break
-		}
-		if i == 500 {
-			t.Fatal("the query was not read")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sendRead(t, busy, w, "s1")
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
 	// The idle connection is closed without waiting for its timeout
@@ -87,23 +70,7 @@ func TestShutdown(t *testing.T) {
 func TestShutdownTimeout(t *testing.T) {
 	s, release, w := startDeferring(t, "127.0.0.1:0", false)
 	c := dialTCP(t, s, &net.Dialer{})
-	msg := binary.BigEndian.AppendUint16(nil, 2)
-	msg = append(msg, "d1"...)
-	if _, err := c.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		w.mu.Lock()
-		_, seen := w.remotes["d1"]
-		w.mu.Unlock()
-		if seen {
-			break
-		}
-		if i == 500 {
-			t.Fatal("the query was not read")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sendRead(t, c, w, "d1")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	// Released only once the server closed the connection, which
@@ -115,5 +82,27 @@ func TestShutdownTimeout(t *testing.T) {
 	}()
 	if err := s.Shutdown(ctx); err != context.DeadlineExceeded {
 		t.Errorf("Shutdown: %v, want %v", err, context.DeadlineExceeded)
+	}
+}
+
+// sendRead sends msg on c and waits until w has read it (its Remote
+// recorded), so that it is in flight before what the test does next.
+func sendRead(t *testing.T, c net.Conn, w *deferWorker, msg string) {
+	t.Helper()
+	framed := binary.BigEndian.AppendUint16(nil, uint16(len(msg)))
+	if _, err := c.Write(append(framed, msg...)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		w.mu.Lock()
+		_, seen := w.remotes[msg]
+		w.mu.Unlock()
+		if seen {
+			return
+		}
+		if i == 500 {
+			t.Fatalf("%q was not read", msg)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
