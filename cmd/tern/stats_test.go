@@ -185,16 +185,30 @@ func TestCtlSlowZone(t *testing.T) {
 		code, out, errs := runT("ctl", "-c", cfg, "--timeout", "2m", "reload", "slow.")
 		stuck <- result{code, out, errs}
 	}()
-	// Whatever happens below, the stuck reload is let go: opening the
-	// FIFO for writing waits for its reader, the reload.
+	// Whatever happens below, the stuck reload is let go: the FIFO is
+	// opened for writing once its reader, the reload, has it open
+	// (ENXIO until then), for at most a minute.
+	var early *result
 	release := func() {
-		w, err := os.OpenFile(slow, os.O_WRONLY, 0)
-		if err != nil {
-			t.Error(err)
-			return
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			w, err := os.OpenFile(slow, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err == nil {
+				fmt.Fprintf(w, "$ORIGIN slow.\n$TTL 300\n@ SOA ns1 h 2 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n")
+				w.Close()
+				return
+			}
+			select {
+			case r := <-stuck:
+				// The reload ended without reading the FIFO.
+				early = &r
+				return
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the reload of slow. never opened its file: %v; log:\n%s", err, logs.String())
+				return
+			}
 		}
-		fmt.Fprintf(w, "$ORIGIN slow.\n$TTL 300\n@ SOA ns1 h 2 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n")
-		w.Close()
 	}
 	released := false
 	defer func() {
@@ -219,6 +233,9 @@ func TestCtlSlowZone(t *testing.T) {
 	}
 	release()
 	released = true
+	if early != nil {
+		t.Fatalf("reload slow. ended without reading its file: %d %q %q; log:\n%s", early.code, early.out, early.errs, logs.String())
+	}
 	r := <-stuck
 	if r.code != 0 || !strings.Contains(r.out, "slow.  primary  2") {
 		t.Errorf("reload slow.: %d %q %q", r.code, r.out, r.errs)
