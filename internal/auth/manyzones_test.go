@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,5 +90,42 @@ func BenchmarkLoadManyZones(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		New(manyZones(b, 2000), Options{})
+	}
+}
+
+// servedOf is p's served zone of origin, nil when none.
+func servedOf(p *published, origin []byte) *served {
+	return p.zones[zone.ShardOf(origin)][string(origin)]
+}
+
+// TestPublishChangedShards: publishing a set with one zone added and one
+// removed beside 2,000 prepares and copies only the shards they fall in:
+// every other shard's map is the one published before (a publication
+// costs the shards changed, not the whole set); the zones are answered.
+func TestPublishChangedShards(t *testing.T) {
+	set := manyZones(t, 2000)
+	r := New(set, Options{})
+	before := r.zones.Load()
+	extra := manyZones(t, 2001).Get([]byte("\x05z2000\x04test\x00"))
+	gone := set.Get([]byte("\x02z7\x04test\x00"))
+	if extra == nil || gone == nil {
+		t.Fatal("zones missing")
+	}
+	r.Publish(set.With(map[string]*zone.Zone{string(extra.Origin): extra, string(gone.Origin): nil}))
+	after := r.zones.Load()
+	changed := map[int]bool{zone.ShardOf(extra.Origin): true, zone.ShardOf(gone.Origin): true}
+	for i := range zone.SetShards {
+		same := reflect.ValueOf(before.zones[i]).UnsafePointer() == reflect.ValueOf(after.zones[i]).UnsafePointer()
+		if same == changed[i] {
+			t.Errorf("shard %d: map kept %v, changed %v", i, same, changed[i])
+		}
+	}
+	for name, want := range map[string]int{"www.z2000.test.": dns.RcodeSuccess, "www.z7.test.": dns.RcodeRefused, "www.z8.test.": dns.RcodeSuccess} {
+		var s Scratch
+		pkt, _ := query(name, dns.TypeA).Pack()
+		m := new(dns.Msg)
+		if err := m.Unpack(r.Answer(&s, pkt, make([]byte, 0, BufferSize), false)); err != nil || m.Rcode != want {
+			t.Errorf("%s: %v %v, want %s", name, m, err, dns.RcodeToString[want])
+		}
 	}
 }

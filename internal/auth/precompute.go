@@ -9,10 +9,14 @@ import (
 )
 
 // published is what Publish swaps in: the zone set, and each of its zones
-// as served, by origin (canonical wire form).
+// as served, by origin (canonical wire form), in the set's shards
+// (zone.ShardOf), so that a publication of a few changed zones prepares
+// and copies only their shards; access is the Access they were prepared
+// with.
 type published struct {
-	set   *zone.Set
-	zones map[string]*served
+	set    *zone.Set
+	zones  [zone.SetShards]map[string]*served
+	access *Access
 }
 
 // served is a zone with the parts of its answers that do not depend on
@@ -50,30 +54,44 @@ type block struct {
 }
 
 // publish prepares the zones of set, reusing what old (nil at first)
-// prepared for the zones it shares with set.
+// prepared for the zones it shares with set: a shard of set that old's
+// set holds too is taken whole (when the Access is the same), so that
+// the cost of a publication is that of the shards changed.
 // Each zone gets the query ACL the Access being served gives it.
 func (r *Responder) publish(set *zone.Set, old *published) *published {
-	p := &published{set: set, zones: make(map[string]*served, set.Len())}
 	access := r.access.Load()
+	p := &published{set: set, access: access}
 	// One Scratch for every zone prepared: its buffers cost more to
 	// make than a small zone's blocks (a hosting provider's hundred
 	// thousand zones).
 	var s *Scratch
-	for _, z := range set.Zones() {
-		sz := old.zone(z)
-		if sz == nil {
-			if s == nil {
-				s = new(Scratch)
+	for i := range zone.SetShards {
+		if old != nil && old.access == access && set.SameShard(old.set, i) {
+			p.zones[i] = old.zones[i]
+			continue
+		}
+		zs := set.Shard(i)
+		if len(zs) == 0 {
+			continue
+		}
+		m := make(map[string]*served, len(zs))
+		for _, z := range zs {
+			sz := old.zone(z)
+			if sz == nil {
+				if s == nil {
+					s = new(Scratch)
+				}
+				sz = r.prepare(s, z)
 			}
-			sz = r.prepare(s, z)
+			if q := access.queryTable(z.Origin); q != sz.query {
+				// A copy: the old one may be answering queries still.
+				c := *sz
+				c.query = q
+				sz = &c
+			}
+			m[string(z.Origin)] = sz
 		}
-		if q := access.queryTable(z.Origin); q != sz.query {
-			// A copy: the old one may be answering queries still.
-			c := *sz
-			c.query = q
-			sz = &c
-		}
-		p.zones[string(z.Origin)] = sz
+		p.zones[i] = m
 	}
 	return p
 }
@@ -83,7 +101,7 @@ func (p *published) zone(z *zone.Zone) *served {
 	if p == nil {
 		return nil
 	}
-	if sz := p.zones[string(z.Origin)]; sz != nil && sz.z == z {
+	if sz := p.zones[zone.ShardOf(z.Origin)][string(z.Origin)]; sz != nil && sz.z == z {
 		return sz
 	}
 	return nil
@@ -96,7 +114,8 @@ func (p *published) zone(z *zone.Zone) *served {
 // an apex.
 func (p *published) find(name []byte, labels []uint8, skip int) *served {
 	for i := skip; i < len(labels); i++ {
-		if sz, ok := p.zones[string(name[labels[i]:])]; ok {
+		suffix := name[labels[i]:]
+		if sz, ok := p.zones[zone.ShardOf(suffix)][string(suffix)]; ok {
 			return sz
 		}
 	}

@@ -91,7 +91,9 @@ func TestPrecomputedReferrals(t *testing.T) {
 	}
 	slow := &Responder{payload: DefaultUDPPayload}
 	// Not prepared: no blocks.
-	slow.zones.Store(&published{set: zone.NewSet(z), zones: map[string]*served{string(z.Origin): {z: z}}})
+	unprepared := &published{set: zone.NewSet(z)}
+	unprepared.zones[zone.ShardOf(z.Origin)] = map[string]*served{string(z.Origin): {z: z}}
+	slow.zones.Store(unprepared)
 	n := 0
 	z.Nodes(func(d *zone.Node) {
 		if d.Flags&zone.Delegation == 0 {

@@ -52,12 +52,12 @@ type Manager struct {
 	order []*entry // configuration order, then zones added at run time
 
 	// Publication (publish.go): pending are the changes staged by
-	// events, published (the set last published, by origin) is
+	// events (by origin), published (the set last published) is
 	// publishing's.
 	pmu        sync.Mutex
 	pending    map[string]*zone.Zone
 	publishing sync.Mutex
-	published  map[string]*zone.Zone
+	published  *zone.Set
 
 	// The journals of differences (journals.go), apart from mu so that
 	// an IXFR never waits on a registry change.
