@@ -217,7 +217,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	go rotateCookies(ctx, cookies, cookieRotation)
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters), cookies, cfg.Server.UDPPayload)))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cookies, cfg.Server.UDPPayload)))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -1023,13 +1023,32 @@ func warned(ws []zone.Warning) string {
 // handler serves resp on the server's sockets: each UDP worker with a
 // response cache of cacheSize responses (server.response-cache; 0: none),
 // each worker counting its answers in a Shard of counters of its own
-// (nil: none).
-func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set) server.Handler {
+// (nil: none) and logging one in every of its answers on qlog (nil:
+// none).
+func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *sampledLog) server.Handler {
 	return server.HandlerFunc(func(tcp bool) server.Worker {
 		w := resp.NewWorker(tcp, cacheSize)
 		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
+		if qlog != nil {
+			w.LogQueries(qlog.log, qlog.every)
+		}
 		return w
 	})
+}
+
+// sampledLog is server.query-log's: log one answer in every.
+type sampledLog struct {
+	log   *slog.Logger
+	every int
+}
+
+// queryLog is the query log of server.query-log on log: one answer in
+// every; nil for 0.
+func queryLog(log *slog.Logger, every int) *sampledLog {
+	if every <= 0 {
+		return nil
+	}
+	return &sampledLog{log: log, every: every}
 }
 
 // cookieRotation is how often the cookie secret changes: a cookie lives

@@ -217,14 +217,20 @@ func TestShutdownGraceful(t *testing.T) {
 // TestLogJSON: with server.log-format = "json" every line tern serve
 // logs is a JSON object with time, level and msg; the start's lines
 // carry their keys (starting: version; serving: listen, the address
-// served).
+// served); with query-log = 1 the one query asked is logged with its
+// client, qname, qtype, rcode, transport and size.
 func TestLogJSON(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tern.toml")
-	if err := os.WriteFile(cfg, []byte("[server]\nlog-format = \"json\"\ncontrol = \"\"\ndata-dir = \"data\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("[server]\nlog-format = \"json\"\nquery-log = 1\ncontrol = \"\"\ndata-dir = \"data\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg, "--listen", opsLogJSON+":0", "--workers", "1")
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	if _, err := dnstest.Exchange(m, "udp", addr); err != nil {
+		t.Fatal(err)
+	}
 	stop()
 	seen := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -246,6 +252,9 @@ func TestLogJSON(t *testing.T) {
 	}
 	if l, _ := seen["serving"]["listen"].(string); l != addr {
 		t.Errorf("serving line's listen %q, want %q", l, addr)
+	}
+	if q := seen["query"]; q["qname"] != "www.example.test." || q["qtype"] != "A" || q["rcode"] != "NOERROR" || q["transport"] != "udp" || q["client"] == nil || q["size"] == nil {
+		t.Errorf("query-log = 1: query line %v", q)
 	}
 	for _, msg := range []string{"shutting down", "stopped"} {
 		if seen[msg] == nil {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/tern-dns/tern/internal/metrics"
@@ -24,6 +25,10 @@ type Worker struct {
 	aheadBatches int
 	// m counts the answers (CountIn); nil: not counted.
 	m *metrics.Shard
+	// qlog logs one answer in qevery (LogQueries); qleft answers to go
+	// until the next. nil: no query log.
+	qlog          *slog.Logger
+	qevery, qleft int
 }
 
 // NewWorker returns a Worker answering over UDP, or with TCP's size limit
@@ -51,6 +56,9 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	if m := w.m; m != nil {
 		w.count(req, resp)
 		m.Flush()
+	}
+	if w.qlog != nil {
+		w.logQuery(req, resp)
 	}
 	return resp
 }
@@ -103,6 +111,9 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 			if m != nil {
 				w.count(&reqs[i], outs[i])
 			}
+			if w.qlog != nil {
+				w.logQuery(&reqs[i], outs[i])
+			}
 		}
 		return
 	}
@@ -124,6 +135,9 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
 		if m != nil {
 			w.count(&reqs[i], outs[i])
+		}
+		if w.qlog != nil {
+			w.logQuery(&reqs[i], outs[i])
 		}
 	}
 }

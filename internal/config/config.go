@@ -118,6 +118,10 @@ type Server struct {
 	// lines, the default) or "json" (one JSON object a line, for log
 	// collectors).
 	LogFormat string `toml:"log-format"`
+	// QueryLog logs one authoritative answer in QueryLog of each
+	// worker's, a line each (client, qname, qtype, rcode, transport,
+	// size): 100 logs 1% of them. 0, the default: none.
+	QueryLog int `toml:"query-log"`
 	// DataDir holds what the server writes for itself: the zones'
 	// journals (and, later, transferred zones). Default $STATE_DIRECTORY
 	// (systemd's StateDirectory=), else /var/lib/tern; a relative path is

@@ -344,6 +344,11 @@ func TestParseErrors(t *testing.T) {
 			want:  []string{"t.toml:3: server.log-format: invalid format \"xml\" (want text or json)"},
 		},
 		{
+			name:  "query log negative",
+			input: "[server]\nquery-log = -1\n",
+			want:  []string{"t.toml:2: server.query-log: must be >= 0"},
+		},
+		{
 			name:  "group without user",
 			input: "[server]\ngroup = \"nogroup\"\n",
 			want:  []string{"t.toml:2: server.group: \"nogroup\" set without server.user"},

@@ -70,6 +70,9 @@ func (c *Config) Validate() error {
 	if s.LogFormat != "text" && s.LogFormat != "json" {
 		v.addf("server.log-format", "server.log-format: invalid format %q (want text or json)", s.LogFormat)
 	}
+	if s.QueryLog < 0 {
+		v.addf("server.query-log", "server.query-log: must be >= 0 (one answer in N logged; 0: none), got %d", s.QueryLog)
+	}
 	if !validLogLevel(s.LogLevel) {
 		v.addf("server.log-level", "server.log-level: invalid level %q (want one of %s)", s.LogLevel, logLevelChoices)
 	}
