@@ -54,6 +54,20 @@ func sample(text, series string) string {
 	return ""
 }
 
+// askOnce sends one query to addr over netw (no retry: a count off by a
+// retry would hide a double count) and fails t unless it is answered
+// with rcode want.
+func askOnce(t *testing.T, addr, netw, name string, qtype uint16, want int) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	c := &dns.Client{Net: netw, Timeout: 10 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil || r.Rcode != want {
+		t.Fatalf("%s %s %d: %v %v", netw, name, qtype, r, err)
+	}
+}
+
 // TestMetrics: with --metrics, the queries a server answers show on
 // /metrics by transport, QTYPE, RCODE and zone, a runt datagram as a
 // malformed drop, and the zone's serial and load; the values as sent
@@ -63,13 +77,7 @@ func TestMetrics(t *testing.T) {
 	dnsAddr, httpAddr := serveMetrics(t, "127.0.0.150", "--zone", "example.com=../../examples/example.com.zone", "--workers", "1")
 	ask := func(netw, name string, qtype uint16, want int) {
 		t.Helper()
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		c := &dns.Client{Net: netw, Timeout: 10 * time.Second}
-		r, _, err := c.Exchange(m, dnsAddr)
-		if err != nil || r.Rcode != want {
-			t.Fatalf("%s %s %d: %v %v", netw, name, qtype, r, err)
-		}
+		askOnce(t, dnsAddr, netw, name, qtype, want)
 	}
 	for range 3 {
 		ask("udp", "mail.example.com.", dns.TypeAAAA, dns.RcodeSuccess)

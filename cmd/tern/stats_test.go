@@ -36,13 +36,7 @@ func TestCtlStats(t *testing.T) {
 	addr, logs := serveLog(t, "-c", cfg)
 	ask := func(netw, name string, qtype uint16, want int) {
 		t.Helper()
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		c := &dns.Client{Net: netw, Timeout: 10 * time.Second}
-		r, _, err := c.Exchange(m, addr)
-		if err != nil || r.Rcode != want {
-			t.Fatalf("%s %s %d: %v %v", netw, name, qtype, r, err)
-		}
+		askOnce(t, addr, netw, name, qtype, want)
 	}
 	for range 3 {
 		ask("udp", "ns1.example.", dns.TypeA, dns.RcodeSuccess)
