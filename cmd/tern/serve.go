@@ -581,6 +581,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 		Stub:       resolveZones(rc.Stub),
 		Validate:   rc.Validation,
 		Anchors:    anchors,
+		Validator:  validator.Options{Limits: validatorLimits(rc)},
 		// RFC 8198, with validation on.
 		NoAggressiveNSEC: !rc.AggressiveNSEC,
 		NegativeAnchors:  rc.NegativeTrustAnchors,
@@ -614,6 +615,19 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 		StaleClientTimeout: staleClientTimeout(rc),
 		Metrics:            counters,
 	}), res, stopAnchors, nil
+}
+
+// validatorLimits are the validation limits of the [resolver] table rc
+// (validated by config: each at least 1).
+func validatorLimits(rc *config.Resolver) validator.Limits {
+	return validator.Limits{
+		SigsPerRRset:  rc.MaxRRSIGsPerRRset,
+		KeysPerTag:    rc.MaxDNSKEYsPerTag,
+		Checks:        rc.MaxSignatureValidationsPerQuery,
+		NSEC3Insecure: rc.NSEC3MaxIterations,
+		NSEC3Bogus:    rc.NSEC3MaxIterationsBogus,
+		Hashes:        rc.MaxNSEC3HashComputationsPerQuery,
+	}
 }
 
 // staleClientTimeout is the recursor's client response timer: the

@@ -15,6 +15,7 @@ import (
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/upstream"
+	validation "github.com/tern-dns/tern/internal/validator"
 )
 
 // Defaults of the [resolver] table that are not resolve.DefaultLimits'.
@@ -137,6 +138,27 @@ type Resolver struct {
 	MaxNSDepth         int      `toml:"max-ns-depth"`
 	MaxRRsetRecords    int      `toml:"max-rrset-records"`
 	ResolutionTimeout  Duration `toml:"resolution-timeout"`
+	// The limits of DNSSEC validation against the validator attacks
+	// (KeyTrap, NSEC3 hashing; validator.Limits, translated by tern
+	// serve); defaults validator.DefaultLimits. Names as PowerDNS
+	// Recursor's where it has one.
+	// MaxRRSIGsPerRRset bounds the RRSIGs tried for one RRset (8).
+	MaxRRSIGsPerRRset int `toml:"max-rrsigs-per-rrset"`
+	// MaxDNSKEYsPerTag bounds the keys tried for one signature when
+	// several share its key tag and algorithm (2).
+	MaxDNSKEYsPerTag int `toml:"max-dnskeys-per-tag"`
+	// MaxSignatureValidationsPerQuery bounds the signature
+	// verifications of one client query, its whole chain included (30).
+	MaxSignatureValidationsPerQuery int `toml:"max-signature-validations-per-query"`
+	// NSEC3MaxIterations: NSEC3 records with more iterations make an
+	// answer insecure (RFC 9276 §3.2; 50).
+	NSEC3MaxIterations int `toml:"nsec3-max-iterations"`
+	// NSEC3MaxIterationsBogus: NSEC3 records with more iterations make
+	// it bogus (150); at least NSEC3MaxIterations.
+	NSEC3MaxIterationsBogus int `toml:"nsec3-max-iterations-bogus"`
+	// MaxNSEC3HashComputationsPerQuery bounds the NSEC3 hash
+	// computations (iterations + 1 each) of one client query (600).
+	MaxNSEC3HashComputationsPerQuery int `toml:"max-nsec3-hash-computations-per-query"`
 	// MaxResolutions bounds the resolutions running at once; a query
 	// that would start one more is answered SERVFAIL. Default 1024.
 	MaxResolutions int `toml:"max-resolutions"`
@@ -188,31 +210,37 @@ func parseServer(s string) (netip.AddrPort, error) {
 // DefaultResolver returns the [resolver] table with every default and no
 // listener.
 func DefaultResolver() *Resolver {
-	l := resolve.DefaultLimits
+	l, v := resolve.DefaultLimits, validation.DefaultLimits
 	return &Resolver{
-		Allow:                    append([]string(nil), defaultAllow...),
-		CacheSize:                defaultCacheSize,
-		QNameMinimisation:        true,
-		Validation:               true,
-		AggressiveNSEC:           true,
-		QueryIPv4:                true,
-		QueryIPv6:                true,
-		CacheMaxTTL:              Duration{cache.DefaultMaxTTL * time.Second},
-		CacheMaxNegativeTTL:      Duration{cache.DefaultMaxNegativeTTL * time.Second},
-		StaleAnswerClientTimeout: Duration{cache.StaleClientTimeout},
-		BogusTTL:                 Duration{cache.DefaultBogusTTL},
-		MaxUpstreamQueries:       l.Queries,
-		MaxCNAMEChain:            l.CNAMEs,
-		MaxReferrals:             l.Referrals,
-		MaxNSNames:               l.NSNames,
-		MaxNSDepth:               l.Depth,
-		MaxRRsetRecords:          l.RRset,
-		ResolutionTimeout:        Duration{l.Timeout},
-		MaxResolutions:           defaultMaxResolutions,
-		MaxPerClient:             defaultMaxPerClient,
-		ClientPrefixIPv4:         defaultClientPrefixIPv4,
-		ClientPrefixIPv6:         defaultClientPrefixIPv6,
-		MaxWaiting:               defaultMaxWaiting,
+		Allow:                            append([]string(nil), defaultAllow...),
+		CacheSize:                        defaultCacheSize,
+		QNameMinimisation:                true,
+		Validation:                       true,
+		AggressiveNSEC:                   true,
+		QueryIPv4:                        true,
+		QueryIPv6:                        true,
+		CacheMaxTTL:                      Duration{cache.DefaultMaxTTL * time.Second},
+		CacheMaxNegativeTTL:              Duration{cache.DefaultMaxNegativeTTL * time.Second},
+		StaleAnswerClientTimeout:         Duration{cache.StaleClientTimeout},
+		BogusTTL:                         Duration{cache.DefaultBogusTTL},
+		MaxUpstreamQueries:               l.Queries,
+		MaxCNAMEChain:                    l.CNAMEs,
+		MaxReferrals:                     l.Referrals,
+		MaxNSNames:                       l.NSNames,
+		MaxNSDepth:                       l.Depth,
+		MaxRRsetRecords:                  l.RRset,
+		ResolutionTimeout:                Duration{l.Timeout},
+		MaxRRSIGsPerRRset:                v.SigsPerRRset,
+		MaxDNSKEYsPerTag:                 v.KeysPerTag,
+		MaxSignatureValidationsPerQuery:  v.Checks,
+		NSEC3MaxIterations:               v.NSEC3Insecure,
+		NSEC3MaxIterationsBogus:          v.NSEC3Bogus,
+		MaxNSEC3HashComputationsPerQuery: v.Hashes,
+		MaxResolutions:                   defaultMaxResolutions,
+		MaxPerClient:                     defaultMaxPerClient,
+		ClientPrefixIPv4:                 defaultClientPrefixIPv4,
+		ClientPrefixIPv6:                 defaultClientPrefixIPv6,
+		MaxWaiting:                       defaultMaxWaiting,
 	}
 }
 
@@ -426,10 +454,17 @@ func (v *validator) validateResolver(r *Resolver) {
 		{"max-referrals", r.MaxReferrals}, {"max-ns-names", r.MaxNSNames}, {"max-ns-depth", r.MaxNSDepth},
 		{"max-rrset-records", r.MaxRRsetRecords}, {"max-resolutions", r.MaxResolutions}, {"max-per-client", r.MaxPerClient},
 		{"max-waiting", r.MaxWaiting},
+		{"max-rrsigs-per-rrset", r.MaxRRSIGsPerRRset}, {"max-dnskeys-per-tag", r.MaxDNSKEYsPerTag},
+		{"max-signature-validations-per-query", r.MaxSignatureValidationsPerQuery},
+		{"nsec3-max-iterations", r.NSEC3MaxIterations}, {"nsec3-max-iterations-bogus", r.NSEC3MaxIterationsBogus},
+		{"max-nsec3-hash-computations-per-query", r.MaxNSEC3HashComputationsPerQuery},
 	} {
 		if l.n < 1 {
 			v.addf("resolver."+l.key, "resolver.%s: must be >= 1, got %d", l.key, l.n)
 		}
+	}
+	if r.NSEC3MaxIterationsBogus < r.NSEC3MaxIterations {
+		v.addf("resolver.nsec3-max-iterations-bogus", "resolver.nsec3-max-iterations-bogus: %d is below nsec3-max-iterations (%d): NSEC3 records are insecure above the one and bogus above the other", r.NSEC3MaxIterationsBogus, r.NSEC3MaxIterations)
 	}
 	for _, p := range []struct {
 		key     string

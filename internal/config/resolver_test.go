@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/resolve"
+	validation "github.com/tern-dns/tern/internal/validator"
 )
 
 // TestResolverTable: a [resolver] table takes the defaults for what it
@@ -114,8 +116,46 @@ func TestResolverErrors(t *testing.T) {
 			[]string{"t.toml:3: resolver.cache-min-ttl: 2h0m0s is more than cache-max-ttl (1h0m0s)", "t.toml:5: resolver.serve-stale: must not be negative", "t.toml:6: resolver.stale-answer-client-timeout: must not be negative", "t.toml:7: resolver.bogus-ttl: must be at least 1s"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-lopback = true\n", []string{"t.toml:3: unknown key resolver.query-lopback (did you mean resolver.query-loopback?)"}},
 		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nquery-loopback = \"yes\"\n", []string{"t.toml:3: resolver.query-loopback: want true or false, got a string"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nmax-rrsigs-per-rrset = 0\nmax-dnskeys-per-tag = -2\nmax-signature-validations-per-query = 0\nmax-nsec3-hash-computations-per-query = 0\n",
+			[]string{"t.toml:3: resolver.max-rrsigs-per-rrset: must be >= 1, got 0", "t.toml:4: resolver.max-dnskeys-per-tag: must be >= 1, got -2",
+				"t.toml:5: resolver.max-signature-validations-per-query: must be >= 1, got 0", "t.toml:6: resolver.max-nsec3-hash-computations-per-query: must be >= 1, got 0"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nnsec3-max-iterations = 0\n", []string{"t.toml:3: resolver.nsec3-max-iterations: must be >= 1, got 0"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nnsec3-max-iterations = 200\n", []string{"t.toml:1: resolver.nsec3-max-iterations-bogus: 150 is below nsec3-max-iterations (200)"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nnsec3-max-iterations = 20\nnsec3-max-iterations-bogus = 10\n", []string{"t.toml:4: resolver.nsec3-max-iterations-bogus: 10 is below nsec3-max-iterations (20)"}},
+		{"[resolver]\nlisten = [\"127.0.0.1:53\"]\nnsec3-max-iterations = \"50\"\n", []string{"t.toml:3: resolver.nsec3-max-iterations: want an integer, got a string"}},
 	} {
 		wantErrors(t, tc.input, tc.want)
+	}
+}
+
+// TestResolverValidationLimits: the [resolver] keys of the validation
+// limits default to validation.DefaultLimits and each sets its own field.
+func TestResolverValidationLimits(t *testing.T) {
+	d := DefaultResolver()
+	if got := (validation.Limits{SigsPerRRset: d.MaxRRSIGsPerRRset, KeysPerTag: d.MaxDNSKEYsPerTag, Checks: d.MaxSignatureValidationsPerQuery,
+		NSEC3Insecure: d.NSEC3MaxIterations, NSEC3Bogus: d.NSEC3MaxIterationsBogus, Hashes: d.MaxNSEC3HashComputationsPerQuery}); got != validation.DefaultLimits {
+		t.Errorf("defaults %+v, want validation.DefaultLimits %+v", got, validation.DefaultLimits)
+	}
+	for _, tc := range []struct {
+		key string
+		n   int
+		get func(*Resolver) int
+	}{
+		{"max-rrsigs-per-rrset", 3, func(r *Resolver) int { return r.MaxRRSIGsPerRRset }},
+		{"max-dnskeys-per-tag", 4, func(r *Resolver) int { return r.MaxDNSKEYsPerTag }},
+		{"max-signature-validations-per-query", 5, func(r *Resolver) int { return r.MaxSignatureValidationsPerQuery }},
+		{"nsec3-max-iterations", 6, func(r *Resolver) int { return r.NSEC3MaxIterations }},
+		{"nsec3-max-iterations-bogus", 1000, func(r *Resolver) int { return r.NSEC3MaxIterationsBogus }},
+		{"max-nsec3-hash-computations-per-query", 8, func(r *Resolver) int { return r.MaxNSEC3HashComputationsPerQuery }},
+	} {
+		c, err := Parse("t.toml", []byte(fmt.Sprintf("[resolver]\nlisten = [\"127.0.0.1:53\"]\n%s = %d\n", tc.key, tc.n)))
+		if err != nil {
+			t.Errorf("%s = %d: %v", tc.key, tc.n, err)
+			continue
+		}
+		if got := tc.get(c.Resolver); got != tc.n {
+			t.Errorf("%s = %d: got %d", tc.key, tc.n, got)
+		}
 	}
 }
 
