@@ -28,6 +28,9 @@ type authFake struct {
 	servers map[netip.Addr]*auth.Worker
 	// asked counts the questions asked, by type.
 	asked map[uint16]int
+	// edit, if set, changes each answer of the server at addr (an
+	// attacker on the path) before the resolver reads it.
+	edit func(addr netip.Addr, a *dns.Msg)
 }
 
 func (f *authFake) ExchangeOptions(ctx context.Context, s netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
@@ -51,6 +54,9 @@ func (f *authFake) ExchangeOptions(ctx context.Context, s netip.AddrPort, q dns.
 	a := new(dns.Msg)
 	if err := a.Unpack(out); err != nil {
 		return nil, upstream.Report{}, err
+	}
+	if f.edit != nil {
+		f.edit(s.Addr(), a)
 	}
 	return a, upstream.Report{}, nil
 }
@@ -243,6 +249,64 @@ func validateHierarchy(t *testing.T, opts dnssec.Options) {
 					t.Errorf("%s %s (cache %v, round %d): rcode %s security %v EDE %d (%s), want %s %v EDE %d", tc.name, dns.TypeToString[tc.qtype], withCache, round,
 						dns.RcodeToString[res.Rcode], res.Security, res.EDE, res.Why, dns.RcodeToString[tc.rcode], tc.sec, tc.ede)
 				}
+			}
+		}
+	}
+}
+
+// TestUnsignedDelegationProofStripped: insecure delegations are proven,
+// never assumed (RFC 4035 §5.2: a resolver goes insecure only where the
+// parent proves, with signed NSEC or NSEC3, that no DS exists; RFC 5155
+// §8.6, §8.9 with NSEC3 and opt-out). With every NSEC and NSEC3 record
+// and their RRSIGs stripped from test.'s answers (the referral to
+// unsigned.test. and the NODATA for its DS alike), www.unsigned.test. is
+// bogus, not insecure; the same hierarchy unstripped is insecure.
+func TestUnsignedDelegationProofStripped(t *testing.T) {
+	denial := func(t uint16) bool { return t == dns.TypeNSEC || t == dns.TypeNSEC3 }
+	strip := func(rrs []dns.RR) []dns.RR {
+		var out []dns.RR
+		for _, rr := range rrs {
+			if sig, ok := rr.(*dns.RRSIG); ok && denial(sig.TypeCovered) || denial(rr.Header().Rrtype) {
+				continue
+			}
+			out = append(out, rr)
+		}
+		return out
+	}
+	testServer := netip.MustParseAddr("10.0.1.2")
+	for _, opts := range []dnssec.Options{{}, {NSEC3: true}, {NSEC3: true, OptOut: true}} {
+		for _, stripped := range []bool{false, true} {
+			f, anchor := signedHierarchy(t, opts)
+			if stripped {
+				f.edit = func(addr netip.Addr, a *dns.Msg) {
+					if addr == testServer {
+						a.Answer, a.Ns = strip(a.Answer), strip(a.Ns)
+					}
+				}
+			}
+			r := New(f, Options{
+				Hints:     []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr("10.0.1.1")}, Why: "root hint"}},
+				Validate:  true,
+				Anchors:   validator.Anchors{".": anchor},
+				Validator: validator.Options{Now: func() time.Time { return checkTime }},
+				Cache:     cache.New(cache.Options{}),
+			})
+			res, err := r.Resolve(context.Background(), "www.unsigned.test.", dns.TypeA)
+			if err != nil {
+				t.Fatalf("NSEC3 %v opt-out %v stripped %v: %v", opts.NSEC3, opts.OptOut, stripped, err)
+			}
+			// Bogus with EDE 12 (NSEC Missing) when stripped (the
+			// recursor answers it SERVFAIL); insecure, no EDE, when not.
+			want, wantEDE := cache.Insecure, uint16(0)
+			if stripped {
+				want, wantEDE = cache.Bogus, wire.EDENSECMissing
+			}
+			if res.Security != want || res.EDE != wantEDE {
+				t.Errorf("NSEC3 %v opt-out %v stripped %v: rcode %s security %v EDE %d (%s), want %v EDE %d", opts.NSEC3, opts.OptOut, stripped,
+					dns.RcodeToString[res.Rcode], res.Security, res.EDE, res.Why, want, wantEDE)
+			}
+			if testing.Verbose() {
+				t.Logf("NSEC3 %v opt-out %v stripped %v: rcode %s security %v EDE %d (%s)", opts.NSEC3, opts.OptOut, stripped, dns.RcodeToString[res.Rcode], res.Security, res.EDE, res.Why)
 			}
 		}
 	}
