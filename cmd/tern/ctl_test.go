@@ -195,3 +195,36 @@ func TestCtlNotify(t *testing.T) {
 	}
 	t.Fatalf("NOTIFYs received: %v, want the load's and the command's", ns2.serials)
 }
+
+// TestCtlDefaultSocket: with neither -c nor -s, tern ctl talks to
+// server.control's default, $RUNTIME_DIRECTORY/control.sock, where a
+// server whose config does not set server.control listens.
+func TestCtlDefaultSocket(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("RUNTIME_DIRECTORY", run) // TestMain's is restored after
+	dir := t.TempDir()
+	ctlZone(t, filepath.Join(dir, "example.zone"), 4, false)
+	cfg := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte("[server]\nlisten = [\"127.0.0.1:0\"]\nworkers = 1\n[[zone]]\norigin = \"example\"\nfile = \"example.zone\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := serveLog(t, "-c", cfg)
+	var code int
+	var out, errs string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if code, out, errs = runT("ctl", "zones"); code == 0 {
+			break
+		}
+	}
+	if code != 0 || !regexp.MustCompile(`(?m)^example\. +primary +4 +loaded `).MatchString(out) {
+		t.Fatalf("ctl zones (no -c, no -s): %d %q %q; log:\n%s", code, out, errs, logs.String())
+	}
+	if fi, err := os.Stat(filepath.Join(run, "control.sock")); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("%s/control.sock: %v %v", run, fi, err)
+	}
+	// Elsewhere: no server answers.
+	t.Setenv("RUNTIME_DIRECTORY", t.TempDir())
+	if code, _, errs := runT("ctl", "status"); code != 1 || !strings.Contains(errs, "control.sock") {
+		t.Errorf("ctl status with no server in $RUNTIME_DIRECTORY: %d %q", code, errs)
+	}
+}

@@ -607,3 +607,62 @@ func TestNilConfig(t *testing.T) {
 		t.Error("nil ChaosEnabled = false, want default true")
 	}
 }
+
+// TestDefaultDirectories: server.control and server.data-dir default to
+// the directories systemd gives the service (RuntimeDirectory=,
+// StateDirectory=; the first of several, colon-separated), else
+// /run/tern/control.sock and /var/lib/tern; the defaults hold through
+// Parse, a relative setting is resolved against the file's directory, and
+// control = "" turns the socket off.
+func TestDefaultDirectories(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		runtime, state   string // "" unsets the variable
+		control, dataDir string
+	}{
+		{"unset", "", "", "/run/tern/control.sock", "/var/lib/tern"},
+		{"systemd", "/run/tern-x", "/var/lib/tern-x", "/run/tern-x/control.sock", "/var/lib/tern-x"},
+		{"several", "/run/a:/run/b", "/var/lib/a:/var/lib/b", "/run/a/control.sock", "/var/lib/a"},
+		{"runtime only", "/run/r", "", "/run/r/control.sock", "/var/lib/tern"},
+		{"state only", "", "/srv/s", "/run/tern/control.sock", "/srv/s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, e := range []struct{ name, val string }{{"RUNTIME_DIRECTORY", tc.runtime}, {"STATE_DIRECTORY", tc.state}} {
+				t.Setenv(e.name, e.val) // restored after the test
+				if e.val == "" {
+					os.Unsetenv(e.name)
+				}
+			}
+			d := Default()
+			if d.Server.Control != tc.control || d.Server.DataDir != tc.dataDir {
+				t.Errorf("Default: control %q data-dir %q, want %q %q", d.Server.Control, d.Server.DataDir, tc.control, tc.dataDir)
+			}
+			// A file that sets neither: the defaults, and a secondary
+			// zone's file under data-dir.
+			dir := t.TempDir()
+			path := filepath.Join(dir, "tern.toml")
+			c, err := Parse(path, []byte("[[remote]]\nname = \"p\"\naddress = [\"192.0.2.1\"]\n[[zone]]\norigin = \"s.test\"\nprimary = [\"p\"]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Server.Control != tc.control || c.Server.DataDir != tc.dataDir {
+				t.Errorf("Parse: control %q data-dir %q, want %q %q", c.Server.Control, c.Server.DataDir, tc.control, tc.dataDir)
+			}
+			if f := c.Zones[0].File; !strings.HasPrefix(f, tc.dataDir+string(filepath.Separator)) {
+				t.Errorf("secondary zone file %q, want it under %s", f, tc.dataDir)
+			}
+			// Set in the file: the environment does not matter, a
+			// relative path is the file's directory's.
+			c, err = Parse(path, []byte("[server]\ncontrol = \"ctl/c.sock\"\ndata-dir = \"state\"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Server.Control != filepath.Join(dir, "ctl/c.sock") || c.Server.DataDir != filepath.Join(dir, "state") {
+				t.Errorf("relative: control %q data-dir %q", c.Server.Control, c.Server.DataDir)
+			}
+			if c, err = Parse(path, []byte("[server]\ncontrol = \"\"\n")); err != nil || c.Server.Control != "" {
+				t.Errorf("control = \"\": %v %q, want no socket", err, c.Server.Control)
+			}
+		})
+	}
+}
