@@ -261,14 +261,14 @@ type unboundDifference struct {
 var unboundDifferences = map[string]unboundDifference{
 	"wildcard answer without its proof": {
 		diff: "EDE 6 / 12",
-		why: "RFC 8914 §5.13: NSEC Missing (12), 'the requested data was missing and a covering NSEC or NSEC3 " +
+		why: "RFC 8914 §4.13: NSEC Missing (12), 'the requested data was missing and a covering NSEC or NSEC3 " +
 			"was not provided': a wildcard answer needs the NSEC covering the name asked (RFC 4035 §5.3.4), and " +
 			"none came; Unbound 1.17 says DNSSEC Bogus (6), true but less precise.",
 	},
 	"NSEC3 records with the wrong salt": {
 		diff: "EDE 6 / 12",
 		why: "RFC 5155 §8.3: the closest encloser is found by hashing with the NSEC3 records' own parameters; " +
-			"hashed so, no record matches or covers the names, so no covering NSEC3 was provided (RFC 8914 §5.13, " +
+			"hashed so, no record matches or covers the names, so no covering NSEC3 was provided (RFC 8914 §4.13, " +
 			"NSEC Missing). Unbound 1.17 says DNSSEC Bogus (6).",
 	},
 	"NSEC3 500 iterations NXDOMAIN": {
