@@ -10,9 +10,9 @@ import (
 
 // streamOf returns n responses to q (signed with qmac) as messages on the
 // wire and the offset of each one's TSIG record (-1: none): signed by
-// miekg/dns's TsigGenerate with sec where sign(i) says so, each MAC
-// chained to the last signed one's.
-func streamOf(t *testing.T, q *dns.Msg, qmac, sec string, n int, sign func(i int) bool, at time.Time) ([][]byte, []int) {
+// miekg/dns's TsigGenerate with alg and sec where sign(i) says so, each
+// MAC chained to the last signed one's.
+func streamOf(t *testing.T, q *dns.Msg, qmac, alg, sec string, n int, sign func(i int) bool, at time.Time) ([][]byte, []int) {
 	t.Helper()
 	var msgs [][]byte
 	var offs []int
@@ -31,7 +31,7 @@ func streamOf(t *testing.T, q *dns.Msg, qmac, sec string, n int, sign func(i int
 			msgs, offs = append(msgs, unsigned), append(offs, -1)
 			continue
 		}
-		m.SetTsig("xfr.", dns.HmacSHA256, Fudge, at.Unix())
+		m.SetTsig("xfr.", alg, Fudge, at.Unix())
 		// TsigGenerate's timersOnly covers the messages since the
 		// last signed one only when it is given them: sign the
 		// concatenation's MAC by hand instead for unsigned runs.
@@ -71,7 +71,7 @@ func TestStream(t *testing.T) {
 		{"last unsigned", secret, 3, func(i int) bool { return i < 2 }, now, "last message"},
 		{"an hour late", secret, 2, all, now.Add(-time.Hour), "BADTIME"},
 	} {
-		msgs, offs := streamOf(t, q, qmac, tc.secret, tc.n, tc.sign, tc.at)
+		msgs, offs := streamOf(t, q, qmac, dns.HmacSHA256, tc.secret, tc.n, tc.sign, tc.at)
 		s, err := NewStream(Key{Name: "XFR", Algorithm: "hmac-sha256", Secret: secret}, mustHex(t, qmac))
 		if err != nil {
 			t.Fatal(err)

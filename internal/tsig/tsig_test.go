@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/config"
 )
 
 const secret = "c2VjcmV0IGtleSBmb3IgdGhlIGV4YW1wbGUgb25seQ=="
@@ -288,4 +290,90 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Sign: %v", err)
 		}
 	})
+}
+
+// TestAlgorithms: every algorithm the configuration accepts
+// (config.TSIGAlgorithms; RFC 8945 §6) with miekg/dns as the oracle: a
+// request it signs verifies, and with another secret is BADSIG; the
+// responses Signer signs verify with its TsigVerify, the first with every
+// TSIG variable, the later ones timers only, chained MAC to MAC (§5.3.1);
+// and a stream it signs passes Stream, as a transfer client checks one.
+func TestAlgorithms(t *testing.T) {
+	other := "b3RoZXIgc2VjcmV0IG9mIHRoZSBzYW1lIGxlbmd0aCEh"
+	if len(config.TSIGAlgorithms) < 5 {
+		t.Fatalf("config.TSIGAlgorithms %v: want hmac-sha1, -sha224, -sha256, -sha384, -sha512", config.TSIGAlgorithms)
+	}
+	for _, alg := range config.TSIGAlgorithms {
+		t.Run(alg, func(t *testing.T) {
+			fq := dns.Fqdn(alg)
+			// miekg/dns names these algorithms as the RFC does: the
+			// test signs what the config names, no mapping.
+			if _, ok := algorithms[fq]; !ok {
+				t.Fatalf("%s: not in the package's algorithms", alg)
+			}
+			size := map[string]int{dns.HmacSHA1: 20, dns.HmacSHA224: 28, dns.HmacSHA256: 32, dns.HmacSHA384: 48, dns.HmacSHA512: 64}[fq]
+			if size == 0 {
+				t.Fatalf("%s: not an algorithm of miekg/dns", alg)
+			}
+			kr := NewKeyring([]Key{{Name: "xfr.", Algorithm: alg, Secret: secret}})
+			for _, tc := range []struct {
+				secret string
+				want   uint16
+			}{{secret, 0}, {other, BadSig}} {
+				q, at, _ := signedQuery(t, "xfr.", fq, tc.secret, time.Now())
+				r, err := kr.Verify(q, at)
+				if err != nil || r.Error != tc.want {
+					t.Errorf("Verify (secret %s): %v, error %d, want %d", tc.secret[:4], err, r.Error, tc.want)
+				}
+			}
+
+			q, at, qmac := signedQuery(t, "xfr.", fq, secret, time.Now())
+			r, err := kr.Verify(q, at)
+			if err != nil || r.Error != 0 {
+				t.Fatalf("Verify: %v %+v", err, r)
+			}
+			s := r.Signer()
+			prev := qmac
+			for i := range 3 {
+				resp := new(dns.Msg)
+				resp.SetReply(&dns.Msg{Question: []dns.Question{{Name: "example.test.", Qtype: dns.TypeAXFR, Qclass: dns.ClassINET}}})
+				resp.Answer = append(resp.Answer, &dns.A{Hdr: dns.RR_Header{Name: "a.example.test.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: []byte{192, 0, 2, byte(i)}})
+				raw, _ := resp.Pack()
+				signed, err := s.Sign(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := dns.TsigVerify(append([]byte(nil), signed...), secret, prev, i > 0); err != nil {
+					t.Fatalf("response %d does not verify: %v", i, err)
+				}
+				var m dns.Msg
+				if err := m.Unpack(signed); err != nil {
+					t.Fatal(err)
+				}
+				ts := m.IsTsig()
+				if ts.Algorithm != fq || int(ts.MACSize) != size {
+					t.Errorf("response %d: algorithm %s, MAC of %d octets, want %s and %d", i, ts.Algorithm, ts.MACSize, fq, size)
+				}
+				prev = ts.MAC
+			}
+
+			var qm dns.Msg
+			if err := qm.Unpack(q); err != nil {
+				t.Fatal(err)
+			}
+			msgs, offs := streamOf(t, &qm, qmac, fq, secret, 3, func(int) bool { return true }, time.Now())
+			st, err := NewStream(Key{Name: "xfr.", Algorithm: alg, Secret: secret}, mustHex(t, qmac))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range msgs {
+				if err := st.Next(m, offs[i]); err != nil {
+					t.Fatalf("stream message %d: %v", i, err)
+				}
+			}
+			if err := st.Done(); err != nil {
+				t.Errorf("stream: %v", err)
+			}
+		})
+	}
 }
