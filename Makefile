@@ -14,7 +14,7 @@ PKGS     := knot nsd knot-dnsutils bind9-dnsutils dnsperf ldnsutils bind9-utils 
 # TestCertbotPlugin runs against Tern; chromium: the headless browser
 # TestStatusPage loads the metrics listener's status page in; systemd:
 # systemd-analyze, which TestSystemdUnit runs on dist/systemd.)
-BINS     := knotd knotc nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium systemd-analyze
+BINS     := knotd knotc nsd kdig dig dnsperf ldns-verify-zone dnssec-verify unbound named certbot chromium systemd-analyze dnstap-read
 
 .PHONY: all build test deps vet bench fuzz clean
 

@@ -3,19 +3,21 @@ module github.com/tern-dns/tern
 go 1.26.8
 
 require (
+	github.com/dnstap/golang-dnstap v0.4.0
 	github.com/miekg/dns v1.1.73
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	golang.org/x/net v0.63.0
 	golang.org/x/sys v0.50.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/farsightsec/golang-framestream v0.3.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

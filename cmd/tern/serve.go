@@ -30,6 +30,7 @@ import (
 	"github.com/tern-dns/tern/internal/catalog"
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/cookie"
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/recursor"
@@ -215,9 +216,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// random secret rotated daily (the previous one still accepted).
 	cookies := cookie.NewKeys()
 	go rotateCookies(ctx, cookies, cookieRotation)
+	// dnstap ([dnstap]): written out and closed after the servers have
+	// stopped (closeTap, at shutdown; deferred for the other returns).
+	tap, err := openTap(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "tern serve: %v\n", err)
+		return 1
+	}
+	closeTap := sync.OnceFunc(func() {
+		if tap == nil {
+			return
+		}
+		if err := tap.Close(); err != nil {
+			log.Error("dnstap: output not written whole", "err", err)
+		}
+		if n := tap.Dropped(); n > 0 {
+			log.Warn("dnstap: records dropped (queues full)", "dropped", n, "written", tap.Written())
+		}
+	})
+	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cookies, cfg.Server.UDPPayload)))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog), tap), cookies, cfg.Server.UDPPayload)))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -410,6 +430,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		case <-ctx.Done():
 			stopping = time.Now()
 			shutdown(log, context.Cause(ctx), rl, srv, rsrv, shutdownTimeout)
+			closeTap()
 			return 0
 		case <-hup:
 			rl.reload(ctx)
@@ -1037,17 +1058,33 @@ func warned(ws []zone.Warning) string {
 // handler serves resp on the server's sockets: each UDP worker with a
 // response cache of cacheSize responses (server.response-cache; 0: none),
 // each worker counting its answers in a Shard of counters of its own
-// (nil: none) and logging one in every of its answers on qlog (nil:
-// none).
-func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *sampledLog) server.Handler {
+// (nil: none), logging one in every of its answers on qlog (nil:
+// none) and recording every answer into tap ([dnstap]; nil: none).
+func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *sampledLog, tap *dnstap.Tap) server.Handler {
 	return server.HandlerFunc(func(tcp bool) server.Worker {
 		w := resp.NewWorker(tcp, cacheSize)
 		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
 		if qlog != nil {
 			w.LogQueries(qlog.log, qlog.every)
 		}
+		if tap != nil {
+			w.TapInto(tap)
+		}
 		return w
 	})
+}
+
+// openTap opens [dnstap]'s output; nil without the table.
+func openTap(cfg *config.Config) (*dnstap.Tap, error) {
+	d := cfg.Dnstap
+	if d == nil {
+		return nil, nil
+	}
+	id := cfg.Identity.ID
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	return dnstap.Open(dnstap.Options{File: d.File, Socket: d.Socket, Identity: id, Version: cfg.Identity.Version})
 }
 
 // sampledLog is server.query-log's: log one answer in every.

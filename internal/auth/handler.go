@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/wire"
@@ -29,6 +30,8 @@ type Worker struct {
 	// until the next. nil: no query log.
 	qlog          *slog.Logger
 	qevery, qleft int
+	// tap records every answer for dnstap (TapInto); nil: none.
+	tap *dnstap.Ring
 }
 
 // NewWorker returns a Worker answering over UDP, or with TCP's size limit
@@ -53,6 +56,9 @@ func (w *Worker) CountIn(m *metrics.Shard) { w.m = m }
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	w.scr.req = req
 	resp := w.r.Answer(&w.scr, req.Packet, out, w.tcp)
+	if w.tap != nil {
+		w.record(req, resp) // before the Flush: it may count a drop
+	}
 	if m := w.m; m != nil {
 		w.count(req, resp)
 		m.Flush()
@@ -114,6 +120,9 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 			if w.qlog != nil {
 				w.logQuery(&reqs[i], outs[i])
 			}
+			if w.tap != nil {
+				w.record(&reqs[i], outs[i])
+			}
 		}
 		return
 	}
@@ -138,6 +147,9 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 		}
 		if w.qlog != nil {
 			w.logQuery(&reqs[i], outs[i])
+		}
+		if w.tap != nil {
+			w.record(&reqs[i], outs[i])
 		}
 	}
 }

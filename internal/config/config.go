@@ -53,6 +53,9 @@ type Config struct {
 	// RRL is the [rrl] table; nil when there is none (no response rate
 	// limiting).
 	RRL *RRL `toml:"rrl"`
+	// Dnstap is the [dnstap] table; nil when there is none (no dnstap
+	// output).
+	Dnstap *Dnstap `toml:"dnstap"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
 	// Keys, Remotes and ACLs are the [[key]], [[remote]] and [[acl]]
@@ -76,6 +79,17 @@ type Config struct {
 type Metrics struct {
 	// Listen is the listener's address, ip:port; "" (or no table): off.
 	Listen string `toml:"listen"`
+}
+
+// Dnstap holds the [dnstap] table: where the dnstap records of the
+// answered queries go, exactly one of a file and a unix socket.
+type Dnstap struct {
+	// File is written from its start at each start of the server. File
+	// and Socket, when relative, are resolved against the configuration
+	// file's directory.
+	File string `toml:"file"`
+	// Socket is a dnstap collector's unix socket (fstrm_capture).
+	Socket string `toml:"socket"`
 }
 
 // Server holds the [server] table: listeners, transport limits and logging.
@@ -440,6 +454,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	if err := checkKeys(displayPath(path), data); err != nil {
 		return nil, err
 	}
+	if _, ok := doc["dnstap"]; ok {
+		c.Dnstap = &Dnstap{} // an empty table too, for Validate to name
+	}
 	if _, ok := doc["resolver"]; ok {
 		// Decoded on top of its defaults, as the rest is.
 		c.Resolver = DefaultResolver()
@@ -493,6 +510,13 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Resolver != nil {
 		c.Resolver.resolvePaths(path)
+	}
+	if d := c.Dnstap; d != nil && path != "" {
+		for _, f := range []*string{&d.File, &d.Socket} {
+			if *f != "" && !filepath.IsAbs(*f) {
+				*f = filepath.Join(filepath.Dir(path), *f)
+			}
+		}
 	}
 	// Key names are domain names: "xfr", "XFR." and "xfr." are one key.
 	for i := range c.Keys {

@@ -55,3 +55,24 @@ func TestRRLErrors(t *testing.T) {
 		wantErrors(t, tc.input, tc.want)
 	}
 }
+
+// TestDnstap: [dnstap] takes a file or a socket, one of them.
+func TestDnstap(t *testing.T) {
+	c, err := Parse("t.toml", []byte("[dnstap]\nfile = \"/var/log/tern/dnstap.fstrm\"\n"))
+	if err == nil {
+		err = c.Validate()
+	}
+	if err != nil || c.Dnstap == nil || c.Dnstap.File != "/var/log/tern/dnstap.fstrm" {
+		t.Fatalf("file: %v %+v", err, c.Dnstap)
+	}
+	for _, tc := range []struct {
+		input string
+		want  []string
+	}{
+		{"[server]\n[dnstap]\n", []string{"t.toml:2: dnstap: neither file nor socket is set (want one of them)"}},
+		{"[dnstap]\nfile = \"/a\"\nsocket = \"/b\"\n", []string{"t.toml:3: dnstap: file and socket are both set (want one of them)"}},
+		{"[dnstap]\npath = \"/a\"\n", []string{"t.toml:2: unknown key dnstap.path"}},
+	} {
+		wantErrors(t, tc.input, tc.want)
+	}
+}

@@ -168,6 +168,14 @@ func (c *Config) Validate() error {
 	if c.RRL != nil {
 		v.validateRRL(c.RRL)
 	}
+	if d := c.Dnstap; d != nil {
+		switch {
+		case d.File != "" && d.Socket != "":
+			v.addf("dnstap.socket", "dnstap: file and socket are both set (want one of them)")
+		case d.File == "" && d.Socket == "":
+			v.addf("dnstap", "dnstap: neither file nor socket is set (want one of them)")
+		}
+	}
 	v.validateTransfer()
 	return errors.Join(v.errs...)
 }

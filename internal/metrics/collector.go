@@ -16,7 +16,7 @@ var (
 		"Time spent answering a query on a worker, from the datagram read to its response ready (each answer of a batch counts the batch's average).",
 		[]string{"server"}, nil)
 	descDropped = prometheus.NewDesc("tern_dropped_queries_total",
-		"Queries given no answer, by reason (malformed: not a query, or too long to read; limit: over the resolver's limits; rrl: rate limited).",
+		"Queries given no answer, by reason (malformed: not a query, or too long to read; limit: over the resolver's limits; rrl: rate limited; dnstap: answered, but its dnstap record dropped).",
 		[]string{"server", "reason"}, nil)
 	descZoneQueries = prometheus.NewDesc("tern_zone_queries_total",
 		"Queries the authoritative listeners answered from each zone.",

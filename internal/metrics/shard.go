@@ -129,10 +129,13 @@ const (
 	// DropRRL: response rate limiting (not yet counted: the counter is
 	// there for it).
 	DropRRL
+	// DropDnstap: answered, but its dnstap record dropped (the
+	// worker's queue full, or the record larger than a slot).
+	DropDnstap
 	numDrops
 )
 
-var dropNames = [numDrops]string{"malformed", "limit", "rrl"}
+var dropNames = [numDrops]string{"malformed", "limit", "rrl", "dnstap"}
 
 // The layout of a Shard's counters: one flat array, so that a batch's
 // touched counters are a list of indexes.

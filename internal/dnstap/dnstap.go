@@ -1,0 +1,293 @@
+// Package dnstap writes dnstap (https://dnstap.info) records of the
+// queries Tern answers, the Frame Streams protobuf format BIND, Knot,
+// Unbound and PowerDNS emit, to a file or a unix socket (issue 15).
+//
+// The query path never blocks on it and allocates nothing: each worker
+// has a Ring of its own, preallocated slots into which Record copies the
+// query and the answer; one writer goroutine drains every ring, encodes
+// the protobuf messages and writes the frames. A full ring drops the
+// record and counts it.
+package dnstap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dt "github.com/dnstap/golang-dnstap"
+	"google.golang.org/protobuf/proto"
+)
+
+// Kind says which pair of dnstap message types a record becomes.
+type Kind uint8
+
+// The kinds of record.
+const (
+	// Auth: AUTH_QUERY and AUTH_RESPONSE (the authoritative listeners).
+	Auth Kind = iota
+	// Client: CLIENT_QUERY and CLIENT_RESPONSE (the resolver's listeners).
+	Client
+)
+
+const (
+	// ringSlots is the number of records a worker's ring holds.
+	ringSlots = 512
+	// slotBytes bounds a record's query and answer together; larger
+	// records are dropped (and counted).
+	slotBytes = 4096
+	// pollInterval is how often the writer drains the rings.
+	pollInterval = 5 * time.Millisecond
+)
+
+// slot is one record: the query and the answer's bytes in buf.
+type slot struct {
+	when       int64 // unix nanoseconds
+	remote     netip.AddrPort
+	qlen, rlen uint16
+	tcp        bool
+	kind       Kind
+	buf        [slotBytes]byte
+}
+
+// Ring is one worker's queue of records: a single producer (the worker,
+// Record) and a single consumer (the Tap's writer). It is not safe for
+// use by several workers.
+type Ring struct {
+	slots *[ringSlots]slot
+	// head is written by the producer only, tail by the consumer only.
+	head, tail atomic.Uint64
+	// dropped counts the records not queued (ring full or too large);
+	// written by the producer only.
+	dropped atomic.Uint64
+}
+
+// Record queues the query and its answer resp from remote, received at
+// when (unix nanoseconds), for the writer; it never blocks and
+// allocates nothing. It reports false when the record was dropped (the
+// ring full, or the messages larger than a slot).
+func (r *Ring) Record(kind Kind, remote netip.AddrPort, tcp bool, query, resp []byte, when int64) bool {
+	h := r.head.Load()
+	if h-r.tail.Load() >= ringSlots || len(query)+len(resp) > slotBytes {
+		r.dropped.Add(1)
+		return false
+	}
+	s := &r.slots[h%ringSlots]
+	s.when, s.remote, s.tcp, s.kind = when, remote, tcp, kind
+	s.qlen = uint16(copy(s.buf[:], query))
+	s.rlen = uint16(copy(s.buf[s.qlen:], resp))
+	r.head.Store(h + 1)
+	return true
+}
+
+// Tap is the writer of one dnstap output and the rings of the workers
+// that record into it.
+type Tap struct {
+	w        dt.Writer
+	identity []byte
+	version  []byte
+
+	mu    sync.Mutex // guards rings, free
+	rings []*Ring
+	free  []*Ring
+
+	stop    chan struct{}
+	done    chan struct{}
+	written atomic.Uint64
+	errOnce sync.Once
+	err     error
+}
+
+// Options are a Tap's settings: exactly one of File and Socket.
+type Options struct {
+	// File is written from its start (truncated when it exists).
+	File string
+	// Socket is a unix socket of a dnstap collector (fstrm_capture,
+	// dnstap -u), spoken to with the bidirectional Frame Streams
+	// handshake and reconnected to when it goes away.
+	Socket string
+	// Identity and Version fill the dnstap messages' fields of the same
+	// names.
+	Identity, Version string
+}
+
+// Open starts a Tap writing to opt's file or socket.
+func Open(opt Options) (*Tap, error) {
+	var w dt.Writer
+	switch {
+	case opt.File != "" && opt.Socket != "":
+		return nil, errors.New("dnstap: both a file and a socket")
+	case opt.File != "":
+		f, err := os.OpenFile(opt.File, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("dnstap: %w", err)
+		}
+		fw, err := dt.NewWriter(f, nil)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("dnstap: %s: %w", opt.File, err)
+		}
+		w = fileWriter{fw, f}
+	case opt.Socket != "":
+		w = dt.NewSocketWriter(&net.UnixAddr{Name: opt.Socket, Net: "unix"}, &dt.SocketWriterOptions{
+			Timeout:       5 * time.Second,
+			FlushTimeout:  time.Second,
+			RetryInterval: time.Second,
+			Dialer:        &net.Dialer{Timeout: 5 * time.Second},
+		})
+	default:
+		return nil, errors.New("dnstap: neither a file nor a socket")
+	}
+	t := &Tap{w: w, identity: []byte(opt.Identity), version: []byte(opt.Version),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go t.run()
+	return t, nil
+}
+
+// fileWriter closes the file after the Frame Streams writer (which
+// writes the STOP frame and flushes).
+type fileWriter struct {
+	dt.Writer
+	f *os.File
+}
+
+func (w fileWriter) Close() error {
+	return errors.Join(w.Writer.Close(), w.f.Close())
+}
+
+// NewRing returns a ring for a worker recording into t, one Release
+// gave back when there is one (workers come and go with TCP
+// connections: give the ring back with runtime.AddCleanup on the
+// worker).
+func (t *Tap) NewRing() *Ring {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var r *Ring
+	if n := len(t.free); n > 0 {
+		r, t.free = t.free[n-1], t.free[:n-1]
+	} else {
+		r = &Ring{slots: new([ringSlots]slot)}
+		t.rings = append(t.rings, r)
+	}
+	return r
+}
+
+// Release makes r available to the next NewRing, once its worker
+// records no more; its records still queued are written all the same
+// (the writer drains every ring).
+func (t *Tap) Release(r *Ring) {
+	t.mu.Lock()
+	t.free = append(t.free, r)
+	t.mu.Unlock()
+}
+
+// Dropped is the number of records dropped so far, over all rings.
+func (t *Tap) Dropped() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n uint64
+	for _, r := range t.rings {
+		n += r.dropped.Load()
+	}
+	return n
+}
+
+// Written is the number of dnstap messages written so far.
+func (t *Tap) Written() uint64 { return t.written.Load() }
+
+// run is the writer: it drains the rings every pollInterval until Close.
+func (t *Tap) run() {
+	defer close(t.done)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var rings []*Ring
+	for {
+		select {
+		case <-t.stop:
+			t.drain(rings[:0])
+			return
+		case <-tick.C:
+			rings = t.drain(rings[:0])
+		}
+	}
+}
+
+// drain writes what every ring holds; rings is scratch space for the
+// list of rings, returned for reuse.
+func (t *Tap) drain(rings []*Ring) []*Ring {
+	t.mu.Lock()
+	rings = append(rings, t.rings...)
+	t.mu.Unlock()
+	for _, r := range rings {
+		tail, head := r.tail.Load(), r.head.Load()
+		for ; tail < head; tail++ {
+			t.write(&r.slots[tail%ringSlots])
+		}
+		r.tail.Store(tail)
+	}
+	return rings
+}
+
+// write encodes s as its query and response messages and writes them.
+func (t *Tap) write(s *slot) {
+	qt, rt := dt.Message_AUTH_QUERY, dt.Message_AUTH_RESPONSE
+	if s.kind == Client {
+		qt, rt = dt.Message_CLIENT_QUERY, dt.Message_CLIENT_RESPONSE
+	}
+	family, addr := dt.SocketFamily_INET, s.remote.Addr().Unmap()
+	if addr.Is6() {
+		family = dt.SocketFamily_INET6
+	}
+	proto_ := dt.SocketProtocol_UDP
+	if s.tcp {
+		proto_ = dt.SocketProtocol_TCP
+	}
+	port := uint32(s.remote.Port())
+	sec, nsec := uint64(s.when/1e9), uint32(s.when%1e9)
+	q := &dt.Message{Type: &qt, SocketFamily: &family, SocketProtocol: &proto_,
+		QueryAddress: addr.AsSlice(), QueryPort: &port,
+		QueryTimeSec: &sec, QueryTimeNsec: &nsec, QueryMessage: s.buf[:s.qlen]}
+	t.frame(q)
+	if s.rlen > 0 {
+		r := &dt.Message{Type: &rt, SocketFamily: &family, SocketProtocol: &proto_,
+			QueryAddress: addr.AsSlice(), QueryPort: &port,
+			QueryTimeSec: &sec, QueryTimeNsec: &nsec,
+			ResponseTimeSec: &sec, ResponseTimeNsec: &nsec, ResponseMessage: s.buf[s.qlen : s.qlen+s.rlen]}
+		t.frame(r)
+	}
+}
+
+// frame writes m as one dnstap frame; the first error is kept.
+func (t *Tap) frame(m *dt.Message) {
+	typ := dt.Dnstap_MESSAGE
+	d := &dt.Dnstap{Type: &typ, Message: m}
+	if len(t.identity) > 0 {
+		d.Identity = t.identity
+	}
+	if len(t.version) > 0 {
+		d.Version = t.version
+	}
+	b, err := proto.Marshal(d)
+	if err == nil {
+		_, err = t.w.WriteFrame(b)
+	}
+	if err != nil {
+		t.errOnce.Do(func() { t.err = err })
+		return
+	}
+	t.written.Add(1)
+}
+
+// Close writes what the rings hold (the workers must have stopped
+// recording), ends the stream and closes the file or socket. It reports
+// the first error of writing, if any.
+func (t *Tap) Close() error {
+	close(t.stop)
+	<-t.done
+	err := t.w.Close()
+	return errors.Join(t.err, err)
+}
