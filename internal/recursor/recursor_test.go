@@ -19,6 +19,7 @@ import (
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -72,6 +73,9 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, qtype uint16) (
 			rr("a.tld. 300 IN NSEC z.tld. A RRSIG NSEC"), rr("a.tld. 300 IN RRSIG NSEC 13 2 300 20300101000000 20200101000000 1 tld. AAAA")}}, nil
 	case strings.HasPrefix(name, "secure."):
 		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}, Security: cache.Secure}, nil
+	case strings.HasPrefix(name, "iterations."):
+		return &resolve.Result{Rcode: dns.RcodeNameError, Authority: []dns.RR{rr("tld. 300 IN SOA ns.tld. h.tld. 1 2 3 4 300")}, Security: cache.Insecure,
+			EDE: wire.EDEUnsupportedNSEC3Iterations, Why: "NSEC3 of tld. with 500 iterations (more than 50)"}, nil
 	case strings.HasPrefix(name, "insecure."):
 		return &resolve.Result{Answer: []dns.RR{rr(name + " 60 IN A 192.0.2.1")}, Security: cache.Insecure}, nil
 	case strings.HasPrefix(name, "bogus."):
@@ -979,6 +983,8 @@ func TestValidated(t *testing.T) {
 		{"secure, AD: AD", ask("secure.tld.", false, true, false), dns.RcodeSuccess, true, 1, 0, false},
 		{"secure, neither: no AD", ask("secure.tld.", false, false, false), dns.RcodeSuccess, false, 1, 0, false},
 		{"insecure, DO: no AD", ask("insecure.tld.", true, false, false), dns.RcodeSuccess, false, 1, 0, false},
+		// RFC 9276 §3.2: insecure for NSEC3 iterations says so.
+		{"insecure by NSEC3 iterations: EDE 27", ask("iterations.tld.", true, false, false), dns.RcodeNameError, false, 0, wire.EDEUnsupportedNSEC3Iterations, true},
 		{"bogus: SERVFAIL with the EDE", ask("bogus.tld.", true, false, false), dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeSignatureExpired, true},
 		{"bogus, CD: the data", ask("bogus.tld.", true, false, true), dns.RcodeSuccess, false, 1, 0, false},
 		{"bogus again without CD: SERVFAIL", ask("bogus.tld.", false, false, false), dns.RcodeServerFailure, false, 0, dns.ExtendedErrorCodeSignatureExpired, true},

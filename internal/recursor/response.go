@@ -61,6 +61,10 @@ func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err er
 			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_EDE{InfoCode: res.EDE, ExtraText: res.Why})
 		case res.Rcode == rcodeServFail:
 			m.IsEdns0().Option = append(m.IsEdns0().Option, ede(err))
+		case res.Security == cache.Insecure && res.EDE == wire.EDEUnsupportedNSEC3Iterations:
+			// RFC 9276 §3.2: an answer made insecure by NSEC3
+			// iterations above the limit says so with EDE 27.
+			m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_EDE{InfoCode: res.EDE, ExtraText: res.Why})
 		case res.Stale:
 			// RFC 8767 §4, RFC 8914 §4.4: an answer past its TTL,
 			// given because no authority answered.
