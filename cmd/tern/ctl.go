@@ -222,6 +222,9 @@ func (st *controlState) controlZone(s zonedb.State) control.Zone {
 	if s.Err != nil {
 		c.State, c.Error = control.ZoneFailed, s.Err.Error()
 	}
+	if s.Loading {
+		c.State = control.ZoneLoading
+	}
 	return c
 }
 

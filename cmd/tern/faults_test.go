@@ -32,11 +32,14 @@ const (
 // the serial, refresh 1s) over UDP and TCP, its transfers (AXFR, and
 // IXFR answered whole) in messages of 500 records. With hold set, a
 // transfer stops after 10 messages, says so on paused, and goes on when
-// release is closed.
+// release is closed; with drip set too, it sends one more message every
+// drip meanwhile (a stream that stalls, not one that stops: a secondary's
+// read timeout does not end it).
 type slowPrimary struct {
 	mu      sync.Mutex
 	serial  uint32
 	hold    bool
+	drip    time.Duration
 	paused  chan struct{}
 	release chan struct{}
 }
@@ -48,7 +51,7 @@ func (p *slowPrimary) soa(serial uint32) dns.RR {
 
 func (p *slowPrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	p.mu.Lock()
-	serial, hold := p.serial, p.hold
+	serial, hold, drip := p.serial, p.hold, p.drip
 	p.mu.Unlock()
 	q := r.Question[0]
 	if q.Qtype != dns.TypeAXFR && q.Qtype != dns.TypeIXFR {
@@ -78,9 +81,25 @@ func (p *slowPrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	rrs = append(rrs, p.soa(serial))
 	for i, n := 0, 0; i < len(rrs); i, n = i+500, n+1 {
-		if hold && n == 10 {
-			close(p.paused)
-			<-p.release
+		switch {
+		case hold && n == 10:
+			p.mu.Lock()
+			select {
+			case <-p.paused: // another transfer paused first
+			default:
+				close(p.paused)
+			}
+			p.mu.Unlock()
+			if drip == 0 {
+				<-p.release
+				break
+			}
+			fallthrough
+		case hold && n > 10 && drip > 0:
+			select {
+			case <-p.release:
+			case <-time.After(drip):
+			}
 		}
 		select {
 		case ch <- &dns.Envelope{RR: rrs[i:min(i+500, len(rrs))]}:
@@ -96,13 +115,20 @@ func (p *slowPrimary) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 // start serves p on faultPrimary and returns its address.
 func (p *slowPrimary) start(t *testing.T) string {
 	t.Helper()
+	return p.startOn(t, faultPrimary)
+}
+
+// startOn serves p on host (a kernel-picked port) and returns its
+// address.
+func (p *slowPrimary) startOn(t *testing.T, host string) string {
+	t.Helper()
 	addr := ""
 	for _, network := range []string{"tcp", "udp"} {
 		srv := &dns.Server{Net: network, Handler: p}
 		started := make(chan struct{})
 		srv.NotifyStartedFunc = func() { close(started) }
 		if network == "tcp" {
-			l, err := net.Listen("tcp", faultPrimary+":0")
+			l, err := net.Listen("tcp", host+":0")
 			if err != nil {
 				t.Fatal(err)
 			}

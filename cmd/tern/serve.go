@@ -827,7 +827,15 @@ func (rl *reloader) reload(ctx context.Context) error {
 	serving, err := rl.mgr.Reload(ctx, cfg.Zones)
 	_ = rl.apply(rl.effective(cfg)) // the secondaries, now served
 	debug.FreeOSMemory()
-	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "took", time.Since(start))
+	// Zones busy with another event (a transfer) load when it ends, in
+	// their own event: named here, logged when done.
+	var loading []string
+	for _, s := range rl.mgr.States() {
+		if s.Loading {
+			loading = append(loading, s.Origin)
+		}
+	}
+	rl.log.Info("reloaded", "zones", len(cfg.Zones), "serving", serving, "failed", countErrs(err), "loading", strings.Join(loading, ","), "took", time.Since(start))
 	return err
 }
 

@@ -91,6 +91,10 @@ const (
 	// ZoneFailed: the last load failed; the zone serves the version it
 	// had (Serial), or answers SERVFAIL when it never loaded.
 	ZoneFailed = "failed"
+	// ZoneLoading: a reload of the zone waits for another event of it
+	// (a transfer) to end, and runs then; the zone serves the version it
+	// had (Serial) meanwhile.
+	ZoneLoading = "loading"
 )
 
 // Zone roles.

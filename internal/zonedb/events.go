@@ -45,6 +45,9 @@ type entry struct {
 	served atomic.Pointer[zone.Zone]   // the version served (nil: none yet)
 	state  atomic.Pointer[loadState]
 	resign atomic.Int64 // when signing needs work next (Unix ns), 0: never
+	// loading counts the reloads of the zone posted and not yet done
+	// (waiting for another event of the zone, a transfer, to end).
+	loading atomic.Int32
 }
 
 func newEntry(parent context.Context, events *sync.WaitGroup, zc config.Zone, dynamic bool) *entry {

@@ -117,8 +117,17 @@ func TestEventBlockedElsewhere(t *testing.T) {
 		}
 	}()
 	bound(t, "b.test. published by a reload while a.test. hangs", published)
+	// Reload returns without waiting for a.test.'s event: a.test. says
+	// it is loading, and serves the version it had.
+	bound(t, "the reload while a.test. hangs", reloaded)
 	if got := pub.serial(t, "a.test."); got != 1 {
 		t.Errorf("a.test. reloaded during its own event: serial %d", got)
+	}
+	if s := m.entry("a.test.").stateNow(); !s.Loading || s.Zone.Serial != 1 {
+		t.Errorf("a.test. while its reload waits: loading %v, serial %d", s.Loading, s.Zone.Serial)
+	}
+	if s := m.entry("b.test.").stateNow(); s.Loading {
+		t.Errorf("b.test. says loading after the reload")
 	}
 
 	// Another zone comes and goes meanwhile.
@@ -141,10 +150,15 @@ func TestEventBlockedElsewhere(t *testing.T) {
 	if err := <-aDone; err == nil || err.Error() != "the transfer failed" {
 		t.Errorf("a.test.'s event: %v", err)
 	}
-	bound(t, "the reload once a.test.'s event ended", reloaded)
-	if got := pub.serial(t, "a.test."); got != 3 {
-		t.Errorf("a.test. after its event: serial %d, want 3", got)
-	}
+	// a.test.'s reload runs in its own event once the hung one ended.
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		for pub.serial(t, "a.test.") != 3 || m.entry("a.test.").stateNow().Loading {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	bound(t, "a.test.'s reload once its event ended", loaded)
 }
 
 // TestEventsOneAtATime: events of one zone posted from many goroutines

@@ -213,10 +213,14 @@ func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 // Zones added at run time (AddZone) are left as they are.
 //
 // Each zone loads in an event of its own, as many at once as there are
-// CPUs, and the set is published once they have loaded; a zone busy
-// with another event (a transfer) loads when that ends and is published
-// then, without holding the others back. Reload returns when every zone
-// has loaded.
+// CPUs, and the set is published once they have loaded. A zone busy
+// with another event (a transfer) loads when that ends, in its own
+// event, published, announced and logged then: Reload does not wait for
+// it, so that a slow transfer of one zone never delays the reload of
+// the others (issue 13), nor what waits behind Reload (the next reload,
+// a zone added). Until its load has run, its State says Loading.
+// Reload returns how many zones serve data (the late ones: if they serve
+// a version already) and the errors of the zones it loaded, joined.
 func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int, err error) {
 	load, removed := m.setConfig(zones)
 	for _, e := range removed {
@@ -240,28 +244,32 @@ func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int,
 		err     error
 		phase   atomic.Int32
 	}
+	// A late load runs after Reload has returned: it ends with the zone
+	// (or the Manager), not with the caller's ctx.
+	lctx := context.WithoutCancel(ctx)
 	results := make([]outcome, len(load))
-	var all, workers sync.WaitGroup
+	var workers sync.WaitGroup
 	next := make(chan int)
 	for range min(runtime.GOMAXPROCS(0), len(load)) {
 		workers.Go(func() {
 			for i := range next {
 				e, r := load[i], &results[i]
 				zc := byOrigin[e.origin]
-				all.Add(1)
+				e.loading.Add(1)
 				ok := e.start(func() {
-					defer all.Done()
-					_ = e.run(ctx, func(ctx context.Context) error {
+					defer e.loading.Add(-1)
+					_ = e.run(lctx, func(ctx context.Context) error {
 						r.serving, r.changed, r.err = m.loadZone(ctx, e, zc)
 						return nil
 					})
 					if !r.phase.CompareAndSwap(pending, done) {
 						m.flush()
 						m.announce(r.changed)
+						m.log.Info("reload: loaded once the zone's other event ended", "zone", e.origin, "serving", r.serving, "err", r.err)
 					}
 				})
 				if !ok {
-					all.Done() // removed meanwhile
+					e.loading.Add(-1) // removed meanwhile
 				}
 				// Loaded on this goroutine (done), or queued (late).
 				r.phase.CompareAndSwap(pending, late)
@@ -274,15 +282,17 @@ func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int,
 	close(next)
 	workers.Wait()
 	m.flush()
-	for i := range results {
-		if r := &results[i]; r.phase.Load() == done {
-			m.announce(r.changed)
-		}
-	}
-	all.Wait()
 	var errs []error
 	for i := range results {
 		r := &results[i]
+		if r.phase.Load() != done {
+			// Late: its outcome is its event's; it serves what it had.
+			if z := load[i].served.Load(); z != nil && !z.Unavailable {
+				serving++
+			}
+			continue
+		}
+		m.announce(r.changed)
 		if r.serving {
 			serving++
 		}
@@ -586,6 +596,9 @@ type State struct {
 	Err error
 	// Dynamic: added at run time (AddZone), not by the configuration.
 	Dynamic bool
+	// Loading: a reload of the zone waits for another event of it (a
+	// transfer) to end; Zone is the version served meanwhile.
+	Loading bool
 }
 
 // States returns every zone's state, in configuration order, then the
@@ -604,7 +617,7 @@ func (m *Manager) States() []State {
 
 func (e *entry) stateNow() State {
 	st := e.state.Load()
-	return State{Origin: e.origin, File: e.conf.Load().File, Zone: e.served.Load(), Loaded: st.loaded, Err: st.err, Dynamic: e.dynamic}
+	return State{Origin: e.origin, File: e.conf.Load().File, Zone: e.served.Load(), Loaded: st.loaded, Err: st.err, Dynamic: e.dynamic, Loading: e.loading.Load() > 0}
 }
 
 // ErrNoZone is the error for a zone not served.
