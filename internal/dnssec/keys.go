@@ -86,7 +86,8 @@ func keyBits(alg uint8) int {
 // GenerateKey creates a new key for zone origin with the given flags
 // (FlagsKSK or FlagsZSK), algorithm and DNSKEY TTL. avoid lists key tags
 // already in use: RFC 6781 §3.4 asks signers to avoid tag collisions within
-// a zone, so a colliding key is thrown away and generated again.
+// a zone, so a colliding key is thrown away and generated again, and so is
+// one with key tag 0, which miekg/dns cannot sign with.
 func GenerateKey(origin string, flags uint16, alg uint8, ttl uint32, avoid map[uint16]bool) (*Key, error) {
 	origin = dns.CanonicalName(origin)
 	for range 64 {
@@ -104,7 +105,10 @@ func GenerateKey(origin string, flags uint16, alg uint8, ttl uint32, avoid map[u
 		if !ok {
 			return nil, fmt.Errorf("generate key for %s: private key %T cannot sign", origin, priv)
 		}
-		if avoid[pub.KeyTag()] {
+		// miekg/dns's RRSIG.Sign refuses key tag 0 (ErrKey, "bad key"),
+		// though RFC 4034 Appendix B allows it: one key in 65,536 would
+		// make signing fail (a 1,000-zone hierarchy hit it), so draw again.
+		if tag := pub.KeyTag(); tag == 0 || avoid[tag] {
 			continue
 		}
 		return &Key{DNSKEY: pub, Signer: signer, SignZone: flags&1 == 0, SignKeys: flags&1 == 1}, nil
