@@ -109,6 +109,7 @@ res-cold         |resolver|res-cold.txt  |       |NOERROR |resolved
 res-mix          |resolver|res-mix.txt   |-n 1   |NOERROR |resolved
 res-hits-v       |resolver-v|res-hits.txt|       |NOERROR |resolved
 res-cold-v       |resolver-v|res-cold.txt|       |NOERROR |resolved
+res-mix-v        |resolver-v|res-mix.txt |-n 1   |NOERROR |resolved
 "
 # The resolver workloads (bench/README.md, "The resolver phase"):
 #   res-hits  10,000 questions, every one asked once before each run (the
@@ -119,15 +120,15 @@ res-cold-v       |resolver-v|res-cold.txt|       |NOERROR |resolved
 #             Zipf-distributed over ~100k names in ~1k zones; the resolver
 #             is restarted before every run, so it starts cold, and its
 #             cache hit rate and memory are recorded after the run.
-#   res-hits-v, res-cold-v  res-hits and res-cold over the same hierarchy
-#             signed (benchtool resgen -sign: ECDSA P-256, NSEC; the
+#   res-hits-v, res-cold-v, res-mix-v  res-hits, res-cold and res-mix
+#             over the same hierarchy signed (benchtool resgen -sign: ECDSA P-256, NSEC; the
 #             "resolver-v" phase), every resolver validating from its
 #             root's DS (RES_ANCHOR), aggressive NSEC off in all three so
 #             that a cold name under the wildcard zone is resolved, not
 #             synthesised (RFC 8198 §5.3): issue 12's comparison.
 # A mix run lasts until its file is replayed (at most MIX_LIMIT seconds).
 MIX_LIMIT=${MIX_LIMIT:-300}
-declare -A W_LIMIT=([res-mix]=$MIX_LIMIT)
+declare -A W_LIMIT=([res-mix]=$MIX_LIMIT [res-mix-v]=$MIX_LIMIT)
 declare -A W_PHASE=() W_QF=() W_FLAGS=() W_RC=() W_CHECK=()
 ALL_WORKLOADS=()
 trim() { local x=$1; x=${x#"${x%%[![:space:]]*}"}; printf '%s' "${x%"${x##*[![:space:]]}"}"; }
@@ -309,9 +310,12 @@ if ((RES_WORKLOADS)); then
 	log "generating the resolver phase's hierarchy and queries (mix: $MIX_N questions)"
 	"$BT" resgen -out "$RESDATA" -base "$RES_BASE" -mix "$MIX_N"
 fi
-if [[ " $WORKLOADS " == *" res-hits-v "* || " $WORKLOADS " == *" res-cold-v "* ]]; then
-	log "generating and signing the resolver-v phase's hierarchy"
-	"$BT" resgen -out "$RESDATA_SIGNED" -base "$RES_BASE" -mix 1 -sign
+if [[ " $WORKLOADS " == *" res-"*"-v "* ]]; then
+	# res-mix-v replays the same Zipf questions as res-mix (same seeds)
+	mixv=1
+	[[ " $WORKLOADS " == *" res-mix-v "* ]] && mixv=$MIX_N
+	log "generating and signing the resolver-v phase's hierarchy (mix: $mixv questions)"
+	"$BT" resgen -out "$RESDATA_SIGNED" -base "$RES_BASE" -mix "$mixv" -sign
 fi
 if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 	# The big zone signed by Tern itself (ECDSA P-256, NSEC), with keys
@@ -573,12 +577,13 @@ res_warm() {
 	loud "$s: warming the cache for res-hits lost queries twice: $(grep -E 'Queries (completed|lost)' <<<"$out" | tr -s ' ' | tr '\n' ' ')"
 }
 
-# res_restart SERVER: a fresh resolver process (empty cache) for a mix run.
+# res_restart SERVER PHASE: a fresh resolver process (empty cache) for a
+# mix run, configured for PHASE (resolver, or resolver-v: validating).
 res_restart() {
 	local s=$1
 	[[ -n ${PID[$s]:-} ]] && stop_pid "${PID[$s]}"
 	unset "PID[$s]"
-	start_server "$s" resolver >/dev/null 2>&1 || loud "$s did not restart for res-mix"
+	start_server "$s" "$2" >/dev/null 2>&1 || loud "$s did not restart for a $2 mix run"
 }
 
 # res_record WORKLOAD GEN SERVER REP: after a mix run, the resolver's own
@@ -687,8 +692,8 @@ for phase in main big bigsigned large resolver resolver-v; do
 							RUN_QF=$RUN/res-cold.$COLD_SEED.txt
 							"$BT" coldq -out "$RUN_QF" -n "$COLD_N" -seed "$COLD_SEED"
 							;;
-						res-mix)
-							res_restart "$s"
+						res-mix | res-mix-v)
+							res_restart "$s" "$phase"
 							supports "$s" "$g" "$w" || continue
 							;;
 						esac
@@ -700,10 +705,10 @@ for phase in main big bigsigned large resolver resolver-v; do
 								loud "run res-cold/$g/$s: $(cut -f5 <<<"$LAST_ROW") queries sent from a file of $COLD_N names: some were asked twice (raise COLD_N)"
 							fi
 							;;
-						res-mix)
+						res-mix | res-mix-v)
 							res_record "$w" "$g" "$s" "$rep"
 							if (($(cut -f5 <<<"$LAST_ROW" | cut -d. -f1) < MIX_N)); then
-								loud "run res-mix/$g/$s: the replay stopped after $(cut -f5 <<<"$LAST_ROW") of $MIX_N questions (MIX_LIMIT ${MIX_LIMIT} s): its rate and hit rate are not comparable"
+								loud "run $w/$g/$s: the replay stopped after $(cut -f5 <<<"$LAST_ROW") of $MIX_N questions (MIX_LIMIT ${MIX_LIMIT} s): its rate and hit rate are not comparable"
 							fi
 							;;
 						esac
