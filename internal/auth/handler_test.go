@@ -3,9 +3,11 @@ package auth
 import (
 	"bytes"
 	"maps"
+	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
@@ -191,9 +193,11 @@ func BenchmarkWorkerBatch(b *testing.B) {
 		name    string
 		cache   int
 		counted bool
+		tap     bool
 	}{
-		{"hits", DefaultCacheSize, false}, {"hits-metrics", DefaultCacheSize, true},
-		{"zones", 0, false}, {"zones-metrics", 0, true},
+		{"hits", DefaultCacheSize, false, false}, {"hits-metrics", DefaultCacheSize, true, false},
+		{"hits-dnstap", DefaultCacheSize, false, true},
+		{"zones", 0, false, false}, {"zones-metrics", 0, true, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var set *metrics.Set
@@ -203,6 +207,16 @@ func BenchmarkWorkerBatch(b *testing.B) {
 			r := New(cacheResponder(b).Zones(), Options{Metrics: set})
 			w := r.NewWorker(false, bc.cache)
 			w.CountIn(set.Shard(metrics.Auth))
+			if bc.tap {
+				// The writer drains on its own goroutine: the
+				// worker's CPU (cpu-ns/answer) leaves it out.
+				tap, err := dnstap.Open(dnstap.Options{File: filepath.Join(b.TempDir(), "d.fstrm")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tap.Close()
+				w.TapInto(tap)
+			}
 			tb := newTestBatch(len(pkts))
 			// The thread's own run time, not the wall clock: on a
 			// shared machine it is what the A/B can compare.

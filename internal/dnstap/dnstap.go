@@ -40,7 +40,8 @@ const (
 	// slotBytes bounds a record's query and answer together; larger
 	// records are dropped (and counted).
 	slotBytes = 4096
-	// pollInterval is how often the writer drains the rings.
+	// pollInterval is how often the writer drains the rings, unless
+	// Options.Interval says otherwise.
 	pollInterval = 5 * time.Millisecond
 )
 
@@ -95,6 +96,7 @@ type Tap struct {
 	rings []*Ring
 	free  []*Ring
 
+	every   time.Duration
 	stop    chan struct{}
 	done    chan struct{}
 	written atomic.Uint64
@@ -113,6 +115,9 @@ type Options struct {
 	// Identity and Version fill the dnstap messages' fields of the same
 	// names.
 	Identity, Version string
+	// Interval is how often the writer drains the rings; 0: every 5 ms.
+	// (Tests set it long, to find the rings as the workers left them.)
+	Interval time.Duration
 }
 
 // Open starts a Tap writing to opt's file or socket.
@@ -143,7 +148,10 @@ func Open(opt Options) (*Tap, error) {
 		return nil, errors.New("dnstap: neither a file nor a socket")
 	}
 	t := &Tap{w: w, identity: []byte(opt.Identity), version: []byte(opt.Version),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		every: opt.Interval, stop: make(chan struct{}), done: make(chan struct{})}
+	if t.every <= 0 {
+		t.every = pollInterval
+	}
 	go t.run()
 	return t, nil
 }
@@ -199,10 +207,10 @@ func (t *Tap) Dropped() uint64 {
 // Written is the number of dnstap messages written so far.
 func (t *Tap) Written() uint64 { return t.written.Load() }
 
-// run is the writer: it drains the rings every pollInterval until Close.
+// run is the writer: it drains the rings every t.every until Close.
 func (t *Tap) run() {
 	defer close(t.done)
-	tick := time.NewTicker(pollInterval)
+	tick := time.NewTicker(t.every)
 	defer tick.Stop()
 	var rings []*Ring
 	for {
@@ -211,25 +219,37 @@ func (t *Tap) run() {
 			t.drain(rings[:0])
 			return
 		case <-tick.C:
-			rings = t.drain(rings[:0])
+			// While the rings had records, go round again at once:
+			// under load the writer keeps up as fast as it encodes.
+			n := 1
+			for n > 0 {
+				rings, n = t.drain(rings[:0])
+				select {
+				case <-t.stop:
+					n = 0
+				default:
+				}
+			}
 		}
 	}
 }
 
-// drain writes what every ring holds; rings is scratch space for the
-// list of rings, returned for reuse.
-func (t *Tap) drain(rings []*Ring) []*Ring {
+// drain writes what every ring holds and reports how many records;
+// rings is scratch space for the list of rings, returned for reuse.
+func (t *Tap) drain(rings []*Ring) ([]*Ring, int) {
 	t.mu.Lock()
 	rings = append(rings, t.rings...)
 	t.mu.Unlock()
+	n := 0
 	for _, r := range rings {
 		tail, head := r.tail.Load(), r.head.Load()
+		n += int(head - tail)
 		for ; tail < head; tail++ {
 			t.write(&r.slots[tail%ringSlots])
 		}
 		r.tail.Store(tail)
 	}
-	return rings
+	return rings, n
 }
 
 // write encodes s as its query and response messages and writes them.
@@ -282,12 +302,21 @@ func (t *Tap) frame(m *dt.Message) {
 	t.written.Add(1)
 }
 
+// closeWait bounds how long Close waits for the writer: a socket whose
+// collector is gone is redialed forever.
+const closeWait = 10 * time.Second
+
 // Close writes what the rings hold (the workers must have stopped
 // recording), ends the stream and closes the file or socket. It reports
-// the first error of writing, if any.
+// the first error of writing, if any. A writer still stuck after
+// closeWait (no collector on the socket) is left behind, with an error.
 func (t *Tap) Close() error {
 	close(t.stop)
-	<-t.done
+	select {
+	case <-t.done:
+	case <-time.After(closeWait):
+		return fmt.Errorf("dnstap: writer still blocked after %v (collector gone?); %d messages written", closeWait, t.written.Load())
+	}
 	err := t.w.Close()
 	return errors.Join(t.err, err)
 }
