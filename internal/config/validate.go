@@ -187,11 +187,11 @@ func (c *Config) Validate() error {
 // here, if a member names it or it says catalog-role = "generate".
 func (v *validator) validateCatalog(at zoneAt, name string, i int) {
 	z := &v.c.Zones[i]
-	members := 0
-	for j := range v.c.Zones {
-		if j != i && v.c.Zones[j].Catalog != "" && v.c.Zones[j].Catalog == canonicalOrigin(z.Origin) {
-			members++
-		}
+	v.indexZones()
+	origin := canonicalOrigin(z.Origin)
+	members := v.members[origin]
+	if z.Catalog == origin {
+		members-- // the zone naming itself, an error reported below
 	}
 	switch z.CatalogRole {
 	case "", CatalogGenerate, CatalogInterpret:
@@ -223,11 +223,8 @@ func (v *validator) validateCatalog(at zoneAt, name string, i int) {
 		return
 	}
 	var cat *Zone
-	for j := range v.c.Zones {
-		if canonicalOrigin(v.c.Zones[j].Origin) == z.Catalog {
-			cat = &v.c.Zones[j]
-			break
-		}
+	if j, ok := v.zoneIndex[z.Catalog]; ok {
+		cat = &v.c.Zones[j]
 	}
 	switch {
 	case cat == nil:
@@ -293,6 +290,31 @@ type validator struct {
 	// serverAddrs are server.listen's addresses, which resolver.listen
 	// must not repeat.
 	serverAddrs map[netip.AddrPort]int
+	// zoneIndex is the index of the first [[zone]] of each canonical
+	// origin, members the number of zones naming each as their catalog:
+	// made once (indexZones), so that checking N zones' catalogs costs N
+	// lookups, not N² comparisons (100,000 zones took 40 s to start).
+	zoneIndex map[string]int
+	members   map[string]int
+}
+
+// indexZones fills zoneIndex and members, once.
+func (v *validator) indexZones() {
+	if v.zoneIndex != nil {
+		return
+	}
+	v.zoneIndex = make(map[string]int, len(v.c.Zones))
+	v.members = make(map[string]int)
+	for j := range v.c.Zones {
+		if o := canonicalOrigin(v.c.Zones[j].Origin); o != "" {
+			if _, dup := v.zoneIndex[o]; !dup {
+				v.zoneIndex[o] = j
+			}
+		}
+		if c := v.c.Zones[j].Catalog; c != "" {
+			v.members[c]++
+		}
+	}
 }
 
 // addf records a problem at the line of key, or of its closest enclosing
