@@ -166,6 +166,22 @@ func secWaitFor(t *testing.T, addr, want string) {
 	t.Fatalf("www.sec.test. A: never %s; last answer:\n%v", want, last)
 }
 
+// secWaitStored waits (bounded) until the secondary's stored copy at
+// path holds want, and returns it: the copy is written once the version
+// transferred is served (the secondary's storeCopy after Install).
+func secWaitStored(t *testing.T, path, want string) []byte {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), want) {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored copy %s never holds %q (%v):\n%s", path, want, err, b)
+		}
+	}
+}
+
 // TestSecondary: a Tern secondary of a Tern primary fetches the zone at
 // start (AXFR with TSIG), stores it and serves it; follows a change on
 // the primary (edit + reload) on the SOA refresh timer; a zone whose
@@ -179,9 +195,7 @@ func TestSecondary(t *testing.T) {
 
 	secWaitFor(t, saddr, "192.0.2.1")
 	stored := filepath.Join(dir, "data", "sec.test.zone")
-	if _, err := os.Stat(stored); err != nil {
-		t.Errorf("stored copy: %v", err)
-	}
+	secWaitStored(t, stored, "by AXFR")
 	if r := secAsk(t, saddr, "refused.test.", dns.TypeSOA); r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("refused.test. SOA: rcode %s, want SERVFAIL (transfer refused)", dns.RcodeToString[r.Rcode])
 	}
@@ -210,9 +224,9 @@ func TestSecondary(t *testing.T) {
 		!regexp.MustCompile(`transferred serial 2" zone=sec.test. .*how=IXFR`).MatchString(logs.String()) {
 		t.Errorf("want serial 1 by AXFR, 2 by IXFR:\n%s", logs.String())
 	}
-	stored2, err := os.ReadFile(stored)
-	if err != nil || !strings.Contains(string(stored2), "by IXFR") || !strings.Contains(string(stored2), "192.0.2.2") || strings.Contains(string(stored2), "192.0.2.1\n") && strings.Count(string(stored2), "192.0.2.1\n") != 1 {
-		t.Errorf("stored copy after the IXFR (%v):\n%s", err, stored2)
+	stored2 := secWaitStored(t, stored, "by IXFR")
+	if !strings.Contains(string(stored2), "192.0.2.2") || strings.Contains(string(stored2), "192.0.2.1\n") && strings.Count(string(stored2), "192.0.2.1\n") != 1 {
+		t.Errorf("stored copy after the IXFR:\n%s", stored2)
 	}
 
 	// tern ctl zones: the secondary's role, next refresh and expiry
