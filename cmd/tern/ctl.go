@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,7 +122,11 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
 		for _, z := range st.zones().Zones() {
 			if zone.NameString(z.Origin) == origin {
-				return st.rl.notify.send(origin, z)
+				to, err := st.rl.notify.send(origin, z)
+				if err != nil {
+					return nil, err
+				}
+				return control.ZoneResult{Zone: origin, Result: control.ResultSent, To: to}, nil
 			}
 		}
 		return nil, fmt.Errorf("zone %s: not served", origin)
@@ -133,14 +136,14 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		if st.rl.secondaries == nil || !st.rl.secondaries.Refresh(origin) {
 			return nil, fmt.Errorf("zone %s: not a secondary zone", origin)
 		}
-		return origin, nil
+		return control.ZoneResult{Zone: origin, Result: control.ResultStarted}, nil
 	}))
 	cs.Handle(control.CommandRetransfer, inLoop(func(_ context.Context, req control.Request) (any, error) {
 		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
 		if st.rl.secondaries == nil || !st.rl.secondaries.Retransfer(origin) {
 			return nil, fmt.Errorf("zone %s: not a secondary zone", origin)
 		}
-		return origin, nil
+		return control.ZoneResult{Zone: origin, Result: control.ResultStarted}, nil
 	}))
 	cs.Handle(control.CommandZoneAdd, inLoop(func(ctx context.Context, req control.Request) (any, error) {
 		if req.Settings == nil {
@@ -165,7 +168,7 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 		if err := st.rl.removeZone(req.Zone); err != nil {
 			return nil, err
 		}
-		return dns.CanonicalName(dns.Fqdn(req.Zone)), nil
+		return control.ZoneResult{Zone: dns.CanonicalName(dns.Fqdn(req.Zone)), Result: control.ResultRemoved}, nil
 	}))
 	return cs
 }
@@ -311,33 +314,50 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case n == 1:
 		req.Zone = pos[1]
 	}
+	// From here on a failure is the command's, not its usage's: with
+	// --json it is a JSON object on stdout, for the script that asked.
+	fail := func(err error) int {
+		if *asJSON {
+			printJSON(stdout, control.Response{Error: err.Error()})
+		} else {
+			fmt.Fprintf(stderr, "tern ctl: %v\n", err)
+		}
+		return 1
+	}
 	path := *socket
 	if path == "" {
 		cfg := config.Default()
 		if *cfgPath != "" {
 			if cfg, err = config.Load(*cfgPath); err != nil {
-				fmt.Fprintf(stderr, "tern ctl: %v\n", err)
-				return 1
+				return fail(err)
 			}
 		}
 		if path = cfg.Server.Control; path == "" {
-			fmt.Fprintf(stderr, "tern ctl: %s: server.control is \"\": the server has no control socket\n", *cfgPath)
-			return 1
+			return fail(fmt.Errorf("%s: server.control is \"\": the server has no control socket", *cfgPath))
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	resp, err := control.Call(ctx, path, req)
 	if err != nil {
-		fmt.Fprintf(stderr, "tern ctl: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	if *asJSON {
-		var b bytes.Buffer
-		if err := json.Indent(&b, resp.Result, "", "  "); err == nil && len(resp.Result) > 0 {
-			fmt.Fprintln(stdout, b.String())
+		// Success: the result alone. Failure: the response, its error
+		// and whatever result came with it (a reload's zones, the
+		// failed one among them).
+		switch {
+		case resp.Error != "":
+			printJSON(stdout, resp)
+			return 1
+		case len(resp.Result) == 0:
+			fmt.Fprintln(stdout, "{}")
+		default:
+			printJSON(stdout, resp.Result)
 		}
-	} else if err := printResult(stdout, req, resp.Result); err != nil {
+		return 0
+	}
+	if err := printResult(stdout, req, resp.Result); err != nil {
 		fmt.Fprintf(stderr, "tern ctl: %s: %v\n", req.Command, err)
 		return 1
 	}
@@ -348,6 +368,17 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printJSON writes v to w as indented JSON, a line at its end.
+func printJSON(w io.Writer, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		// Only a result the server sent that is not JSON: say so as
+		// JSON.
+		b, _ = json.Marshal(control.Response{Error: "the server's result is not JSON: " + err.Error()})
+	}
+	fmt.Fprintln(w, string(b))
 }
 
 // printResult writes a command's result for a person to read.
@@ -398,24 +429,19 @@ func printResult(w io.Writer, req control.Request, result json.RawMessage) error
 			return err
 		}
 		return printStats(w, &s)
-	case control.CommandNotify:
-		var addrs []string
-		if err := json.Unmarshal(result, &addrs); err != nil {
+	case control.CommandNotify, control.CommandZoneRemove, control.CommandRefresh, control.CommandRetransfer:
+		var r control.ZoneResult
+		if err := json.Unmarshal(result, &r); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "notify %s: sending to %s\n", dns.Fqdn(req.Zone), strings.Join(addrs, ", "))
-	case control.CommandZoneRemove:
-		var origin string
-		if err := json.Unmarshal(result, &origin); err != nil {
-			return err
+		switch r.Result {
+		case control.ResultSent:
+			fmt.Fprintf(w, "%s %s: sending to %s\n", req.Command, r.Zone, strings.Join(r.To, ", "))
+		case control.ResultStarted:
+			fmt.Fprintf(w, "%s %s: started (the log says how it ends)\n", req.Command, r.Zone)
+		default:
+			fmt.Fprintf(w, "%s %s: %s\n", req.Command, r.Zone, r.Result)
 		}
-		fmt.Fprintf(w, "zone-remove %s: removed\n", origin)
-	case control.CommandRefresh, control.CommandRetransfer:
-		var origin string
-		if err := json.Unmarshal(result, &origin); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s %s: started (the log says how it ends)\n", req.Command, origin)
 	}
 	return nil
 }

@@ -228,3 +228,123 @@ func TestCtlDefaultSocket(t *testing.T) {
 		t.Errorf("ctl status with no server in $RUNTIME_DIRECTORY: %d %q", code, errs)
 	}
 }
+
+// ctlJSON runs tern ctl --json with args and decodes what it prints,
+// which must be one JSON value and nothing else, into v; it returns the
+// exit code and what was printed.
+func ctlJSON(t *testing.T, v any, args ...string) (int, string) {
+	t.Helper()
+	code, out, errs := runT(append([]string{"ctl", "--json"}, args...)...)
+	if errs != "" {
+		t.Errorf("ctl --json %s: stderr %q, want nothing", strings.Join(args, " "), errs)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Errorf("ctl --json %s: %v in %q", strings.Join(args, " "), err, out)
+	} else if dec.More() {
+		t.Errorf("ctl --json %s: more than one value in %q", strings.Join(args, " "), out)
+	}
+	return code, out
+}
+
+// TestCtlJSON: every command's --json output is one JSON value on stdout
+// with the fields a script needs, exit 0; a failure is
+// {"error": ..., "result": ...} on stdout (the result a reload has
+// despite a failed zone), exit 1, stderr empty. A primary zone NOTIFYs a
+// receiver; a secondary zone's primary is 127.0.0.240:53, where nothing
+// listens (refused at once: refresh and retransfer only start).
+func TestCtlJSON(t *testing.T) {
+	dir := t.TempDir()
+	ns2 := newNotifyReceiver(t, "127.0.0.1")
+	zoneFile := filepath.Join(dir, "example.zone")
+	ctlZone(t, zoneFile, 7, false)
+	cfg := filepath.Join(dir, "tern.toml")
+	text := fmt.Sprintf("[server]\nlisten = [\"127.0.0.1:0\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n"+
+		"[[remote]]\nname = \"ns2\"\naddress = [%q]\n"+
+		"[[zone]]\norigin = \"example\"\nfile = \"example.zone\"\nnotify = [\"ns2\"]\n"+
+		"[[remote]]\nname = \"gone\"\naddress = [\"127.0.0.240:53\"]\n"+
+		"[[zone]]\norigin = \"sec.test\"\nprimary = [\"gone\"]\n", ns2.conn.LocalAddr().String())
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := serveLog(t, "-c", cfg)
+	var st control.Status
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if code, _, _ := runT("ctl", "-c", cfg, "status"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control socket; log:\n%s", logs.String())
+		}
+	}
+	if code, out := ctlJSON(t, &st, "-c", cfg, "status"); code != 0 || st.Version == "" || st.Zones != 2 || st.Resolver || st.Started.IsZero() || st.Uptime < 0 {
+		t.Errorf("status --json: %d %s", code, out)
+	}
+
+	// reload, whole and one zone: the zones as they are after it.
+	for _, args := range [][]string{{"reload"}, {"reload", "example"}} {
+		var zs []control.Zone
+		code, out := ctlJSON(t, &zs, append([]string{"-c", cfg}, args...)...)
+		var ex *control.Zone
+		for i := range zs {
+			if zs[i].Origin == "example." {
+				ex = &zs[i]
+			}
+		}
+		if want := map[int]int{1: 2, 2: 1}[len(args)]; code != 0 || len(zs) != want || ex == nil || ex.Serial != 7 || !ex.Serving || ex.State != control.ZoneLoaded || ex.Role != control.RolePrimary || ex.File != zoneFile {
+			t.Errorf("%s --json: %d %s, want %d zones, example. serial 7 loaded", strings.Join(args, " "), code, out, want)
+		}
+	}
+
+	// The commands on one zone: {"zone", "result"}.
+	for _, tc := range []struct {
+		args []string
+		want control.ZoneResult
+	}{
+		{[]string{"notify", "EXAMPLE"}, control.ZoneResult{Zone: "example.", Result: control.ResultSent, To: []string{ns2.conn.LocalAddr().String()}}},
+		{[]string{"refresh", "sec.test"}, control.ZoneResult{Zone: "sec.test.", Result: control.ResultStarted}},
+		{[]string{"retransfer", "sec.test."}, control.ZoneResult{Zone: "sec.test.", Result: control.ResultStarted}},
+	} {
+		var r control.ZoneResult
+		if code, out := ctlJSON(t, &r, append([]string{"-s", filepath.Join(dir, "ctl.sock")}, tc.args...)...); code != 0 || r.Zone != tc.want.Zone || r.Result != tc.want.Result || strings.Join(r.To, ",") != strings.Join(tc.want.To, ",") {
+			t.Errorf("%s --json: %d %s, want %+v", strings.Join(tc.args, " "), code, out, tc.want)
+		}
+	}
+
+	// Failures: {"error"}, with a reload's result beside it.
+	ctlZone(t, zoneFile, 8, true)
+	for _, tc := range []struct {
+		args   []string
+		err    string
+		result bool // a result beside the error: the reload's zones
+	}{
+		{[]string{"-c", cfg, "reload", "example"}, "zone example.: " + zoneFile + ":5", true},
+		{[]string{"-c", cfg, "reload"}, "zone example.: " + zoneFile + ":5", true},
+		{[]string{"-c", cfg, "reload", "other."}, "zone other.: no such zone configured", false},
+		{[]string{"-c", cfg, "refresh", "example."}, "zone example.: not a secondary zone", false},
+		{[]string{"-c", cfg, "retransfer", "other."}, "zone other.: not a secondary zone", false},
+		{[]string{"-c", cfg, "notify", "sec.test"}, "zone sec.test.: no notify list", false},
+		{[]string{"-s", filepath.Join(dir, "none.sock"), "status"}, "none.sock", false},
+		{[]string{"-c", filepath.Join(dir, "none.toml"), "status"}, "none.toml", false},
+	} {
+		var resp struct {
+			Error  string         `json:"error"`
+			Result []control.Zone `json:"result"`
+		}
+		code, out := ctlJSON(t, &resp, tc.args...)
+		if code != 1 || !strings.Contains(resp.Error, tc.err) || (len(resp.Result) != 0) != tc.result {
+			t.Errorf("%s --json: %d %s, want exit 1, error %q, a result %v", strings.Join(tc.args, " "), code, out, tc.err, tc.result)
+		}
+		if tc.result && (len(resp.Result) == 0 || resp.Result[0].Origin != "example." || resp.Result[0].State != control.ZoneFailed || resp.Result[0].Serial != 7 || !strings.Contains(resp.Result[0].Error, zoneFile+":5")) {
+			t.Errorf("%s --json: result %+v, want example. failed, serving 7", strings.Join(tc.args, " "), resp.Result)
+		}
+	}
+	// A usage error stays text on stderr (exit 2): no command ran.
+	if code, out, errs := runT("ctl", "--json", "-c", cfg, "notify"); code != 2 || out != "" || !strings.Contains(errs, "want one ZONE") {
+		t.Errorf("notify --json without ZONE: %d %q %q", code, out, errs)
+	}
+	if testing.Verbose() {
+		t.Logf("log:\n%s", logs.String())
+	}
+}

@@ -57,19 +57,20 @@ const (
 	CommandStatus = "status" // Status
 	CommandZones  = "zones"  // []Zone
 	CommandReload = "reload" // []Zone: the zones reloaded, as they are after it
-	CommandNotify = "notify" // nil
+	// CommandNotify sends a zone's NOTIFYs now.
+	CommandNotify = "notify" // ZoneResult: ResultSent, To
 	// CommandRefresh starts a secondary zone's refresh (SOA query,
 	// transfer when newer) and returns at once.
-	CommandRefresh = "refresh" // string: the zone
+	CommandRefresh = "refresh" // ZoneResult: ResultStarted
 	// CommandRetransfer starts a secondary zone's transfer of the whole
 	// zone (AXFR), whatever the serials, and returns at once.
-	CommandRetransfer = "retransfer" // string: the zone
+	CommandRetransfer = "retransfer" // ZoneResult: ResultStarted
 	// CommandZoneAdd serves a zone the configuration does not name,
 	// with Request.Settings, until zone-remove (kept across reloads and
 	// restarts).
 	CommandZoneAdd = "zone-add" // []Zone: the zone added
 	// CommandZoneRemove stops serving a zone.
-	CommandZoneRemove = "zone-remove" // string: the zone
+	CommandZoneRemove = "zone-remove" // ZoneResult: ResultRemoved
 	// CommandStats gives the server's counters (those of its
 	// Prometheus metrics) summed now.
 	CommandStats = "stats" // the server's counters (cmd/tern's statsResult)
@@ -84,6 +85,28 @@ type Status struct {
 	Zones    int   `json:"zones"`
 	Resolver bool  `json:"resolver"`
 }
+
+// ZoneResult is the result of a command that acts on one zone and has
+// no zone list to show: notify, refresh, retransfer, zone-remove.
+type ZoneResult struct {
+	// Zone is the zone's origin, canonical ("example.com.").
+	Zone string `json:"zone"`
+	// Result is what was done: ResultSent, ResultStarted or
+	// ResultRemoved.
+	Result string `json:"result"`
+	// To are the addresses notify sent NOTIFYs to.
+	To []string `json:"to,omitempty"`
+}
+
+// ZoneResult.Result values.
+const (
+	// ResultSent: the NOTIFYs were sent (their answers are logged).
+	ResultSent = "sent"
+	// ResultStarted: the refresh or transfer started; the log says how
+	// it ends.
+	ResultStarted = "started"
+	ResultRemoved = "removed"
+)
 
 // Zone states.
 const (
