@@ -249,6 +249,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer stopAnchors()
+		rec.TapInto(tap)
 		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookie.Handler(rec, cookies, cfg.Server.UDPPayload)))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
@@ -154,6 +155,9 @@ type Recursor struct {
 	// empties its response cache.
 	flushes atomic.Uint64
 	metrics *metrics.Set
+	// tap records the workers' queries and answers for dnstap
+	// (TapInto); nil: none.
+	tap *dnstap.Tap
 	// ctx ends the resolutions in flight when the Recursor is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -191,6 +195,13 @@ func orDefault(n, def int) int {
 	return n
 }
 
+// TapInto makes the workers made from now on record every query as a
+// dnstap CLIENT_QUERY and every answer made at once as a
+// CLIENT_RESPONSE into tap ([dnstap]); call it before the server
+// starts. An answer sent after a resolution (deferred) is not recorded:
+// it is sent from the resolution's goroutine, which has no ring.
+func (r *Recursor) TapInto(tap *dnstap.Tap) { r.tap = tap }
+
 // NewWorker returns a Worker for a UDP socket or for TCP connections.
 func (r *Recursor) NewWorker(tcp bool) server.Worker {
 	w := &Worker{r: r, tcp: tcp}
@@ -212,6 +223,10 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 		w.rc = newRespCache(r.respCache)
 	}
 	w.m = metrics.Attach(r.metrics, w, metrics.Resolver)
+	if r.tap != nil {
+		w.tap = r.tap.NewRing()
+		runtime.AddCleanup(w, r.tap.Release, w.tap)
+	}
 	return w
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/wire"
@@ -35,6 +36,8 @@ type Worker struct {
 	now time.Time
 	// m counts the answers; nil: not counted.
 	m *metrics.Shard
+	// tap is the worker's dnstap ring (Recursor.TapInto); nil: none.
+	tap *dnstap.Ring
 }
 
 // respCache is a worker's response cache and what goes with it: the
@@ -62,6 +65,9 @@ func newRespCache(size int) *respCache {
 // order of the decisions).
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	resp := w.answer(req, out)
+	if w.tap != nil {
+		w.record(req, resp) // before the Flush: it may count a drop
+	}
 	if m := w.m; m != nil {
 		w.count(req, resp)
 		m.Flush()
@@ -96,6 +102,9 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		if m != nil {
 			w.count(&reqs[i], outs[i])
 		}
+		if w.tap != nil {
+			w.record(&reqs[i], outs[i])
+		}
 	}
 	if m != nil {
 		// Deferred queries count here only their share of the
@@ -104,6 +113,15 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		m.Flush()
 	}
 	w.now = time.Time{}
+}
+
+// record copies req's query and resp, its answer (nil: none now,
+// deferred or dropped: the query alone is recorded), into w's dnstap
+// ring; a record the ring has no room for is counted as a DropDnstap.
+func (w *Worker) record(req *server.Request, resp []byte) {
+	if !w.tap.Record(dnstap.Client, req.Remote(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
+		w.m.Dropped(metrics.DropDnstap)
+	}
 }
 
 // clock is the time for the response cache: the batch's, else now.
