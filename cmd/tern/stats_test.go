@@ -129,7 +129,7 @@ func TestCtlStats(t *testing.T) {
 		`(?m)^by transport: +tcp 1, udp 5$`,
 		`(?m)^by rcode: +NOERROR 4, NXDOMAIN 1, REFUSED 1$`,
 		`(?m)^by qtype: +A 3, AAAA 1, MX 1, TXT 1$`,
-		`(?m)^dropped: +limit 0, malformed 1, rrl 0$`,
+		`(?m)^dropped: +dnstap 0, limit 0, malformed 1, rrl 0$`,
 		`(?m)^sizes auth udp: +5 responses, \d+ bytes \(mean \d+\): <=\d+ \d+`,
 		`(?m)^resolver cache: +hits 0, misses 0$`,
 		`(?m)^zone events: +load 1 ok 0 failed, refresh 0 ok 0 failed, transfer 0 ok 0 failed$`,
