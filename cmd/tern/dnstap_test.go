@@ -92,8 +92,8 @@ func TestDnstapFile(t *testing.T) {
 	server := netip.MustParseAddrPort(ch.addr)
 	byKey := map[string]*dt.Message{}
 	for _, m := range msgs {
-		if m.GetResponsePort() != 0 && m.GetResponsePort() != uint32(server.Port()) {
-			t.Errorf("%v: response port %d, want %d", m.GetType(), m.GetResponsePort(), server.Port())
+		if m.GetResponsePort() != uint32(server.Port()) || !bytes.Equal(m.GetResponseAddress(), server.Addr().AsSlice()) {
+			t.Errorf("%v: response address %v port %d, want %v", m.GetType(), net.IP(m.GetResponseAddress()), m.GetResponsePort(), server)
 		}
 		byKey[fmt.Sprintf("%v/%v/%d", m.GetType(), m.GetSocketProtocol(), m.GetQueryPort())] = m
 	}

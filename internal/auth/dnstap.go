@@ -29,7 +29,7 @@ func (w *Worker) record(req *server.Request, resp []byte) {
 	if resp == nil {
 		return
 	}
-	if !w.tap.Record(dnstap.Auth, req.Remote(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
+	if !w.tap.Record(dnstap.Auth, req.Remote(), req.Local(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
 		w.m.Dropped(metrics.DropDnstap)
 	}
 }

@@ -49,6 +49,7 @@ const (
 type slot struct {
 	when       int64 // unix nanoseconds
 	remote     netip.AddrPort
+	local      netip.AddrPort
 	qlen, rlen uint16
 	tcp        bool
 	kind       Kind
@@ -67,18 +68,20 @@ type Ring struct {
 	dropped atomic.Uint64
 }
 
-// Record queues the query and its answer resp from remote, received at
-// when (unix nanoseconds), for the writer; it never blocks and
-// allocates nothing. It reports false when the record was dropped (the
-// ring full, or the messages larger than a slot).
-func (r *Ring) Record(kind Kind, remote netip.AddrPort, tcp bool, query, resp []byte, when int64) bool {
+// Record queues the query and its answer resp (nil: none) from remote
+// to local (the server's address; a wildcard address or an invalid one
+// is not recorded, its port is), received at when (unix nanoseconds),
+// for the writer; it never blocks and allocates nothing. It reports
+// false when the record was dropped (the ring full, or the messages
+// larger than a slot).
+func (r *Ring) Record(kind Kind, remote, local netip.AddrPort, tcp bool, query, resp []byte, when int64) bool {
 	h := r.head.Load()
 	if h-r.tail.Load() >= ringSlots || len(query)+len(resp) > slotBytes {
 		r.dropped.Add(1)
 		return false
 	}
 	s := &r.slots[h%ringSlots]
-	s.when, s.remote, s.tcp, s.kind = when, remote, tcp, kind
+	s.when, s.remote, s.local, s.tcp, s.kind = when, remote, local, tcp, kind
 	s.qlen = uint16(copy(s.buf[:], query))
 	s.rlen = uint16(copy(s.buf[s.qlen:], resp))
 	r.head.Store(h + 1)
@@ -268,13 +271,22 @@ func (t *Tap) write(s *slot) {
 	}
 	port := uint32(s.remote.Port())
 	sec, nsec := uint64(s.when/1e9), uint32(s.when%1e9)
+	var raddr []byte
+	var rport *uint32
+	if l := s.local.Addr().Unmap(); l.IsValid() && !l.IsUnspecified() && l.Is4() == addr.Is4() {
+		raddr = l.AsSlice()
+	}
+	if s.local.Port() != 0 {
+		p := uint32(s.local.Port())
+		rport = &p
+	}
 	q := &dt.Message{Type: &qt, SocketFamily: &family, SocketProtocol: &proto_,
-		QueryAddress: addr.AsSlice(), QueryPort: &port,
+		QueryAddress: addr.AsSlice(), QueryPort: &port, ResponseAddress: raddr, ResponsePort: rport,
 		QueryTimeSec: &sec, QueryTimeNsec: &nsec, QueryMessage: s.buf[:s.qlen]}
 	t.frame(q)
 	if s.rlen > 0 {
 		r := &dt.Message{Type: &rt, SocketFamily: &family, SocketProtocol: &proto_,
-			QueryAddress: addr.AsSlice(), QueryPort: &port,
+			QueryAddress: addr.AsSlice(), QueryPort: &port, ResponseAddress: raddr, ResponsePort: rport,
 			QueryTimeSec: &sec, QueryTimeNsec: &nsec,
 			ResponseTimeSec: &sec, ResponseTimeNsec: &nsec, ResponseMessage: s.buf[s.qlen : s.qlen+s.rlen]}
 		t.frame(r)

@@ -54,14 +54,15 @@ func TestSocket(t *testing.T) {
 	}
 	r := tap.NewRing()
 	client := netip.MustParseAddrPort("[2001:db8::7]:5353")
+	server := netip.MustParseAddrPort("[2001:db8::53]:53")
 	const n = 10
 	for i := range n {
 		q, a := []byte{0, byte(i), 1}, []byte{0, byte(i), 0x81, 0x80}
-		if !r.Record(Auth, client, i%2 == 1, q, a, time.Now().UnixNano()) {
+		if !r.Record(Auth, client, server, i%2 == 1, q, a, time.Now().UnixNano()) {
 			t.Fatalf("record %d dropped", i)
 		}
 	}
-	if !r.Record(Client, client, false, []byte{1}, nil, 1) {
+	if !r.Record(Client, client, netip.AddrPort{}, false, []byte{1}, nil, 1) {
 		t.Fatal("dropped")
 	}
 	if err := tap.Close(); err != nil {
@@ -100,7 +101,8 @@ func TestSocket(t *testing.T) {
 		}
 		for _, m := range []*dt.Message{q, a} {
 			if m.GetSocketFamily() != dt.SocketFamily_INET6 || m.GetSocketProtocol() != proto ||
-				!bytes.Equal(m.GetQueryAddress(), client.Addr().AsSlice()) || m.GetQueryPort() != 5353 {
+				!bytes.Equal(m.GetQueryAddress(), client.Addr().AsSlice()) || m.GetQueryPort() != 5353 ||
+				!bytes.Equal(m.GetResponseAddress(), server.Addr().AsSlice()) || m.GetResponsePort() != 53 {
 				t.Errorf("record %d: %v", i, m)
 			}
 		}
@@ -108,7 +110,7 @@ func TestSocket(t *testing.T) {
 			t.Errorf("record %d: query %x response %x", i, q.GetQueryMessage(), a.GetResponseMessage())
 		}
 	}
-	if last := msgs[2*n]; last.GetType() != dt.Message_CLIENT_QUERY || last.GetQueryTimeNsec() != 1 {
+	if last := msgs[2*n]; last.GetType() != dt.Message_CLIENT_QUERY || last.GetQueryTimeNsec() != 1 || last.ResponsePort != nil || last.ResponseAddress != nil {
 		t.Errorf("a Client record without an answer: %v", last)
 	}
 }
@@ -123,18 +125,18 @@ func TestRingFull(t *testing.T) {
 	r := tap.NewRing()
 	a := netip.MustParseAddrPort("192.0.2.1:53")
 	for i := range ringSlots {
-		if !r.Record(Auth, a, false, []byte{byte(i)}, []byte{1}, 0) {
+		if !r.Record(Auth, a, a, false, []byte{byte(i)}, []byte{1}, 0) {
 			t.Fatalf("record %d dropped", i)
 		}
 	}
-	if r.Record(Auth, a, false, []byte{1}, nil, 0) || r.Record(Auth, a, false, nil, nil, 0) {
+	if r.Record(Auth, a, a, false, []byte{1}, nil, 0) || r.Record(Auth, a, a, false, nil, nil, 0) {
 		t.Error("a full ring took a record")
 	}
 	tap.drain(nil)
-	if !r.Record(Auth, a, false, []byte{1}, nil, 0) {
+	if !r.Record(Auth, a, a, false, []byte{1}, nil, 0) {
 		t.Error("a drained ring refused a record")
 	}
-	if r.Record(Auth, a, false, make([]byte, slotBytes), []byte{1}, 0) {
+	if r.Record(Auth, a, a, false, make([]byte, slotBytes), []byte{1}, 0) {
 		t.Error("a record larger than a slot was taken")
 	}
 	if got := tap.Dropped(); got != 3 {

@@ -119,7 +119,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 // deferred or dropped: the query alone is recorded), into w's dnstap
 // ring; a record the ring has no room for is counted as a DropDnstap.
 func (w *Worker) record(req *server.Request, resp []byte) {
-	if !w.tap.Record(dnstap.Client, req.Remote(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
+	if !w.tap.Record(dnstap.Client, req.Remote(), req.Local(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
 		w.m.Dropped(metrics.DropDnstap)
 	}
 }

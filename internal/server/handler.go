@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"sync"
 )
@@ -72,6 +73,9 @@ type Request struct {
 
 	// remote is the client's address, unless raw holds it undecoded.
 	remote netip.AddrPort
+	// local is the address of the socket the query came in on, set
+	// once per socket (UDP) or connection (TCP), not per query.
+	local netip.AddrPort
 	// raw is the client's address as recvmmsg left it (udp_linux.go),
 	// decoded by Remote only when asked: most answers never need it.
 	raw *rawSockaddr
@@ -118,6 +122,12 @@ func (r *Request) Remote() netip.AddrPort {
 	}
 	return r.remote
 }
+
+// Local is the address the query came to: the TCP connection's own
+// address, or the UDP socket's (for a socket bound to a wildcard
+// address, that address, 0.0.0.0 or ::, with the port). Invalid for a
+// request NewRequest made.
+func (r *Request) Local() netip.AddrPort { return r.local }
 
 // Defer says that the answer to req will come later, through the Reply
 // it returns, which may be used from any goroutine: Answer then returns
@@ -187,4 +197,14 @@ func (r *Reply) runFinish() {
 		r.finish = nil
 		f()
 	}
+}
+
+// udpLocal is the address conn is bound to (Request.Local).
+func udpLocal(conn *net.UDPConn) netip.AddrPort {
+	a, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

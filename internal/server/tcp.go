@@ -92,6 +92,10 @@ func (s *Server) admit(c net.Conn) *tcpConn {
 		ap := a.AddrPort()
 		tc.req.remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		tc.req.local = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	tc.client = clientKey(tc.req.remote.Addr())
 	s.mu.Lock()
 	defer s.mu.Unlock()

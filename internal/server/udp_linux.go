@@ -84,6 +84,7 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		return nil, err
 	}
 	w := &udpWorker{fd: -1}
+	local := udpLocal(conn)
 	var derr error
 	if err := raw.Control(func(f uintptr) {
 		w.fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
@@ -105,7 +106,7 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 	w.worker = h.NewWorker(false)
 	w.batcher, _ = w.worker.(Batcher)
 	for i := 0; i < batch; i++ {
-		w.reqs[i] = Request{raw: (*rawSockaddr)(&w.addr[i]), transport: w, slot: i}
+		w.reqs[i] = Request{raw: (*rawSockaddr)(&w.addr[i]), local: local, transport: w, slot: i}
 		w.rxBuf[i] = make([]byte, rxSize)
 		w.txBuf[i] = make([]byte, BufferSize)
 		w.rxIov[i].Base = &w.rxBuf[i][0]

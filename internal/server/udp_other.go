@@ -55,6 +55,7 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 		tx:     make([]byte, BufferSize),
 	}
 	w.req.transport = w
+	w.req.local = udpLocal(conn)
 	return w, nil
 }
 
