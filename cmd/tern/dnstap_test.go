@@ -14,8 +14,8 @@ import (
 
 	dt "github.com/dnstap/golang-dnstap"
 	"github.com/miekg/dns"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/peer"
 )
 
@@ -149,26 +149,17 @@ func TestDnstapFile(t *testing.T) {
 }
 
 // readDnstap reads the dnstap messages of a Frame Streams file with
-// the library's reader.
+// the library's reader; each record must be a MESSAGE with an identity.
 func readDnstap(t *testing.T, path string) []*dt.Message {
 	t.Helper()
-	in, err := dt.NewFrameStreamInputFromFilename(path)
+	records, err := dnstap.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := make(chan []byte, 1024)
-	go func() {
-		in.ReadInto(frames)
-		close(frames)
-	}()
 	var msgs []*dt.Message
-	for f := range frames {
-		var d dt.Dnstap
-		if err := proto.Unmarshal(f, &d); err != nil {
-			t.Fatalf("frame %d: %v", len(msgs), err)
-		}
+	for i, d := range records {
 		if d.GetType() != dt.Dnstap_MESSAGE || d.Message == nil || len(d.GetIdentity()) == 0 {
-			t.Fatalf("frame %d: %v", len(msgs), &d)
+			t.Fatalf("record %d: %v", i, d)
 		}
 		msgs = append(msgs, d.Message)
 	}

@@ -332,3 +332,27 @@ func (t *Tap) Close() error {
 	err := t.w.Close()
 	return errors.Join(t.err, err)
 }
+
+// ReadFile reads the dnstap records of a Frame Streams file (what a
+// Tap with a File wrote) with the library's reader, in order.
+func ReadFile(path string) ([]*dt.Dnstap, error) {
+	in, err := dt.NewFrameStreamInputFromFilename(path)
+	if err != nil {
+		return nil, fmt.Errorf("dnstap: %w", err)
+	}
+	frames := make(chan []byte, 64)
+	go func() {
+		in.ReadInto(frames)
+		close(frames)
+	}()
+	var out []*dt.Dnstap
+	var bad error
+	for f := range frames {
+		d := new(dt.Dnstap)
+		if err := proto.Unmarshal(f, d); err != nil && bad == nil {
+			bad = fmt.Errorf("dnstap: %s: frame %d: %w", path, len(out), err)
+		}
+		out = append(out, d)
+	}
+	return out, bad
+}

@@ -8,7 +8,6 @@ import (
 
 	dt "github.com/dnstap/golang-dnstap"
 	"github.com/miekg/dns"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/server"
@@ -51,19 +50,13 @@ func TestDnstapClient(t *testing.T) {
 	if err := tap.Close(); err != nil {
 		t.Fatal(err)
 	}
-	in, err := dt.NewFrameStreamInputFromFilename(file)
+	records, err := dnstap.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := make(chan []byte, 16)
-	go func() { in.ReadInto(frames); close(frames) }()
 	types := map[dt.Message_Type]int{}
 	var last *dt.Message
-	for f := range frames {
-		var d dt.Dnstap
-		if err := proto.Unmarshal(f, &d); err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range records {
 		last = d.GetMessage()
 		types[last.GetType()]++
 	}
