@@ -11,16 +11,22 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	dt "github.com/dnstap/golang-dnstap"
 	"github.com/miekg/dns"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/peer"
 )
 
-// opsDnstap is TestDnstapFile's listener address (issue 15's block).
-const opsDnstap = "127.0.0.183"
+// TestDnstapFile's and TestDnstapSocket's listener addresses (issue
+// 15's block).
+const (
+	opsDnstap       = "127.0.0.183"
+	opsDnstapSocket = "127.0.0.184"
+)
 
 // sentQuery is a query a test sent and what it knows of it.
 type sentQuery struct {
@@ -164,4 +170,66 @@ func readDnstap(t *testing.T, path string) []*dt.Message {
 		msgs = append(msgs, d.Message)
 	}
 	return msgs
+}
+
+// TestDnstapSocket: with [dnstap] socket, tern serve connects to the
+// collector with the bidirectional Frame Streams handshake and sends
+// the records of its answers; stopping it ends the stream.
+func TestDnstapSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "tern-dnstap") // short: a socket path is < 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	frames := make(chan []byte, 16)
+	go func() {
+		defer close(frames)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if in, err := dt.NewFrameStreamInputTimeout(c, true, time.Minute); err == nil {
+			in.ReadInto(frames)
+		}
+	}()
+	cfg := filepath.Join(dir, "tern.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\ncontrol = \"\"\ndata-dir = \"data\"\n[dnstap]\nsocket = %q\n", sock)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg, "--listen", opsDnstapSocket+":0", "--workers", "1")
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	s := exchangeFrom(t, "udp", addr, m)
+	stop()
+	var types []dt.Message_Type
+	deadline := time.After(time.Minute)
+	for done := false; !done; {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				done = true
+				break
+			}
+			var d dt.Dnstap
+			if err := proto.Unmarshal(f, &d); err != nil {
+				t.Fatal(err)
+			}
+			types = append(types, d.GetMessage().GetType())
+			if d.GetMessage().GetQueryPort() != uint32(s.local.Port()) {
+				t.Errorf("query port %d, want %d", d.GetMessage().GetQueryPort(), s.local.Port())
+			}
+		case <-deadline:
+			t.Fatalf("the stream did not end within a minute; got %v; log: %s", types, logs.String())
+		}
+	}
+	if len(types) != 2 || types[0] != dt.Message_AUTH_QUERY || types[1] != dt.Message_AUTH_RESPONSE {
+		t.Errorf("messages %v, want AUTH_QUERY, AUTH_RESPONSE; log: %s", types, logs.String())
+	}
 }
