@@ -32,6 +32,10 @@ const (
 	Auth Kind = iota
 	// Client: CLIENT_QUERY and CLIENT_RESPONSE (the resolver's listeners).
 	Client
+	// ClientResponse: a CLIENT_RESPONSE alone, the answer sent after a
+	// resolution (the query's CLIENT_QUERY was recorded when it came);
+	// the query's bytes are not written.
+	ClientResponse
 )
 
 const (
@@ -88,6 +92,15 @@ func (r *Ring) Record(kind Kind, remote, local netip.AddrPort, tcp bool, query, 
 	return true
 }
 
+// RecordShared is Record into t's shared ring, for goroutines without a
+// ring of their own (the resolver's resolutions sending deferred
+// answers): it takes a lock, held for the copy only, never for I/O.
+func (t *Tap) RecordShared(kind Kind, remote, local netip.AddrPort, tcp bool, query, resp []byte, when int64) bool {
+	t.sharedMu.Lock()
+	defer t.sharedMu.Unlock()
+	return t.shared.Record(kind, remote, local, tcp, query, resp, when)
+}
+
 // Tap is the writer of one dnstap output and the rings of the workers
 // that record into it.
 type Tap struct {
@@ -98,6 +111,10 @@ type Tap struct {
 	mu    sync.Mutex // guards rings, free
 	rings []*Ring
 	free  []*Ring
+	// shared is the ring of the goroutines that have none of their own
+	// (RecordShared), its producers serialized by sharedMu.
+	sharedMu sync.Mutex
+	shared   *Ring
 
 	every   time.Duration
 	stop    chan struct{}
@@ -155,6 +172,7 @@ func Open(opt Options) (*Tap, error) {
 	if t.every <= 0 {
 		t.every = pollInterval
 	}
+	t.shared = t.NewRing()
 	go t.run()
 	return t, nil
 }
@@ -258,7 +276,7 @@ func (t *Tap) drain(rings []*Ring) ([]*Ring, int) {
 // write encodes s as its query and response messages and writes them.
 func (t *Tap) write(s *slot) {
 	qt, rt := dt.Message_AUTH_QUERY, dt.Message_AUTH_RESPONSE
-	if s.kind == Client {
+	if s.kind != Auth {
 		qt, rt = dt.Message_CLIENT_QUERY, dt.Message_CLIENT_RESPONSE
 	}
 	family, addr := dt.SocketFamily_INET, s.remote.Addr().Unmap()
@@ -283,7 +301,9 @@ func (t *Tap) write(s *slot) {
 	q := &dt.Message{Type: &qt, SocketFamily: &family, SocketProtocol: &proto_,
 		QueryAddress: addr.AsSlice(), QueryPort: &port, ResponseAddress: raddr, ResponsePort: rport,
 		QueryTimeSec: &sec, QueryTimeNsec: &nsec, QueryMessage: s.buf[:s.qlen]}
-	t.frame(q)
+	if s.kind != ClientResponse {
+		t.frame(q)
+	}
 	if s.rlen > 0 {
 		r := &dt.Message{Type: &rt, SocketFamily: &family, SocketProtocol: &proto_,
 			QueryAddress: addr.AsSlice(), QueryPort: &port, ResponseAddress: raddr, ResponsePort: rport,

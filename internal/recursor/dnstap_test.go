@@ -15,8 +15,9 @@ import (
 
 // TestDnstapClient: with dnstap on, the resolver's workers record each
 // query as a CLIENT_QUERY and each answer made at once (refusal, local
-// data) as a CLIENT_RESPONSE, allocating nothing; a deferred query is
-// recorded as its CLIENT_QUERY alone.
+// data) as a CLIENT_RESPONSE, allocating nothing; a deferred query's
+// CLIENT_QUERY comes from the worker, its CLIENT_RESPONSE from the
+// resolution when it sends the answer.
 func TestDnstapClient(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "d.fstrm")
 	// The writer held until Close: its encoding would count in
@@ -44,9 +45,17 @@ func TestDnstapClient(t *testing.T) {
 		}
 	}
 	pkt, _ := query("deferred.example.tld.", dns.TypeA, true, true).Pack()
-	if resp := w.Answer(server.NewRequest(pkt, client, false, func([]byte) {}), out); resp != nil {
+	sent := make(chan []byte, 1)
+	if resp := w.Answer(server.NewRequest(pkt, client, false, func(msg []byte) { sent <- append([]byte(nil), msg...) }), out); resp != nil {
 		t.Fatalf("not deferred: %x", resp)
 	}
+	var answer []byte
+	select {
+	case answer = <-sent:
+	case <-time.After(time.Minute):
+		t.Fatal("the deferred answer never came")
+	}
+	r.Close() // the resolution's goroutine recorded before it ended
 	if err := tap.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -55,16 +64,31 @@ func TestDnstapClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	types := map[dt.Message_Type]int{}
-	var last *dt.Message
 	for _, d := range records {
-		last = d.GetMessage()
-		types[last.GetType()]++
+		types[d.GetMessage().GetType()]++
 	}
 	// AllocsPerRun answers each query once more than it counts.
-	if types[dt.Message_CLIENT_QUERY] != 2*101+1 || types[dt.Message_CLIENT_RESPONSE] != 2*101 || len(types) != 2 {
-		t.Errorf("messages by type %v, want 203 CLIENT_QUERY and 202 CLIENT_RESPONSE", types)
+	if types[dt.Message_CLIENT_QUERY] != 2*101+1 || types[dt.Message_CLIENT_RESPONSE] != 2*101+1 || len(types) != 2 {
+		t.Errorf("messages by type %v, want 203 CLIENT_QUERY and 203 CLIENT_RESPONSE", types)
 	}
-	if last.GetType() != dt.Message_CLIENT_QUERY || string(last.GetQueryMessage()) != string(pkt) {
-		t.Errorf("last message (the deferred query): %v", last)
+	// The deferred query's CLIENT_QUERY (from the worker's ring) and
+	// its answer's CLIENT_RESPONSE alone (from the shared ring); the
+	// rings are written one after the other, not in time order.
+	byType := map[dt.Message_Type]*dt.Message{}
+	for _, d := range records {
+		m := d.GetMessage()
+		if string(m.GetQueryMessage()) == string(pkt) || string(m.GetResponseMessage()) == string(answer) {
+			if byType[m.GetType()] != nil {
+				t.Errorf("the deferred query's %v twice", m.GetType())
+			}
+			byType[m.GetType()] = m
+		}
+	}
+	if q := byType[dt.Message_CLIENT_QUERY]; q == nil || string(q.GetQueryMessage()) != string(pkt) {
+		t.Errorf("the deferred query: %v", q)
+	}
+	if a := byType[dt.Message_CLIENT_RESPONSE]; a == nil || string(a.GetResponseMessage()) != string(answer) || a.GetQueryMessage() != nil ||
+		a.GetQueryPort() != uint32(client.Port()) {
+		t.Errorf("the deferred answer: %v", a)
 	}
 }

@@ -198,9 +198,19 @@ func orDefault(n, def int) int {
 // TapInto makes the workers made from now on record every query as a
 // dnstap CLIENT_QUERY and every answer made at once as a
 // CLIENT_RESPONSE into tap ([dnstap]); call it before the server
-// starts. An answer sent after a resolution (deferred) is not recorded:
-// it is sent from the resolution's goroutine, which has no ring.
+// starts. An answer sent after a resolution (deferred) is recorded by
+// the resolution's goroutine into the Tap's shared ring (tapDeferred).
 func (r *Recursor) TapInto(tap *dnstap.Tap) { r.tap = tap }
+
+// tapDeferred records msg, the answer sent after a resolution to w's
+// query, as a CLIENT_RESPONSE (its CLIENT_QUERY was recorded when the
+// query came) in the Tap's shared ring: the resolution's goroutine has
+// no ring of its own; it is off the workers' path.
+func (r *Recursor) tapDeferred(w *waiter, msg []byte) {
+	if r.tap != nil {
+		r.tap.RecordShared(dnstap.ClientResponse, w.from, w.at, w.tcp, w.query, msg, time.Now().UnixNano())
+	}
+}
 
 // NewWorker returns a Worker for a UDP socket or for TCP connections.
 func (r *Recursor) NewWorker(tcp bool) server.Worker {

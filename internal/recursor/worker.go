@@ -319,7 +319,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, req.Remote().Addr(), w.mailTo(), func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, req.Remote(), req.Local(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
