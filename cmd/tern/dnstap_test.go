@@ -182,23 +182,11 @@ func TestDnstapSocket(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
+	frames, stopCollector, err := dnstap.Collect(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	frames := make(chan []byte, 16)
-	go func() {
-		defer close(frames)
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		if in, err := dt.NewFrameStreamInputTimeout(c, true, time.Minute); err == nil {
-			in.ReadInto(frames)
-		}
-	}()
+	defer stopCollector()
 	cfg := filepath.Join(dir, "tern.toml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\ncontrol = \"\"\ndata-dir = \"data\"\n[dnstap]\nsocket = %q\n", sock)), 0o644); err != nil {
 		t.Fatal(err)

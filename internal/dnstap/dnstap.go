@@ -376,3 +376,29 @@ func ReadFile(path string) ([]*dt.Dnstap, error) {
 	}
 	return out, bad
 }
+
+// Collect listens on a unix socket at path as a dnstap collector does
+// (fstrm_capture): it accepts one connection, answers the bidirectional
+// Frame Streams handshake (READY, ACCEPT, START) and sends each frame
+// to the channel it returns, which is closed when the stream ends (STOP)
+// or the connection fails. stop stops listening (and, before a
+// connection came, closes the channel). For the tests of socket output.
+func Collect(path string) (frames <-chan []byte, stop func(), err error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dnstap: %w", err)
+	}
+	ch := make(chan []byte, 64)
+	go func() {
+		defer close(ch)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if in, err := dt.NewFrameStreamInputTimeout(c, true, time.Minute); err == nil {
+			in.ReadInto(ch)
+		}
+	}()
+	return ch, func() { l.Close() }, nil
+}

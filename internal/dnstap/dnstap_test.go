@@ -2,7 +2,6 @@ package dnstap
 
 import (
 	"bytes"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,28 +24,11 @@ func TestSocket(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", path)
+	frames, stop, err := Collect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	frames := make(chan []byte, 64)
-	accepted := make(chan error, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			accepted <- err
-			close(frames)
-			return
-		}
-		defer c.Close()
-		in, err := dt.NewFrameStreamInputTimeout(c, true, 10*time.Second)
-		accepted <- err
-		if err == nil {
-			in.ReadInto(frames) // until the writer's STOP
-		}
-		close(frames)
-	}()
+	defer stop()
 
 	tap, err := Open(Options{Socket: path, Identity: "test", Version: "v"})
 	if err != nil {
@@ -67,14 +49,6 @@ func TestSocket(t *testing.T) {
 	}
 	if err := tap.Close(); err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case err := <-accepted:
-		if err != nil {
-			t.Fatalf("handshake: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the Tap never connected")
 	}
 	var msgs []*dt.Message
 	for f := range frames {
