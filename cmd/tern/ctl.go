@@ -474,6 +474,7 @@ func printStats(w io.Writer, s *statsResult) error {
 	fmt.Fprintf(tw, "by rcode:\t%s\n", counts(s.Rcodes, false))
 	fmt.Fprintf(tw, "by qtype:\t%s\n", counts(s.Qtypes, false))
 	fmt.Fprintf(tw, "dropped:\t%s\n", counts(s.Dropped, true))
+	fmt.Fprintf(tw, "cookies:\t%s\n", counts(s.Cookies, false))
 	for _, z := range s.Sizes {
 		var b []string
 		for _, k := range z.Buckets {

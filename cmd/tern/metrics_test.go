@@ -69,8 +69,9 @@ func askOnce(t *testing.T, addr, netw, name string, qtype uint16, want int) {
 }
 
 // TestMetrics: with --metrics, the queries a server answers show on
-// /metrics by transport, QTYPE, RCODE and zone, a runt datagram as a
-// malformed drop, and the zone's serial and load; the values as sent
+// /metrics by transport, QTYPE, RCODE and zone, by DNS cookie (a query
+// with a client cookie alone, one with the server cookie it got back),
+// a runt datagram as a malformed drop, and the zone's serial and load; the values as sent
 // (one exchange each, no retry: a count off by a retry would hide a
 // double count).
 func TestMetrics(t *testing.T) {
@@ -85,6 +86,27 @@ func TestMetrics(t *testing.T) {
 	ask("tcp", "mail.example.com.", dns.TypeAAAA, dns.RcodeSuccess)
 	ask("udp", "nope.example.com.", dns.TypeA, dns.RcodeNameError)
 	ask("udp", "www.example.org.", dns.TypeMX, dns.RcodeRefused)
+	// A client cookie alone, then with the server cookie it got.
+	cookie := "0102030405060708"
+	for range 2 {
+		m := new(dns.Msg)
+		m.SetQuestion("mail.example.com.", dns.TypeA)
+		m.SetEdns0(1232, false)
+		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: cookie}}
+		r, _, err := (&dns.Client{Timeout: 10 * time.Second}).Exchange(m, dnsAddr)
+		if err != nil || r.Rcode != dns.RcodeSuccess || r.IsEdns0() == nil {
+			t.Fatalf("cookie query: %v %v", r, err)
+		}
+		cookie = ""
+		for _, o := range r.IsEdns0().Option {
+			if c, ok := o.(*dns.EDNS0_COOKIE); ok {
+				cookie = c.Cookie
+			}
+		}
+		if len(cookie) != 2*(8+16) {
+			t.Fatalf("cookie in the response: %q", cookie)
+		}
+	}
 	c, err := net.Dial("udp", dnsAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +119,13 @@ func TestMetrics(t *testing.T) {
 		`tern_queries_total{qtype="AAAA",rcode="NOERROR",server="auth",transport="tcp"}`: "1",
 		`tern_queries_total{qtype="A",rcode="NXDOMAIN",server="auth",transport="udp"}`:   "1",
 		`tern_queries_total{qtype="MX",rcode="REFUSED",server="auth",transport="udp"}`:   "1",
-		`tern_zone_queries_total{zone="example.com."}`:                                   "5",
+		`tern_zone_queries_total{zone="example.com."}`:                                   "7",
+		`tern_cookies_total{result="none",server="auth"}`:                                "6",
+		`tern_cookies_total{result="client-only",server="auth"}`:                         "1",
+		`tern_cookies_total{result="valid",server="auth"}`:                               "1",
+		`tern_cookies_total{result="badcookie",server="auth"}`:                           "0",
 		`tern_dropped_queries_total{reason="malformed",server="auth"}`:                   "1",
-		`tern_response_size_bytes_count{server="auth",transport="udp"}`:                  "5",
+		`tern_response_size_bytes_count{server="auth",transport="udp"}`:                  "7",
 		`tern_zone_serial{role="primary",zone="example.com."}`:                           "2.026120201e+09",
 		`tern_zone_serving{role="primary",zone="example.com."}`:                          "1",
 		`tern_zone_events_total{event="load",result="ok"}`:                               "1",

@@ -38,13 +38,49 @@ type Worker struct {
 	// them.
 	valid []bool
 	clock func() time.Time
+	// m is the inner Worker's metrics Shard (nil: none): each query's
+	// cookie outcome counts there, before the inner Worker answers (its
+	// Flush publishes it); flush says an answer of this layer's own
+	// (FORMERR, BADCOOKIE) was counted, to be published here.
+	m     *metrics.Shard
+	flush bool
+}
+
+// outcomes are the metrics outcomes of the Verdicts (Bad over UDP is
+// metrics.CookieBadCookie).
+var outcomes = [...]metrics.Cookie{
+	None: metrics.CookieNone, ClientOnly: metrics.CookieClientOnly, Valid: metrics.CookieValid,
+	Stale: metrics.CookieRefreshed, Bad: metrics.CookieBad, Malformed: metrics.CookieMalformed,
 }
 
 // NewWorker returns inner with cookies answered under keys.
 func NewWorker(inner server.Worker, keys *Keys, payload int) *Worker {
 	w := &Worker{inner: inner, keys: keys, payload: payload, valid: make([]bool, 1), clock: time.Now}
 	w.batch, _ = inner.(server.Batcher)
+	if m, ok := inner.(interface{ Metrics() *metrics.Shard }); ok {
+		w.m = m.Metrics()
+	}
 	return w
+}
+
+// isQuery reports whether pkt has a header and is not a response: what
+// the inner Worker does not drop as malformed (those are not counted as
+// cookie outcomes).
+func isQuery(pkt []byte) bool { return len(pkt) >= 12 && pkt[2]&0x80 == 0 }
+
+// count counts n queries of outcome c.
+func (w *Worker) count(c metrics.Cookie, n int) {
+	if w.m != nil {
+		w.m.Cookies(c, n)
+	}
+}
+
+// publish publishes the counts of the answers this layer made itself.
+func (w *Worker) publish() {
+	if w.flush {
+		w.flush = false
+		w.m.Flush()
+	}
 }
 
 // ValidCookie reports whether the i-th request of the last batch (0:
@@ -58,9 +94,14 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	w.valid[0] = false
 	opt, size, found := find(req.Packet)
 	if !found {
+		if isQuery(req.Packet) {
+			w.count(metrics.CookieNone, 1)
+		}
 		return w.inner.Answer(req, out)
 	}
-	return w.answer(s, req, opt, size, out, now, &w.valid[0])
+	resp := w.answer(s, req, opt, size, out, now, &w.valid[0])
+	w.publish()
+	return resp
 }
 
 // AnswerBatch answers a batch through the inner Worker, with cookies:
@@ -72,11 +113,17 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 	}
 	w.valid = w.valid[:len(reqs)]
 	any := false
+	none := 0
 	for i := range reqs {
 		w.valid[i] = false
 		if _, found := Find(reqs[i].Packet); found {
 			any = true
+		} else if isQuery(reqs[i].Packet) {
+			none++
 		}
+	}
+	if none > 0 {
+		w.count(metrics.CookieNone, none)
 	}
 	if !any {
 		if w.batch != nil {
@@ -98,6 +145,7 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		}
 		outs[i] = w.answer(s, &reqs[i], opt, size, outs[i], now, &w.valid[i])
 	}
+	w.publish()
 }
 
 // answer answers a query with a COOKIE option opt: FORMERR when it is
@@ -111,10 +159,15 @@ func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16
 	v := check(s, opt, addr, now)
 	switch {
 	case v == Malformed:
+		w.count(metrics.CookieMalformed, 1)
+		w.flush = w.m != nil
 		return w.errorReply(req.Packet, out, wire.RcodeFormErr, nil, s, addr, now)
 	case v == Bad && !req.TCP:
+		w.count(metrics.CookieBadCookie, 1)
+		w.flush = w.m != nil
 		return w.errorReply(req.Packet, out, RcodeBadCookie, opt, s, addr, now)
 	}
+	w.count(outcomes[v], 1)
 	*valid = v == Valid || v == Stale
 	resp := w.inner.Answer(req, out)
 	if resp == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cookie"
 	"github.com/tern-dns/tern/internal/dnstest"
+	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
@@ -81,12 +82,16 @@ const client = "198.51.100.7"
 type fixture struct {
 	keys *cookie.Keys
 	w    *cookie.Worker
+	// set has the metrics the worker counts in.
+	set *metrics.Set
 }
 
 func newFixture(t testing.TB) *fixture {
 	keys := cookie.NewKeys()
 	inner := responder(t).NewWorker(false, auth.DefaultCacheSize)
-	return &fixture{keys: keys, w: cookie.NewWorker(inner, keys, 1232)}
+	set := metrics.New()
+	inner.CountIn(set.Shard(metrics.Auth))
+	return &fixture{keys: keys, w: cookie.NewWorker(inner, keys, 1232), set: set}
 }
 
 func (f *fixture) ask(t testing.TB, pkt []byte, from string, tcp bool) (*dns.Msg, []byte) {
@@ -218,8 +223,60 @@ func TestCookieCache(t *testing.T) {
 	}
 }
 
+// TestCookieMetrics: each query's cookie outcome counts in the inner
+// Worker's metrics Shard, published when its answer is (BADCOOKIE and
+// FORMERR, made by the cookie layer alone, too), one at a time and in
+// batches.
+func TestCookieMetrics(t *testing.T) {
+	cc := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	f := newFixture(t)
+	ask := func(opt []byte, edns, tcp bool) {
+		t.Helper()
+		req := server.NewRequest(query(t, opt, edns), netip.AddrPortFrom(netip.MustParseAddr(client), 5353), tcp, nil)
+		if f.w.Answer(req, make([]byte, 0, server.BufferSize)) == nil {
+			t.Fatal("no response")
+		}
+	}
+	other := f.made(cc, time.Minute)
+	other[len(other)-1] ^= 1
+	ask(nil, false, false)
+	ask(nil, true, false)
+	ask(cc, true, false)
+	ask(f.made(cc, time.Minute), true, false)
+	ask(f.made(cc, time.Minute), true, false)
+	ask(f.made(cc, 31*time.Minute), true, false)
+	ask(other, true, true)
+	ask(other, true, false)
+	ask(cc[:7], true, false)
+	// A batch without cookies, and one with.
+	batch := func(opts ...[]byte) {
+		reqs := make([]server.Request, len(opts))
+		outs := make([][]byte, len(opts))
+		for i, o := range opts {
+			reqs[i] = *server.NewRequest(query(t, o, true), netip.AddrPortFrom(netip.MustParseAddr(client), 5353), false, nil)
+			outs[i] = make([]byte, 0, server.BufferSize)
+		}
+		f.w.AnswerBatch(reqs, outs)
+	}
+	batch(nil, nil, nil)
+	batch(nil, cc, other)
+	// A runt is no query: the inner Worker drops it, uncounted here.
+	f.w.Answer(server.NewRequest([]byte{1, 2, 3}, netip.AddrPortFrom(netip.MustParseAddr(client), 5353), false, nil), nil)
+	want := map[string]uint64{"none": 6, "client-only": 2, "valid": 2, "refreshed": 1, "bad": 1, "malformed": 1, "badcookie": 2}
+	got := f.set.Snapshot().Cookies
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("cookies %s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("cookies: %v, want %v", got, want)
+	}
+}
+
 // TestCookieZeroAllocs: queries without a cookie and with one (client
-// only, valid) allocate nothing, one at a time and in batches.
+// only, valid) allocate nothing, one at a time and in batches, with
+// their outcomes counted in metrics.
 func TestCookieZeroAllocs(t *testing.T) {
 	f := newFixture(t)
 	cc := []byte{1, 2, 3, 4, 5, 6, 7, 8}
@@ -258,13 +315,14 @@ func TestCookieZeroAllocs(t *testing.T) {
 // BenchmarkAnswer: batches of 32 auth response-cache hits, EDNS
 // queries, answered by auth alone (off), through the cookie layer
 // without a cookie (on), with a client cookie (client) and with a valid
-// server cookie (valid); thread CPU per answer.
+// server cookie (valid), counted in metrics; thread CPU per answer.
 func BenchmarkAnswer(b *testing.B) {
 	cc := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 	for _, c := range []string{"off", "on", "client", "valid"} {
 		b.Run(c, func(b *testing.B) {
 			f := newFixture(b)
 			inner := responder(b).NewWorker(false, auth.DefaultCacheSize)
+			inner.CountIn(metrics.New().Shard(metrics.Auth))
 			var w server.Batcher = cookie.NewWorker(inner, f.keys, 1232)
 			q := query(b, nil, true)
 			switch c {

@@ -18,6 +18,9 @@ var (
 	descDropped = prometheus.NewDesc("tern_dropped_queries_total",
 		"Queries given no answer, by reason (malformed: not a query, or too long to read; limit: over the resolver's limits; rrl: rate limited; dnstap: answered, but its dnstap record dropped).",
 		[]string{"server", "reason"}, nil)
+	descCookies = prometheus.NewDesc("tern_cookies_total",
+		"Queries by what their DNS cookie was (none; client-only; valid; refreshed: valid but old, a fresh one sent; bad: not ours, over TCP, answered; malformed: FORMERR sent; badcookie: not ours, over UDP, BADCOOKIE sent).",
+		[]string{"server", "result"}, nil)
 	descZoneQueries = prometheus.NewDesc("tern_zone_queries_total",
 		"Queries the authoritative listeners answered from each zone.",
 		[]string{"zone"}, nil)
@@ -53,7 +56,7 @@ var (
 // Describe sends every metric's description: Set is a
 // prometheus.Collector.
 func (s *Set) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueries, descSizes, descLatency, descDropped,
+	for _, d := range []*prometheus.Desc{descQueries, descSizes, descLatency, descDropped, descCookies,
 		descZoneQueries, descCache, descResolutions, descValidation, descUpstream, descTimeouts,
 		descZoneSerial, descZoneServing, descZoneEvents, descZoneEventTime, descZoneLastEvent} {
 		ch <- d
@@ -132,6 +135,9 @@ func (s *Set) Collect(ch chan<- prometheus.Metric) {
 		}
 		for d := Drop(0); d < numDrops; d++ {
 			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(c[offDrops+int(d)]), name, dropNames[d])
+		}
+		for k := Cookie(0); k < numCookies; k++ {
+			ch <- prometheus.MustNewConstMetric(descCookies, prometheus.CounterValue, float64(c[offCookies+int(k)]), name, cookieNames[k])
 		}
 	}
 	s.mu.Lock()

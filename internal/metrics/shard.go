@@ -126,8 +126,7 @@ const (
 	// DropLimit: over the resolver's limits (max-per-client,
 	// max-waiting).
 	DropLimit
-	// DropRRL: response rate limiting (not yet counted: the counter is
-	// there for it).
+	// DropRRL: response rate limiting (a drop or a slip).
 	DropRRL
 	// DropDnstap: answered, but its dnstap record dropped (the
 	// worker's queue full, or the record larger than a slot).
@@ -136,6 +135,35 @@ const (
 )
 
 var dropNames = [numDrops]string{"malformed", "limit", "rrl", "dnstap"}
+
+// Cookie is what the DNS cookie layer (internal/cookie) found in a
+// query and did with it (RFC 7873, RFC 9018).
+type Cookie uint8
+
+// The cookie outcomes.
+const (
+	// CookieNone: no COOKIE option.
+	CookieNone Cookie = iota
+	// CookieClientOnly: a client cookie alone (RFC 7873 §5.2.3).
+	CookieClientOnly
+	// CookieValid: a valid server cookie of ours.
+	CookieValid
+	// CookieRefreshed: a valid server cookie older than the refresh
+	// age, answered with a fresh one (RFC 9018 §4.3).
+	CookieRefreshed
+	// CookieBad: a server cookie not ours (or expired) over TCP,
+	// answered with a fresh one (RFC 7873 §5.2.3).
+	CookieBad
+	// CookieMalformed: a malformed COOKIE option, answered FORMERR
+	// (RFC 7873 §5.2.2).
+	CookieMalformed
+	// CookieBadCookie: a server cookie not ours over UDP, answered
+	// BADCOOKIE (RFC 7873 §5.2.4).
+	CookieBadCookie
+	numCookies
+)
+
+var cookieNames = [numCookies]string{"none", "client-only", "valid", "refreshed", "bad", "malformed", "badcookie"}
 
 // The layout of a Shard's counters: one flat array, so that a batch's
 // touched counters are a list of indexes.
@@ -149,7 +177,8 @@ const (
 	offLatSum   = offLatency + numLatency
 	offDrops    = offLatSum + 1
 	offCache    = offDrops + int(numDrops) // resolver response cache: hit, miss
-	numCounters = offCache + 2
+	offCookies  = offCache + 2
+	numCounters = offCookies + int(numCookies)
 )
 
 // MaxZones bounds the zones counted by name (tern_zone_queries_total):
@@ -241,6 +270,9 @@ func (m *Shard) zone(z uint32) {
 
 // Dropped counts a query that got no answer, and why.
 func (m *Shard) Dropped(why Drop) { m.add(offDrops+int(why), 1) }
+
+// Cookies counts n queries whose DNS cookie had outcome c.
+func (m *Shard) Cookies(c Cookie, n int) { m.add(offCookies+int(c), uint64(n)) }
 
 // CacheLookup counts a look in the resolver's response cache.
 func (m *Shard) CacheLookup(hit bool) {

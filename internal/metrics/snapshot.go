@@ -10,12 +10,14 @@ type Snapshot struct {
 	// Queries are the queries answered per server ("auth",
 	// "resolver"), Transports, Rcodes and Qtypes all servers' by
 	// transport ("udp", "tcp"), RCODE and QTYPE name, Dropped the
-	// queries given no answer by reason.
+	// queries given no answer by reason, Cookies the queries by what
+	// their DNS cookie was (metrics.Cookie's names).
 	Queries    map[string]uint64 `json:"queries"`
 	Transports map[string]uint64 `json:"transports"`
 	Rcodes     map[string]uint64 `json:"rcodes"`
 	Qtypes     map[string]uint64 `json:"qtypes"`
 	Dropped    map[string]uint64 `json:"dropped"`
+	Cookies    map[string]uint64 `json:"cookies"`
 	// Sizes are the response sizes per server and transport (those
 	// with responses).
 	Sizes []SizeStats `json:"sizes"`
@@ -68,7 +70,7 @@ type ZoneStatus struct {
 func (s *Set) Snapshot() Snapshot {
 	t := s.sum()
 	snap := Snapshot{Time: time.Now(), Queries: map[string]uint64{}, Transports: map[string]uint64{}, Rcodes: map[string]uint64{},
-		Qtypes: map[string]uint64{}, Dropped: map[string]uint64{}, Validation: map[string]uint64{}, ZoneEvents: map[string]map[string]uint64{}}
+		Qtypes: map[string]uint64{}, Dropped: map[string]uint64{}, Cookies: map[string]uint64{}, Validation: map[string]uint64{}, ZoneEvents: map[string]map[string]uint64{}}
 	for srv := Server(0); srv < numServers; srv++ {
 		c := &t.c[srv]
 		var n uint64
@@ -102,6 +104,9 @@ func (s *Set) Snapshot() Snapshot {
 		snap.Queries[srv.String()] = n
 		for d := Drop(0); d < numDrops; d++ {
 			snap.Dropped[dropNames[d]] += c[offDrops+int(d)]
+		}
+		for k := Cookie(0); k < numCookies; k++ {
+			snap.Cookies[cookieNames[k]] += c[offCookies+int(k)]
 		}
 	}
 	snap.CacheHits, snap.CacheMisses = t.c[Resolver][offCache], t.c[Resolver][offCache+1]
