@@ -250,6 +250,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stopAnchors()
 		rec.TapInto(tap)
+		rec.LogQueries(log, cfg.Server.QueryLog)
 		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookie.Handler(rec, cookies, cfg.Server.UDPPayload)))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones

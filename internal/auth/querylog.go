@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 
 	"github.com/miekg/dns"
 
@@ -34,18 +35,26 @@ func (w *Worker) logQuery(req *server.Request, resp []byte) {
 		return
 	}
 	w.qleft = w.qevery
+	LogAnswer(w.qlog, req.Remote(), zone.NameString(w.scr.q.Name()), w.scr.q.QType, w.tcp, resp)
+}
+
+// LogAnswer writes the query log's line (server.query-log) for resp,
+// the answer to a query for qname and qtype from client: an info line
+// "query" with client, qname, qtype, rcode, transport and size. The
+// resolver's sampled answers are logged by it too.
+func LogAnswer(log *slog.Logger, client netip.AddrPort, qname string, qtype uint16, tcp bool, resp []byte) {
 	transport := "udp"
-	if w.tcp {
+	if tcp {
 		transport = "tcp"
 	}
 	rcode := 0
 	if len(resp) >= 4 {
 		rcode = int(resp[3] & 0x0f)
 	}
-	w.qlog.LogAttrs(context.Background(), slog.LevelInfo, "query",
-		slog.String("client", req.Remote().String()),
-		slog.String("qname", zone.NameString(w.scr.q.Name())),
-		slog.String("qtype", dns.Type(w.scr.q.QType).String()),
+	log.LogAttrs(context.Background(), slog.LevelInfo, "query",
+		slog.String("client", client.String()),
+		slog.String("qname", qname),
+		slog.String("qtype", dns.Type(qtype).String()),
 		slog.String("rcode", dns.RcodeToString[rcode]),
 		slog.String("transport", transport),
 		slog.Int("size", len(resp)))

@@ -36,7 +36,10 @@ type waiter struct {
 	// Worker.limit).
 	limit int
 	// tcp: the query came over TCP (for the metrics).
-	tcp    bool
+	tcp bool
+	// logged: the query is its worker's sample for the query log
+	// (Recursor.LogQueries): its answer is logged when sent.
+	logged bool
 	client netip.Prefix
 	// from and at are the client's address and the server's, for the
 	// dnstap record of the answer.
@@ -171,7 +174,7 @@ const (
 // not nil). defer is called, under the mesh's lock, only once the query
 // is admitted, and returns the query's reply (nil when it cannot be
 // deferred).
-func (m *mesh) join(q question, query []byte, limit int, tcp bool, from, at netip.AddrPort, to mailTo, deferReply func() replier) joined {
+func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from, at netip.AddrPort, to mailTo, deferReply func() replier) joined {
 	client := m.lim.client(from.Addr())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -194,7 +197,7 @@ func (m *mesh) join(q question, query []byte, limit int, tcp bool, from, at neti
 		m.flights[q] = f
 		m.start(q, false)
 	}
-	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, tcp: tcp, client: client, from: from, at: at, to: to}
+	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, tcp: tcp, logged: logged, client: client, from: from, at: at, to: to}
 	if m.staleAfter > 0 {
 		wt.joined = time.Now()
 		if f.timer == nil {
@@ -260,6 +263,7 @@ func (m *mesh) clientTimeout(q question, f *flight) {
 			w.reply.Send(msg) // a client gone is no concern of ours
 			m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 			m.r.tapDeferred(&w, msg)
+			m.r.logDeferred(&w, q, msg)
 		}
 		w.reply.Close()
 	}
@@ -357,6 +361,7 @@ func (m *mesh) resolve(j job) {
 				w.reply.Send(msg) // a client gone is no concern of ours
 				m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 				m.r.tapDeferred(&w, msg)
+				m.r.logDeferred(&w, q, msg)
 			}
 			w.reply.Close()
 		}

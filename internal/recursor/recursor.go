@@ -158,6 +158,9 @@ type Recursor struct {
 	// tap records the workers' queries and answers for dnstap
 	// (TapInto); nil: none.
 	tap *dnstap.Tap
+	// qlog and qevery are the query log (LogQueries); nil: none.
+	qlog   *slog.Logger
+	qevery int
 	// ctx ends the resolutions in flight when the Recursor is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -212,6 +215,30 @@ func (r *Recursor) tapDeferred(w *waiter, msg []byte) {
 	}
 }
 
+// LogQueries makes the workers made from now on log one answer in
+// every (server.query-log) at info level on log, as the authoritative
+// workers do (auth.LogAnswer): each worker counts its own queries (no
+// shared state) and logs its every-th's answer, made at once (a cache
+// hit, local data, a refusal) or sent after a resolution (deferred:
+// logged by the resolution's goroutine). every <= 0 or a nil log: no
+// query log, which costs one nil check per query. Call it before the
+// server starts.
+func (r *Recursor) LogQueries(log *slog.Logger, every int) {
+	if log == nil || every <= 0 {
+		r.qlog = nil
+		return
+	}
+	r.qlog, r.qevery = log, every
+}
+
+// logDeferred logs msg, the answer sent after q's resolution to w's
+// query, when w was its worker's query-log sample.
+func (r *Recursor) logDeferred(w *waiter, q question, msg []byte) {
+	if w.logged && r.qlog != nil {
+		auth.LogAnswer(r.qlog, w.from, q.name, q.qtype, w.tcp, msg)
+	}
+}
+
 // NewWorker returns a Worker for a UDP socket or for TCP connections.
 func (r *Recursor) NewWorker(tcp bool) server.Worker {
 	w := &Worker{r: r, tcp: tcp}
@@ -233,6 +260,9 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 		w.rc = newRespCache(r.respCache)
 	}
 	w.m = metrics.Attach(r.metrics, w, metrics.Resolver)
+	if r.qlog != nil {
+		w.qlog, w.qevery, w.qleft = r.qlog, r.qevery, r.qevery
+	}
 	if r.tap != nil {
 		w.tap = r.tap.NewRing()
 		runtime.AddCleanup(w, r.tap.Release, w.tap)

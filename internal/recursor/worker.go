@@ -2,6 +2,7 @@ package recursor
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"time"
 
 	"github.com/tern-dns/tern/internal/auth"
@@ -38,6 +39,14 @@ type Worker struct {
 	m *metrics.Shard
 	// tap is the worker's dnstap ring (Recursor.TapInto); nil: none.
 	tap *dnstap.Ring
+	// qlog logs one answer in qevery (Recursor.LogQueries), qleft
+	// queries to go until the next; qturn: the query being answered
+	// is the one (a deferred one is logged when its answer is sent).
+	// nil: no query log.
+	qlog   *slog.Logger
+	qevery int
+	qleft  int
+	qturn  bool
 }
 
 // respCache is a worker's response cache and what goes with it: the
@@ -64,7 +73,12 @@ func newRespCache(size int) *respCache {
 // until its question is resolved (see the package comment for the
 // order of the decisions).
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
-	resp := w.answer(req, out)
+	var resp []byte
+	if w.qlog != nil {
+		resp = w.answerLogged(req, out)
+	} else {
+		resp = w.answer(req, out)
+	}
 	if w.tap != nil {
 		w.record(req, resp) // before the Flush: it may count a drop
 	}
@@ -98,7 +112,11 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 		start = time.Now()
 	}
 	for i := range reqs {
-		outs[i] = w.answer(&reqs[i], outs[i])
+		if w.qlog != nil {
+			outs[i] = w.answerLogged(&reqs[i], outs[i])
+		} else {
+			outs[i] = w.answer(&reqs[i], outs[i])
+		}
 		if m != nil {
 			w.count(&reqs[i], outs[i])
 		}
@@ -319,7 +337,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, req.Remote(), req.Local(), w.mailTo(), func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, w.qturn, req.Remote(), req.Local(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}
@@ -337,6 +355,24 @@ func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 		return nil
 	}
 	return w.errorResponse(req.Packet, out, wire.RcodeServFail, true, 0)
+}
+
+// answerLogged is answer with w's query log: one query in qevery is
+// the worker's sample, its answer logged now, or when sent after its
+// resolution (the waiter carries qturn); a sampled query that gets no
+// answer (dropped) is not logged.
+func (w *Worker) answerLogged(req *server.Request, out []byte) []byte {
+	w.qleft--
+	w.qturn = w.qleft <= 0
+	resp := w.answer(req, out)
+	if w.qturn {
+		w.qturn = false
+		w.qleft = w.qevery
+		if resp != nil {
+			auth.LogAnswer(w.qlog, req.Remote(), zone.NameString(w.q.Name()), w.q.QType, w.tcp, resp)
+		}
+	}
+	return resp
 }
 
 // Metrics is the Shard w counts in; nil: none.
