@@ -1,36 +1,16 @@
 package recursor
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/server"
 )
-
-// lockedBuffer is a bytes.Buffer written by several goroutines (the
-// workers' and the resolutions').
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // queryLine is a query log line's fields.
 type queryLine struct {
@@ -60,7 +40,7 @@ func queryLines(t *testing.T, text string) []queryLine {
 // then 1 in 10 of 320 hits answered in batches (32 lines); without a
 // query log a hit still allocates nothing.
 func TestQueryLog(t *testing.T) {
-	var buf lockedBuffer
+	var buf dnstest.LogBuffer
 	r := newRecursor(t, &fakeResolver{}, Options{ResponseCache: 64})
 	r.LogQueries(slog.New(slog.NewJSONHandler(&buf, nil)), 2)
 	w := r.NewWorker(false).(*Worker)
@@ -87,7 +67,7 @@ func TestQueryLog(t *testing.T) {
 		}
 	}
 
-	var batchBuf lockedBuffer
+	var batchBuf dnstest.LogBuffer
 	r.LogQueries(slog.New(slog.NewJSONHandler(&batchBuf, nil)), 10)
 	bw := r.NewWorker(false).(*Worker)
 	exchange(t, bw, query("cached.example.tld.", dns.TypeA, true, true), client, false)
