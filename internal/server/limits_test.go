@@ -70,6 +70,10 @@ func TestTCPConnectionLimitClosesOldestIdle(t *testing.T) {
 	if err := askTCP(t, c1); err != nil {
 		t.Fatal(err)
 	}
+	// The server marks a connection idle after its answer is written:
+	// on a loaded machine c1's mark could come after c2's, making c2
+	// the older. Wait for c1's before c2 exists.
+	eventually(t, "one idle connection", func() bool { return server.IdleConns(s) == 1 })
 	c2 := dialFrom(t, s, "127.0.0.166")
 	if err := askTCP(t, c2); err != nil {
 		t.Fatal(err)
