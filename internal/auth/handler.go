@@ -56,17 +56,26 @@ func (w *Worker) CountIn(m *metrics.Shard) { w.m = m }
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	w.scr.req = req
 	resp := w.r.Answer(&w.scr, req.Packet, out, w.tcp)
-	if w.tap != nil {
-		w.record(req, resp) // before the Flush: it may count a drop
-	}
+	w.observe(req, resp)
 	if m := w.m; m != nil {
+		m.Flush() // after observe: dnstap may count a drop
+	}
+	return resp
+}
+
+// observe counts resp, the answer to req, for the metrics, the query log
+// and dnstap, each when configured (a nil check each when not). It runs
+// right after the answer, while w.scr still holds req's question.
+func (w *Worker) observe(req *server.Request, resp []byte) {
+	if w.m != nil {
 		w.count(req, resp)
-		m.Flush()
 	}
 	if w.qlog != nil {
 		w.logQuery(req, resp)
 	}
-	return resp
+	if w.tap != nil {
+		w.record(req, resp)
+	}
 }
 
 // count counts the answer resp to req in w.m: an answer by its QTYPE,
@@ -109,20 +118,12 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 
 // answerBatch is AnswerBatch without the batch's timing.
 func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
-	r, s, m := w.r, &w.scr, w.m
+	r, s := w.r, &w.scr
 	if len(reqs) < 2 || w.tcp || !s.AheadPays() {
 		for i := range reqs {
 			s.req = &reqs[i]
 			outs[i] = r.Answer(s, reqs[i].Packet, outs[i], w.tcp)
-			if m != nil {
-				w.count(&reqs[i], outs[i])
-			}
-			if w.qlog != nil {
-				w.logQuery(&reqs[i], outs[i])
-			}
-			if w.tap != nil {
-				w.record(&reqs[i], outs[i])
-			}
+			w.observe(&reqs[i], outs[i])
 		}
 		return
 	}
@@ -142,15 +143,7 @@ func (w *Worker) answerBatch(reqs []server.Request, outs [][]byte) {
 	for i := range ahead {
 		s.req = &reqs[i]
 		outs[i] = r.AnswerAhead(s, &ahead[i], reqs[i].Packet, outs[i])
-		if m != nil {
-			w.count(&reqs[i], outs[i])
-		}
-		if w.qlog != nil {
-			w.logQuery(&reqs[i], outs[i])
-		}
-		if w.tap != nil {
-			w.record(&reqs[i], outs[i])
-		}
+		w.observe(&reqs[i], outs[i])
 	}
 }
 
