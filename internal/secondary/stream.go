@@ -109,7 +109,7 @@ func (s *Secondaries) readTransfer(ctx context.Context, origin string, p Primary
 	if _, err := conn.Write(query); err != nil {
 		return nil, err
 	}
-	t := transferReader{id: m.Id, origin: dnsWire(origin), ixfr: ixfr, from: from, stream: stream}
+	t := transferReader{id: m.Id, origin: originWire(origin), ixfr: ixfr, from: from, stream: stream}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	msg := make([]byte, 0xFFFF)
 	for done := false; !done; {
@@ -143,12 +143,11 @@ func (s *Secondaries) readTransfer(ctx context.Context, origin string, p Primary
 	return t.recs.list, nil
 }
 
-// dnsWire is origin (fully qualified, valid: the configuration checked
-// it) in wire form, lower case.
-func dnsWire(origin string) []byte {
-	b := make([]byte, 256)
-	n, _ := dns.PackDomainName(dns.CanonicalName(origin), b, 0, nil, false)
-	return b[:n]
+// originWire is origin in wire form, lower case (the configuration
+// checked that it is a name).
+func originWire(origin string) []byte {
+	w, _ := wire.NameWire(dns.CanonicalName(origin))
+	return w
 }
 
 // transferReader follows one transfer's messages.

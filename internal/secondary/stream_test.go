@@ -68,7 +68,7 @@ func TestTransferReader(t *testing.T) {
 		{"trailing bytes", false, 0, [][]byte{append(answer(t, true, 0, soaRR(5), soaRR(5)), 0)}, 0, "bytes after"},
 		{"short", false, 0, [][]byte{{0, 1, 0x80}}, 0, "shorter than its header"},
 	} {
-		tr := transferReader{id: 1, origin: dnsWire("b.test."), ixfr: tc.ixfr, from: tc.from}
+		tr := transferReader{id: 1, origin: originWire("b.test."), ixfr: tc.ixfr, from: tc.from}
 		var done bool
 		var err error
 		for i, m := range tc.msgs {
@@ -98,7 +98,7 @@ func FuzzTransferReader(f *testing.F) {
 	f.Add(answer(f, true, 0, soaRR(6), soaRR(4), "www 300 A 192.0.2.1", soaRR(5)), true)
 	f.Add(answer(f, false, 0, "@ 300 NS ns1", "ns1 300 AAAA 2001:db8::1"), false)
 	f.Fuzz(func(t *testing.T, msg []byte, ixfr bool) {
-		tr := transferReader{id: 1, origin: dnsWire("b.test."), ixfr: ixfr, from: 4}
+		tr := transferReader{id: 1, origin: originWire("b.test."), ixfr: ixfr, from: 4}
 		for range 2 {
 			if done, err := tr.message(msg); err != nil || done {
 				break

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // TSIG ERROR values (RFC 8945 §5.2): the verification failures a
@@ -298,12 +300,11 @@ func (v *variables) write(h hash.Hash, timersOnly bool, scratch []byte) {
 // wireName is name (lowercase, fully qualified: a key or algorithm
 // name) in uncompressed wire form (RFC 8945 §4.3.3: canonical form).
 func wireName(name string) ([]byte, error) {
-	b := make([]byte, 256)
-	n, err := dns.PackDomainName(name, b, 0, nil, false)
+	w, err := wire.NameWire(name)
 	if err != nil {
 		return nil, fmt.Errorf("tsig: name %q: %w", name, err)
 	}
-	return b[:n], nil
+	return w, nil
 }
 
 // Signer signs the responses to one request: a single response, or each

@@ -175,7 +175,7 @@ type updater struct {
 
 // node returns the zone's node of name, nil when it has none.
 func (u *updater) node(name string) *zone.Node {
-	w, err := nameWire(name)
+	w, err := wire.NameWire(name)
 	if err != nil {
 		return nil
 	}
@@ -566,7 +566,7 @@ func (u *updater) result() (*Result, error) {
 	var buf [65535 + 512]byte
 	soaKey := setKey{u.origin, dns.TypeSOA}
 	for _, name := range u.names {
-		owner, err := nameWire(name)
+		owner, err := wire.NameWire(name)
 		if err != nil {
 			return nil, errorf(RcodeFormErr, "name %s: %v", name, err)
 		}
@@ -665,14 +665,4 @@ func tail(rr dns.RR, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("short record")
 	}
 	return append([]byte(nil), buf[at:n]...), nil
-}
-
-// nameWire is name (lowercase, fully qualified) in wire form.
-func nameWire(name string) ([]byte, error) {
-	var buf [256]byte
-	n, err := dns.PackDomainName(name, buf[:], 0, nil, false)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), buf[:n]...), nil
 }

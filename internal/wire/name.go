@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/miekg/dns"
+
 // Helpers on uncompressed names in wire form, shared by the zone compiler
 // and the answer path.
 
@@ -36,4 +38,15 @@ func Lower(dst, src []byte) {
 		}
 		dst[i] = c
 	}
+}
+
+// NameWire returns name, a domain name in presentation form ("a.test."),
+// in uncompressed wire form, its case kept.
+func NameWire(name string) ([]byte, error) {
+	var buf [256]byte
+	n, err := dns.PackDomainName(name, buf[:], 0, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), buf[:n]...), nil
 }

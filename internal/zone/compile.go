@@ -124,7 +124,7 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 		seen:   make(map[setID]map[string]bool),
 		now:    time.Now(),
 	}
-	owire, err := nameWire(origin)
+	owire, err := wire.NameWire(origin)
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: invalid origin: %w", origin, err)
 	}
@@ -138,7 +138,7 @@ func newCompiler(origin string, sizeHint int) (*compiler, error) {
 // a configured zone that failed to load.
 func Placeholder(origin string) (*Zone, error) {
 	origin = dns.CanonicalName(dns.Fqdn(origin))
-	w, err := nameWire(origin)
+	w, err := wire.NameWire(origin)
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: invalid origin: %w", origin, err)
 	}
@@ -229,16 +229,6 @@ func (c *compiler) finish() (*Zone, error) {
 	z.index = c.nodes
 	z.Names = c.nodes.count
 	return z, nil
-}
-
-// nameWire packs a presentation name (already lowercased) uncompressed.
-func nameWire(s string) ([]byte, error) {
-	var buf [256]byte
-	n, err := dns.PackDomainName(s, buf[:], 0, nil, false)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), buf[:n]...), nil
 }
 
 func name(n *Node) string {

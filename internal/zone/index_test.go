@@ -5,12 +5,14 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"testing"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 func testNodes(n int) []*Node {
 	nodes := make([]*Node, n)
 	for i := range nodes {
-		w, err := nameWire(fmt.Sprintf("n%d.example.test.", i))
+		w, err := wire.NameWire(fmt.Sprintf("n%d.example.test.", i))
 		if err != nil {
 			panic(err)
 		}

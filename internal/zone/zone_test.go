@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 func compileText(t *testing.T, origin, text string) (*Zone, error) {
@@ -68,7 +70,7 @@ func TestCompiledFacts(t *testing.T) {
 		t.Errorf("serial %d negTTL %d", z.Serial, z.NegTTL)
 	}
 	get := func(name string) *Node {
-		w, _ := nameWire(name)
+		w, _ := wire.NameWire(name)
 		return z.Lookup(w)
 	}
 	if n := get("sub.example.test."); n == nil || n.Flags&Delegation == 0 {
@@ -122,7 +124,7 @@ func TestRRsetTTLsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _ := nameWire("x.example.test.")
+	w, _ := wire.NameWire("x.example.test.")
 	set := z.Lookup(w).Get(1)
 	if set.TTL != 60 {
 		t.Errorf("set TTL %d, want the lowest, 60", set.TTL)
