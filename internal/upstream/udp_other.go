@@ -22,7 +22,7 @@ type poller struct{}
 // chosen at random by the kernel (RFC 5452 §9.2; Linux picks ephemeral
 // ports at random), and waits for the matching answer.
 func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
-	m, pkt, err := query(q, h)
+	id, pkt, err := query(q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Q
 		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
 			continue
 		}
-		r, err := h.accept(buf[:n], flags&syscall.MSG_TRUNC == 0, m.Id, q)
+		r, err := h.accept(buf[:n], flags&syscall.MSG_TRUNC == 0, id, q)
 		if err == nil || errors.Is(err, errOversize) {
 			return r, err
 		}

@@ -189,25 +189,41 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, server netip.
 }
 
 // query builds a query for q with a fresh random ID, non-recursive unless
-// h.rd.
-func query(q dns.Question, h header) (*dns.Msg, []byte, error) {
-	m := &dns.Msg{Question: []dns.Question{q}}
+// h.rd, and returns its ID and wire form. It is written directly (RFC
+// 1035 §4.1: header, question; RFC 6891 §6.1.2: the OPT record when
+// h.size > 0, DO as h.do), one allocation, where a dns.Msg packed took
+// five and most of the time of building it.
+func query(q dns.Question, h header) (uint16, []byte, error) {
 	// RFC 5452 §9.2: an unpredictable ID for every query, from
 	// crypto/rand, as dns.Id's, without its binary.Read (an allocation
 	// and reflection: 46 ns against 28).
 	var id [2]byte
 	rand.Read(id[:])
-	m.Id = binary.BigEndian.Uint16(id[:])
-	m.Opcode = dns.OpcodeQuery
-	m.RecursionDesired = h.rd
-	if h.size > 0 {
-		m.SetEdns0(h.size, h.do)
+	// A name in presentation form is at most one octet shorter than in
+	// wire form (escapes only make it longer).
+	pkt := make([]byte, 12+len(q.Name)+1+4+11)
+	copy(pkt, id[:])
+	if h.rd {
+		pkt[2] = 0x01 // RD; QR, opcode QUERY, AA and TC are 0
 	}
-	pkt, err := m.Pack()
+	pkt[5] = 1 // QDCOUNT
+	n, err := dns.PackDomainName(q.Name, pkt, 12, nil, false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("packing the query for %s: %w", q.Name, err)
+		return 0, nil, fmt.Errorf("packing the query for %s: %w", q.Name, err)
 	}
-	return m, pkt, nil
+	pkt = binary.BigEndian.AppendUint16(pkt[:n], q.Qtype)
+	pkt = binary.BigEndian.AppendUint16(pkt, q.Qclass)
+	if h.size > 0 {
+		var flags byte
+		if h.do {
+			flags = 0x80 // RFC 3225 §3: DO, the top bit of the TTL's flags
+		}
+		// Owner root, TYPE OPT, CLASS the payload size, TTL extended
+		// RCODE 0, version 0 and the flags, RDLENGTH 0.
+		pkt = append(pkt, 0, 0, byte(dns.TypeOPT), byte(h.size>>8), byte(h.size), 0, 0, flags, 0, 0, 0)
+		pkt[11] = 1 // ARCOUNT
+	}
+	return binary.BigEndian.Uint16(id[:]), pkt, nil
 }
 
 // errOversize: the UDP answer was larger than the buffer it was read
@@ -272,7 +288,7 @@ func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, h h
 // exchange: nobody else can write into the connection, so it is the
 // server's own wrong answer, and waiting longer would not bring another.
 func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, h header) (*dns.Msg, error) {
-	m, pkt, err := query(q, h)
+	id, pkt, err := query(q, h)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +305,7 @@ func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, h header) (
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", ioError(ctx, err))
 	}
-	return h.validate(buf[:n], m.Id, q)
+	return h.validate(buf[:n], id, q)
 }
 
 // ioError is the error of a read that failed: the context's when the

@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +187,45 @@ func TestQueryDO(t *testing.T) {
 				t.Errorf("OPT %v, want EDNS %v with DO %v", o, tc.edns, tc.do)
 			}
 		})
+	}
+}
+
+// TestQueryWire: the query written directly is, byte for byte, the one
+// miekg/dns packs from the same message (header, question, OPT with the
+// payload size and DO), names with escapes and in any case included.
+func TestQueryWire(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    header
+	}{
+		{"www.example.tld.", header{size: DefaultUDPSize}},
+		{"www.example.tld.", header{size: DefaultUDPSize, do: true}},
+		{"www.example.tld.", header{}},
+		{"www.example.tld.", header{do: true}},
+		{"Www.Example.TLD.", header{size: 4096, rd: true, do: true}},
+		{"a\\.b\\032c.\\255x.tld.", header{size: 512, rd: true}},
+		{".", header{size: 1232}},
+	} {
+		q := dns.Question{Name: tc.name, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET}
+		id, pkt, err := query(q, tc.h)
+		if err != nil {
+			t.Fatalf("%s %+v: %v", tc.name, tc.h, err)
+		}
+		m := &dns.Msg{Question: []dns.Question{q}}
+		m.Id, m.RecursionDesired = id, tc.h.rd
+		if tc.h.size > 0 {
+			m.SetEdns0(tc.h.size, tc.h.do)
+		}
+		want, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(pkt, want) {
+			t.Errorf("%s %+v:\n got % x\nwant % x", tc.name, tc.h, pkt, want)
+		}
+	}
+	// A name that does not pack is an error, not a query.
+	if _, _, err := query(dns.Question{Name: strings.Repeat("a", 64) + ".", Qtype: dns.TypeA, Qclass: dns.ClassINET}, header{}); err == nil {
+		t.Error("a label of 64 octets packed")
 	}
 }
