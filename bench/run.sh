@@ -246,6 +246,7 @@ START_TS=$(date +%s)
 need_apt dnsperf dnsperf || { echo "dnsperf is required" >&2; exit 1; }
 need_apt gnuplot gnuplot-nox || log "gnuplot missing: no chart"
 need_apt gcc gcc || { echo "gcc is required (echo floor)" >&2; exit 1; }
+need_apt jq jq || log "jq missing: Tern's resolver counters (tern ctl --json stats) not read"
 if ((NOIDLE)) && ! command -v chrt >/dev/null; then
 	log "chrt (util-linux) missing: NOIDLE=0"
 	NOIDLE=0
@@ -589,18 +590,18 @@ res_restart() {
 # res_record WORKLOAD GEN SERVER REP: after a mix run, the resolver's own
 # counters and memory, one resolver.tsv row.
 res_record() {
-	local w=$1 g=$2 s=$3 rep=$4 q h r pss
+	local w=$1 g=$2 s=$3 rep=$4 q h r n m cb pss
 	[[ -n ${PID[$s]:-} ]] || return 0
-	read -r q h r <<<"$(res_stats "$s" "${SDIR[$s]}")"
+	read -r q h r n m cb <<<"$(res_stats "$s" "${SDIR[$s]}")"
 	read -r _ pss _ _ <<<"$("$BT" tree -pid "${PID[$s]}")"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$rep" \
-		"$(cut -f5 <<<"$LAST_ROW")" "$(cut -f6 <<<"$LAST_ROW")" "${START_PSS[$s]:-0}" "$pss" "$q" "$h" "$r" >>"$RESTSV"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$rep" \
+		"$(cut -f5 <<<"$LAST_ROW")" "$(cut -f6 <<<"$LAST_ROW")" "${START_PSS[$s]:-0}" "$pss" "$q" "$h" "$r" "$n" "$m" "$cb" >>"$RESTSV"
 }
 
 # --- main -------------------------------------------------------------------
 printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct" >"$RAW"
 printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
-printf 'workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets\n' >"$RESTSV"
+printf 'workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets\tsrv_negative\tsrv_messages\tsrv_cache_bytes\n' >"$RESTSV"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 COLD_SEED=100
 # a cold run's query file: more fresh names than the fastest resolver asks

@@ -295,6 +295,9 @@ start_res_tern() {
 	cat >"$dir/tern.toml" <<-EOF
 	[server]
 	workers = 1
+	# its own control socket: tern ctl stats reads the resolver's
+	# counters and cache sizes after a mix run (res_stats)
+	control = "$dir/ctl.sock"
 	# Caches sized to hold the workload, as the peers' are: the default
 	# 8192 responses per worker hold less than res-hits' 10,000 questions,
 	# and a four-way set that cycles through more than four keys misses
@@ -318,25 +321,41 @@ start_res_tern() {
 }
 
 # res_stats NAME WORKDIR: the resolver's own counters, as
-#   QUERIES HITS RRSETS
-# (client queries, those answered from the cache, RRsets cached), "-" for
-# what the server does not tell. Unbound: total.num.queries,
-# total.num.cachehits, rrset.cache.count. PowerDNS Recursor: questions,
-# packetcache-hits + cache-hits, cache-entries (its record cache).
+#   QUERIES HITS RRSETS NEGATIVE MESSAGES CACHE_BYTES
+# (client queries, those answered from the cache, RRsets cached,
+# negative entries, whole responses cached, the bytes the server says its
+# caches hold), "-" for what the server does not tell.
+# Unbound: total.num.queries, total.num.cachehits (its message cache's
+# hits), rrset.cache.count, -, msg.cache.count (negative answers are
+# there), mem.cache.rrset + mem.cache.message.
+# PowerDNS Recursor: questions, packetcache-hits + cache-hits,
+# cache-entries (its record cache), negcache-entries,
+# packetcache-entries, cache-bytes + packetcache-bytes.
+# Tern (tern ctl --json stats): queries.resolver, cache_hits (its
+# workers' response caches' hits), resolver_cache.rrsets, .negative,
+# .responses, .bytes + .response_bytes.
 res_stats() {
 	local s=$1 dir=$2 out
 	case $s in
 	unbound)
-		out=$(unbound-control -c "$dir/unbound.conf" stats_noreset 2>/dev/null) || { echo "- - -"; return; }
+		out=$(unbound-control -c "$dir/unbound.conf" stats_noreset 2>/dev/null) || { echo "- - - - - -"; return; }
 		awk -F= '$1=="total.num.queries"{q=$2} $1=="total.num.cachehits"{h=$2} $1=="rrset.cache.count"{r=$2}
-			END{print (q==""?"-":q), (h==""?"-":h), (r==""?"-":r)}' <<<"$out"
+			$1=="msg.cache.count"{m=$2} $1=="mem.cache.rrset"{br=$2} $1=="mem.cache.message"{bm=$2}
+			END{print (q==""?"-":q), (h==""?"-":h), (r==""?"-":r), "-", (m==""?"-":m), (br==""||bm==""?"-":br+bm)}' <<<"$out"
 		;;
 	pdnsrec)
-		out=$(rec_control --socket-dir="$dir" get-all 2>/dev/null) || { echo "- - -"; return; }
+		out=$(rec_control --socket-dir="$dir" get-all 2>/dev/null) || { echo "- - - - - -"; return; }
 		awk '$1=="questions"{q=$2} $1=="packetcache-hits"{p=$2} $1=="cache-hits"{c=$2} $1=="cache-entries"{r=$2}
-			END{print (q==""?"-":q), (p==""?"-":p+c), (r==""?"-":r)}' <<<"$out"
+			$1=="negcache-entries"{n=$2} $1=="packetcache-entries"{m=$2} $1=="cache-bytes"{br=$2} $1=="packetcache-bytes"{bm=$2}
+			END{print (q==""?"-":q), (p==""?"-":p+c), (r==""?"-":r), (n==""?"-":n), (m==""?"-":m), (br==""||bm==""?"-":br+bm)}' <<<"$out"
 		;;
-	*) echo "- - -" ;;
+	tern)
+		out=$("$BIN/tern" ctl -c "$dir/tern.toml" --json stats 2>/dev/null) || { echo "- - - - - -"; return; }
+		jq -r '[.queries.resolver, .cache_hits] + (if .resolver_cache then
+				[.resolver_cache.rrsets, .resolver_cache.negative, .resolver_cache.responses, .resolver_cache.bytes + .resolver_cache.response_bytes]
+				else ["-", "-", "-", "-"] end) | map(tostring) | join(" ")' <<<"$out" 2>/dev/null || echo "- - - - - -"
+		;;
+	*) echo "- - - - - -" ;;
 	esac
 }
 

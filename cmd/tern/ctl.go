@@ -487,6 +487,9 @@ func printStats(w io.Writer, s *statsResult) error {
 		fmt.Fprintf(tw, "sizes %s %s:\t%d responses, %d bytes (mean %d): %s\n", z.Server, z.Transport, z.Count, z.Bytes, z.Bytes/max(z.Count, 1), strings.Join(b, ", "))
 	}
 	fmt.Fprintf(tw, "resolver cache:\thits %d, misses %d\n", s.CacheHits, s.CacheMisses)
+	if c := s.ResolverCache; c != nil {
+		fmt.Fprintf(tw, "resolver cache size:\trrsets %d, negative %d, bytes %d; responses %d, response bytes %d\n", c.RRsets, c.Negative, c.Bytes, c.Responses, c.ResponseBytes)
+	}
 	fmt.Fprintf(tw, "resolutions:\t%d (%s), upstream timeouts %d\n", s.Resolutions, counts(s.Validation, false), s.UpstreamTimeouts)
 	events := make([]string, 0, len(s.ZoneEvents))
 	for _, e := range []string{"load", "refresh", "transfer"} {

@@ -585,17 +585,17 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The RRset and negative cache, shared by every worker; built
+	// here once, it lives as long as the resolver, across reloads.
+	rrsets := cache.New(rc.CacheOptions())
 	var ex upstream.Exchanger = &upstream.Client{}
 	if !rc.QueryLoopback {
 		ex = upstream.NoLoopback(ex)
 	}
 	opt := resolve.Options{
-		Hints:  hints,
-		Limits: rc.Limits(),
-		// The RRset and negative cache, shared by every worker;
-		// built here once, it lives as long as the resolver,
-		// across reloads.
-		Cache:      cache.New(rc.CacheOptions()),
+		Hints:      hints,
+		Limits:     rc.Limits(),
+		Cache:      rrsets,
 		NoMinimise: !rc.QNameMinimisation,
 		CaseRandom: rc.RandomiseCase,
 		NoIPv4:     !rc.QueryIPv4,
@@ -620,7 +620,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 	// an infrastructure cache of its own, uncounted.
 	opt.Infra = resolve.NewInfra(resolve.InfraOptions{Metrics: counters})
 	res = resolve.New(ex, opt)
-	return recursor.New(recursor.Options{
+	rec = recursor.New(recursor.Options{
 		Resolver:         res,
 		Auth:             resp,
 		Allow:            cfg.ResolverAllow(),
@@ -637,7 +637,13 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 		// window is there stale data to answer with.
 		StaleClientTimeout: staleClientTimeout(rc),
 		Metrics:            counters,
-	}), res, stopAnchors, nil
+	})
+	counters.SetResolverCache(func() metrics.CacheSize {
+		st := rrsets.Stats()
+		n, b := rec.ResponseCaches()
+		return metrics.CacheSize{RRsets: int64(st.RRsets), Negative: int64(st.Negative), Bytes: st.Bytes, Responses: int64(n), ResponseBytes: b}
+	})
+	return rec, res, stopAnchors, nil
 }
 
 // validatorLimits are the validation limits of the [resolver] table rc

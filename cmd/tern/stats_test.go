@@ -237,3 +237,108 @@ func TestCtlSlowZone(t *testing.T) {
 		t.Errorf("reload slow.: %d %q %q", r.code, r.out, r.errs)
 	}
 }
+
+// TestCtlStatsResolverCache: tern ctl stats gives the resolver's caches'
+// sizes. Twenty names resolved through a forwarder (a fake on a
+// kernel-picked port of 127.0.0.1) are twenty more RRsets, a name it
+// answers NXDOMAIN (with AA) one more negative entry; asked again, each is a
+// response-cache hit, and the worker's response cache holds the 21
+// responses. The root hints point at 127.0.0.1 port 53, never asked:
+// every question is inside the forward zone.
+func TestCtlStatsResolverCache(t *testing.T) {
+	const k = 20
+	fwd := fakeServer(t, "127.0.0.1", func(q *dns.Msg) *dns.Msg {
+		r := new(dns.Msg)
+		r.SetReply(q)
+		r.RecursionAvailable = true
+		name := q.Question[0].Name
+		switch {
+		case strings.HasPrefix(strings.ToLower(name), "nx."):
+			// Authoritative: the resolver caches the negative
+			// answers of authorities only.
+			r.Rcode, r.Authoritative = dns.RcodeNameError, true
+			soa, _ := dns.NewRR("stats.test. 300 IN SOA ns.stats.test. h.stats.test. 1 7200 3600 1209600 300")
+			r.Ns = []dns.RR{soa}
+		case q.Question[0].Qtype == dns.TypeA:
+			rr, _ := dns.NewRR(name + " 300 IN A 192.0.2.7")
+			r.Answer = []dns.RR{rr}
+		}
+		if q.IsEdns0() != nil {
+			r.SetEdns0(1232, false)
+		}
+		return r
+	})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hints"), []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "tern.toml")
+	text := `
+[server]
+workers = 1
+control = "ctl.sock"
+[resolver]
+listen = ["127.0.0.1:0"]
+allow = ["127.0.0.1/32"]
+root-hints = "hints"
+query-loopback = true
+validation = false
+[[resolver.forward]]
+name = "stats.test"
+servers = ["` + fwd + `"]
+`
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.1:\d+)`), "-c", cfg)
+	stats := func() (statsResult, string) {
+		t.Helper()
+		code, out, errs := runT("ctl", "-c", cfg, "--json", "stats")
+		if code != 0 {
+			t.Fatalf("stats --json: %d %q %q; log:\n%s", code, out, errs, logs.String())
+		}
+		var s statsResult
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("stats --json: %v in %q", err, out)
+		}
+		if s.ResolverCache == nil {
+			t.Fatalf("stats --json has no resolver_cache: %s", out)
+		}
+		return s, out
+	}
+	before, _ := stats()
+	names := []string{"nx.stats.test."}
+	for i := range k {
+		names = append(names, fmt.Sprintf("h%d.stats.test.", i))
+	}
+	for round := range 2 {
+		for _, name := range names {
+			rcode, answers := dns.RcodeSuccess, 1
+			if name == names[0] {
+				rcode, answers = dns.RcodeNameError, 0
+			}
+			if r := askUDP(t, addr, name); r.Rcode != rcode || len(r.Answer) != answers {
+				t.Fatalf("round %d: %s: %v", round, name, r)
+			}
+		}
+	}
+	// The worker publishes its counters at the end of each batch: asked
+	// until its last hit shows.
+	after, out := stats()
+	for try := 0; try < 200 && after.CacheHits < k+1; try++ {
+		time.Sleep(20 * time.Millisecond)
+		after, out = stats()
+	}
+	b, a := before.ResolverCache, after.ResolverCache
+	if after.CacheHits < k+1 || a.RRsets-b.RRsets != k || a.Negative-b.Negative != 1 || a.Bytes <= b.Bytes ||
+		b.Responses != 0 || a.Responses != k+1 || a.ResponseBytes <= b.ResponseBytes {
+		t.Errorf("after %d names resolved twice: hits %d; resolver cache before %+v, after %+v; want %d more RRsets, 1 more negative entry, %d responses",
+			k+1, after.CacheHits, *b, *a, k, k+1)
+		t.Logf("stats --json:\n%s", out)
+	}
+
+	code, out, errs := runT("ctl", "-c", cfg, "stats")
+	if re := regexp.MustCompile(fmt.Sprintf(`(?m)^resolver cache size: +rrsets %d, negative %d, bytes %d; responses %d, response bytes \d+$`, a.RRsets, a.Negative, a.Bytes, k+1)); code != 0 || !re.MatchString(out) {
+		t.Errorf("stats: %d %q %q: lacks %s", code, out, errs, re)
+	}
+}

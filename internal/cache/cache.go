@@ -221,7 +221,10 @@ type shard struct {
 	hand  int
 	bytes int64
 	limit int64
-	_     [64]byte // keeps the next shard's lock off this one's cache line
+	// rrsets and negative count the entries of m by kind (Positive;
+	// NXDomain and NoData), for Stats.
+	rrsets, negative int
+	_                [64]byte // keeps the next shard's lock off this one's cache line
 }
 
 // entry is one stored RRset or negative answer. Its fields are never
@@ -363,6 +366,7 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 		s.ring = append(s.ring, ne)
 	}
 	s.bytes += ne.cost()
+	s.count(ne, 1)
 	s.evict(ne, now-c.stale)
 }
 
@@ -468,6 +472,16 @@ func (s *shard) remove(e *entry) {
 	s.ring[e.slot] = nil
 	s.free = append(s.free, e.slot)
 	s.bytes -= e.cost()
+	s.count(e, -1)
+}
+
+// count adds d to the count of e's kind.
+func (s *shard) count(e *entry, d int) {
+	if e.kind == Positive {
+		s.rrsets += d
+	} else {
+		s.negative += d
+	}
 }
 
 // evict sweeps the CLOCK hand until s is within its budget: an entry
@@ -677,6 +691,33 @@ func (e *entry) decode(owner string, ttl uint32, out *Entry) error {
 		out.Records = whole
 	}
 	return nil
+}
+
+// Stats is what a Cache holds: its entries, live or expired but not yet
+// evicted, and the bytes they cost by the measure Options.Size bounds
+// (each entry's data and struct with its share of the shard's map and
+// ring, estimated; not the maps' and rings' spare room).
+type Stats struct {
+	// RRsets are the positive entries (each an RRset with its RRSIGs,
+	// as Unbound's rrset.cache.count counts them), Negative the
+	// NXDOMAIN and NODATA entries (RFC 2308).
+	RRsets, Negative int
+	Bytes            int64
+}
+
+// Stats sums the shards' counts now (each read under its shard's read
+// lock: a look over all of them, for monitoring, not the query path).
+func (c *Cache) Stats() Stats {
+	var st Stats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		st.RRsets += s.rrsets
+		st.Negative += s.negative
+		st.Bytes += s.bytes
+		s.mu.RUnlock()
+	}
+	return st
 }
 
 // Len returns the number of entries, live or not yet evicted.

@@ -491,3 +491,33 @@ func BenchmarkGet(b *testing.B) {
 		}
 	})
 }
+
+// TestStats: Stats counts the RRsets and negative entries stored, a
+// replacement once, an NXDOMAIN once for the name whatever the type,
+// and what eviction takes away; its bytes are Bytes.
+func TestStats(t *testing.T) {
+	c := New(Options{})
+	const n = 300
+	for i := 0; i < n; i++ {
+		putA(t, c, i)
+	}
+	putA(t, c, 7) // a replacement: still one RRset
+	soa := "example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 300"
+	c.Put("nx.example.com.", dns.TypeA, Entry{Kind: NXDomain, Records: rrs(t, soa), Rank: RankAuthority})
+	c.Put("nx.example.com.", dns.TypeMX, Entry{Kind: NXDomain, Records: rrs(t, soa), Rank: RankAuthority})
+	c.Put("nodata.example.com.", dns.TypeMX, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+	c.Put("nosoa.example.com.", dns.TypeMX, Entry{Kind: NoData, Records: rrs(t, "example.com. 300 IN NS ns.example.com.")}) // not stored
+	if got, want := c.Stats(), (Stats{RRsets: n, Negative: 2, Bytes: c.Bytes()}); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
+	}
+
+	// Bounded: eviction takes entries away, and the counts follow.
+	small := New(Options{Size: 64 << 10})
+	for i := 0; i < 5000; i++ {
+		putA(t, small, i)
+	}
+	st := small.Stats()
+	if st.RRsets != small.Len() || st.RRsets >= 5000 || st.RRsets == 0 || st.Negative != 0 || st.Bytes != small.Bytes() {
+		t.Errorf("after eviction: Stats() = %+v, Len %d, Bytes %d", st, small.Len(), small.Bytes())
+	}
+}

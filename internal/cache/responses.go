@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tern-dns/tern/internal/wire"
 )
@@ -54,6 +56,12 @@ type Responses struct {
 	ring []byte
 	head uint64
 	offs []uint16 // Put's scratch
+	// entries counts the slots holding a response; heldEntries and
+	// heldBytes publish it and the bytes in use for Held, stored by
+	// the owner in Put and Clear only (never on a hit), read by others.
+	entries     int
+	heldEntries atomic.Int64
+	heldBytes   atomic.Int64
 }
 
 // respRoom is the ring's room per response: about four one-record
@@ -112,11 +120,33 @@ func newResponses(size, ring int) *Responses {
 		sets:  make([]respSet, sets),
 	}
 	r.ring = newRing(r, max(ring, minRing))
+	r.publish()
 	return r
 }
 
 // Clear empties the cache.
-func (r *Responses) Clear() { clear(r.sets) }
+func (r *Responses) Clear() {
+	clear(r.sets)
+	r.entries = 0
+	r.publish()
+}
+
+// publish stores what Held reports: the entries, and the bytes of the
+// sets and of the ring written so far (the ring's memory becomes
+// resident as it is written, and stays).
+func (r *Responses) publish() {
+	r.heldEntries.Store(int64(r.entries))
+	r.heldBytes.Store(int64(len(r.sets))*int64(unsafe.Sizeof(respSet{})) + int64(min(r.head, uint64(len(r.ring)))))
+}
+
+// Held returns the responses the cache holds (slots filled; one whose
+// bytes the ring has since written over still counts until its slot is
+// reused) and the bytes it uses (its sets, and its ring as far as it was
+// ever written), as of its owner's last Put or Clear. Unlike the other
+// methods it is safe to call from any goroutine.
+func (r *Responses) Held() (entries int, bytes int64) {
+	return int(r.heldEntries.Load()), r.heldBytes.Load()
+}
 
 // Size is how many responses the cache holds at most.
 func (r *Responses) Size() int { return Ways * len(r.sets) }
@@ -278,6 +308,9 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 		return
 	}
 	w := set.Victim(h)
+	if set.Hash[w] == 0 {
+		r.entries++
+	}
 	pos, d := r.reserve(size)
 	n := copy(d, name)
 	binary.BigEndian.PutUint16(d[n:], q.QType)
@@ -294,6 +327,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 		nameLen: uint16(len(name)), respLen: uint16(len(resp)), nTTL: uint16(len(r.offs)), limit: uint16(min(limit, 0xFFFF)),
 	}
 	set.Fill(w, h)
+	r.publish()
 }
 
 // foldEqual reports whether a and b are equal but for ASCII case.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -434,4 +435,40 @@ func BenchmarkResponsesHit(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(misses)/float64(b.N), "misses/op")
+}
+
+// TestResponsesHeld: Held counts the responses stored (a key stored again
+// once, one evicted from a full set not at all) and the bytes of the sets
+// and of the ring written; Clear empties the count.
+func TestResponsesHeld(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	c := newResponses(64, minRing)
+	sets := int64(len(c.sets)) * int64(unsafe.Sizeof(respSet{}))
+	if n, b := c.Held(); n != 0 || b != sets {
+		t.Fatalf("empty: Held() = %d, %d; want 0, %d", n, b, sets)
+	}
+	put := func(name string) {
+		rq := respQuery{name: name, qtype: dns.TypeA, rd: true, edns: 1232}
+		pkt, _ := rq.pack(t)
+		stored(t, c, rq, reply(t, pkt, dns.RcodeSuccess, rrs(t, name+" 300 IN A 192.0.2.1"), nil, nil), t0)
+	}
+	for i := range 20 {
+		put(fmt.Sprintf("n%d.example.", i))
+	}
+	put("n3.example.")
+	want := 0
+	for i := range c.sets {
+		for _, h := range c.sets[i].Hash {
+			if h != 0 {
+				want++
+			}
+		}
+	}
+	if n, b := c.Held(); n != want || want == 0 || b != sets+int64(c.head) {
+		t.Errorf("Held() = %d, %d; want %d (of 20 names in %d slots), %d", n, b, want, c.Size(), sets+int64(c.head))
+	}
+	c.Clear()
+	if n, _ := c.Held(); n != 0 {
+		t.Errorf("after Clear: %d responses held", n)
+	}
 }

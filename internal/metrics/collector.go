@@ -27,6 +27,16 @@ var (
 	descCache = prometheus.NewDesc("tern_resolver_response_cache_total",
 		"Lookups in the resolver workers' response caches, by result (hit, miss).",
 		[]string{"result"}, nil)
+	descCacheRRsets = prometheus.NewDesc("tern_resolver_cache_rrsets",
+		"RRsets in the resolver's RRset cache (each with its RRSIGs), live or expired but not yet evicted.", nil, nil)
+	descCacheNegative = prometheus.NewDesc("tern_resolver_cache_negative_entries",
+		"NXDOMAIN and NODATA entries in the resolver's cache (RFC 2308), live or expired but not yet evicted.", nil, nil)
+	descCacheBytes = prometheus.NewDesc("tern_resolver_cache_bytes",
+		"Bytes the resolver's RRset and negative cache holds, by the measure its cache-size bounds.", nil, nil)
+	descRespEntries = prometheus.NewDesc("tern_resolver_response_cache_entries",
+		"Responses held in the resolver workers' response caches, all workers together.", nil, nil)
+	descRespBytes = prometheus.NewDesc("tern_resolver_response_cache_bytes",
+		"Bytes the resolver workers' response caches use: their sets and the part of their rings written so far.", nil, nil)
 	descResolutions = prometheus.NewDesc("tern_resolver_resolution_duration_seconds",
 		"Time each resolution took, from its start to its result.", nil, nil)
 	descValidation = prometheus.NewDesc("tern_resolver_validation_total",
@@ -57,7 +67,7 @@ var (
 // prometheus.Collector.
 func (s *Set) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueries, descSizes, descLatency, descDropped, descCookies,
-		descZoneQueries, descCache, descResolutions, descValidation, descUpstream, descTimeouts,
+		descZoneQueries, descCache, descCacheRRsets, descCacheNegative, descCacheBytes, descRespEntries, descRespBytes, descResolutions, descValidation, descUpstream, descTimeouts,
 		descZoneSerial, descZoneServing, descZoneEvents, descZoneEventTime, descZoneLastEvent} {
 		ch <- d
 	}
@@ -149,6 +159,13 @@ func (s *Set) Collect(ch chan<- prometheus.Metric) {
 	rc := &t.c[Resolver]
 	ch <- prometheus.MustNewConstMetric(descCache, prometheus.CounterValue, float64(rc[offCache]), "hit")
 	ch <- prometheus.MustNewConstMetric(descCache, prometheus.CounterValue, float64(rc[offCache+1]), "miss")
+	if cs := s.resolverCache(); cs != nil {
+		ch <- prometheus.MustNewConstMetric(descCacheRRsets, prometheus.GaugeValue, float64(cs.RRsets))
+		ch <- prometheus.MustNewConstMetric(descCacheNegative, prometheus.GaugeValue, float64(cs.Negative))
+		ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(cs.Bytes))
+		ch <- prometheus.MustNewConstMetric(descRespEntries, prometheus.GaugeValue, float64(cs.Responses))
+		ch <- prometheus.MustNewConstMetric(descRespBytes, prometheus.GaugeValue, float64(cs.ResponseBytes))
+	}
 	s.resolutions.collect(ch, descResolutions)
 	for i := range numSecurity {
 		ch <- prometheus.MustNewConstMetric(descValidation, prometheus.CounterValue, float64(s.validation[i].Load()), securityNames[i])

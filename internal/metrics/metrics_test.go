@@ -209,6 +209,7 @@ func TestNilSet(t *testing.T) {
 	s.DeferredAnswer(false, 1, resp(0, 20))
 	s.Upstream(time.Millisecond, false)
 	s.SetZones(nil)
+	s.SetResolverCache(nil)
 }
 
 // TestShardAllocs: counting and flushing allocate nothing once a
@@ -418,5 +419,40 @@ func TestStatusResolver(t *testing.T) {
 	m.Flush()
 	if st := s.Status(); !st.Resolver || st.CacheHits != 2 || st.CacheMisses != 1 {
 		t.Errorf("resolver %v, hits %d, misses %d", st.Resolver, st.CacheHits, st.CacheMisses)
+	}
+}
+
+// TestResolverCache: the resolver's caches' sizes, as SetResolverCache's
+// function reports them at the moment of reading, are gauges and in the
+// Snapshot; without one neither has them.
+func TestResolverCache(t *testing.T) {
+	s := New()
+	if c := s.Snapshot().ResolverCache; c != nil {
+		t.Errorf("without a resolver: Snapshot().ResolverCache = %+v", c)
+	}
+	for k := range gather(t, s) {
+		if strings.HasPrefix(k, "tern_resolver_cache_") || strings.HasPrefix(k, "tern_resolver_response_cache_entries") || strings.HasPrefix(k, "tern_resolver_response_cache_bytes") {
+			t.Errorf("%s without a resolver", k)
+		}
+	}
+	n := int64(0)
+	s.SetResolverCache(func() CacheSize {
+		n++
+		return CacheSize{RRsets: 10 * n, Negative: 2, Bytes: 3000, Responses: 7, ResponseBytes: 5000}
+	})
+	got := gather(t, s)
+	for k, want := range map[string]float64{
+		"tern_resolver_cache_rrsets{}":           10,
+		"tern_resolver_cache_negative_entries{}": 2,
+		"tern_resolver_cache_bytes{}":            3000,
+		"tern_resolver_response_cache_entries{}": 7,
+		"tern_resolver_response_cache_bytes{}":   5000,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+	if c := s.Snapshot().ResolverCache; c == nil || *c != (CacheSize{RRsets: 20, Negative: 2, Bytes: 3000, Responses: 7, ResponseBytes: 5000}) {
+		t.Errorf("Snapshot().ResolverCache = %+v", c)
 	}
 }

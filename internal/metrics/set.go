@@ -41,6 +41,9 @@ type Set struct {
 
 	// zones reports the zones' states at scrape time (SetZones).
 	zones atomic.Pointer[func() []ZoneState]
+	// cache reports the resolver's caches' sizes at scrape time
+	// (SetResolverCache).
+	cache atomic.Pointer[func() CacheSize]
 	// sampler keeps the busiest names and clients, history the query
 	// rates, for the status page (Tick).
 	sampler *sampler
@@ -178,6 +181,41 @@ func (s *Set) SetZones(fn func() []ZoneState) {
 	if s != nil {
 		s.zones.Store(&fn)
 	}
+}
+
+// CacheSize is what the resolver's caches hold at one moment.
+type CacheSize struct {
+	// RRsets and Negative are the RRset cache's positive entries (each
+	// an RRset with its RRSIGs) and its NXDOMAIN and NODATA entries,
+	// live or expired but not yet evicted; Bytes what they cost by the
+	// measure its cache-size bounds (cache.Stats).
+	RRsets   int64 `json:"rrsets"`
+	Negative int64 `json:"negative"`
+	Bytes    int64 `json:"bytes"`
+	// Responses and ResponseBytes are the workers' response caches'
+	// responses and bytes, all workers together (cache.Responses.Held).
+	Responses     int64 `json:"responses"`
+	ResponseBytes int64 `json:"response_bytes"`
+}
+
+// SetResolverCache makes fn report the resolver's caches' sizes at each
+// scrape and snapshot; fn reads what the caches publish, never the query
+// path's state.
+func (s *Set) SetResolverCache(fn func() CacheSize) {
+	if s != nil {
+		s.cache.Store(&fn)
+	}
+}
+
+// resolverCache is the resolver's caches' sizes now, nil without a
+// resolver.
+func (s *Set) resolverCache() *CacheSize {
+	fn := s.cache.Load()
+	if fn == nil {
+		return nil
+	}
+	c := (*fn)()
+	return &c
 }
 
 // zoneStates are the zones' states, sorted by origin, with their last

@@ -25,6 +25,9 @@ type Snapshot struct {
 	// lookups.
 	CacheHits   uint64 `json:"cache_hits"`
 	CacheMisses uint64 `json:"cache_misses"`
+	// ResolverCache is what the resolver's caches hold now; nil
+	// without a resolver.
+	ResolverCache *CacheSize `json:"resolver_cache,omitempty"`
 	// Resolutions counts the resolver's resolutions, Validation them
 	// by DNSSEC outcome (unchecked: validation off), UpstreamTimeouts
 	// the exchanges with authorities that timed out.
@@ -110,6 +113,7 @@ func (s *Set) Snapshot() Snapshot {
 		}
 	}
 	snap.CacheHits, snap.CacheMisses = t.c[Resolver][offCache], t.c[Resolver][offCache+1]
+	snap.ResolverCache = s.resolverCache()
 	for i := range s.resolutions.b {
 		snap.Resolutions += s.resolutions.b[i].Load()
 	}

@@ -50,6 +50,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/dnstap"
@@ -151,6 +152,11 @@ type Recursor struct {
 	// go, for the next ones (tcpCache).
 	spareMu  sync.Mutex
 	spareTCP []*respCache
+	// caches are every worker's response cache, UDP and TCP, for
+	// ResponseCaches; weak, so that a TCP worker's cache dropped from
+	// the spares goes.
+	cachesMu sync.Mutex
+	caches   []weak.Pointer[respCache]
 	// flushes counts the Flush calls; a worker that has seen fewer
 	// empties its response cache.
 	flushes atomic.Uint64
@@ -257,7 +263,7 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 		// rather than with it.
 		runtime.AddCleanup(w, r.recycleTCP, w.rc)
 	default:
-		w.rc = newRespCache(r.respCache)
+		w.rc = r.newRespCache()
 	}
 	w.m = metrics.Attach(r.metrics, w, metrics.Resolver)
 	if r.qlog != nil {
@@ -286,7 +292,7 @@ func (r *Recursor) tcpCache() *respCache {
 		r.spareTCP = r.spareTCP[:n-1]
 		return rc
 	}
-	return newRespCache(r.respCache)
+	return r.newRespCache()
 }
 
 // recycleTCP keeps the response cache of a TCP worker that is gone for

@@ -3,7 +3,9 @@ package recursor
 import (
 	"encoding/binary"
 	"log/slog"
+	"slices"
 	"time"
+	"weak"
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
@@ -64,9 +66,34 @@ type respCache struct {
 	flushed uint64
 }
 
-// newRespCache returns an empty response cache of size responses.
-func newRespCache(size int) *respCache {
-	return &respCache{cache: cache.NewResponses(size), box: &mailbox{}}
+// newRespCache returns an empty response cache of the configured size,
+// listed for ResponseCaches.
+func (r *Recursor) newRespCache() *respCache {
+	rc := &respCache{cache: cache.NewResponses(r.respCache), box: &mailbox{}}
+	r.cachesMu.Lock()
+	defer r.cachesMu.Unlock()
+	// Drop the caches collected since (a TCP worker's the spares had
+	// no room for), so that the list stays as long as those alive.
+	r.caches = slices.DeleteFunc(r.caches, func(p weak.Pointer[respCache]) bool { return p.Value() == nil })
+	r.caches = append(r.caches, weak.Make(rc))
+	return rc
+}
+
+// ResponseCaches returns what the workers' response caches hold
+// together: responses and bytes (cache.Responses.Held), for the metrics.
+// Safe to call from any goroutine; it reads what each cache's owner
+// published, not the caches.
+func (r *Recursor) ResponseCaches() (entries int, bytes int64) {
+	r.cachesMu.Lock()
+	defer r.cachesMu.Unlock()
+	for _, p := range r.caches {
+		if rc := p.Value(); rc != nil {
+			n, b := rc.cache.Held()
+			entries += n
+			bytes += b
+		}
+	}
+	return entries, bytes
 }
 
 // Answer answers req into out (capacity server.BufferSize), or defers it

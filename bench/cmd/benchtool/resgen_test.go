@@ -270,3 +270,37 @@ func TestResGenSign(t *testing.T) {
 		}
 	}
 }
+
+// TestResolverTable: resolver.tsv rows, with and without the caches'
+// columns (an older file), give the table's hit rate, bytes per RRset and
+// the caches' own bytes per RRset; "-" stays "–".
+func TestResolverTable(t *testing.T) {
+	dir := t.TempDir()
+	tsv := filepath.Join(dir, "resolver.tsv")
+	text := resHeader + "\n" +
+		"res-mix\tdnsperf\ttern\t1\t1000\t1000\t10000\t12000\t1000\t700\t2048\t10\t600\t1024000\n" +
+		"res-mix\tdnsperf\tunbound\t1\t1000\t1000\t10000\t11000\t1000\t750\t1024\n" +
+		"res-mix\tdnsperf\tpdnsrec\t1\t1000\t1000\t10000\t11000\t-\t-\t-\t-\t-\t-\n"
+	if err := os.WriteFile(tsv, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readResRows(tsv)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("readResRows: %d rows, %v", len(rows), err)
+	}
+	var b strings.Builder
+	if err := resolverTable(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		// 2000 kB of growth over 2048 RRsets: 1000 bytes each; 1024000 own bytes: 500.
+		"| res-mix | dnsperf | tern | 1 | 1,000 | – | 70.0% | – | 2.0 | – | 2048 | 1000 | 10 | 600 | 500 |",
+		"| res-mix | dnsperf | unbound | 1 | 1,000 | – | 75.0% | – | 1.0 | – | 1024 | 1000 | – | – | – |",
+		"| res-mix | dnsperf | pdnsrec | 1 | 1,000 | – | – | – | 1.0 | – | – | – | – | – | – |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks\n%s\n in\n%s", want, out)
+		}
+	}
+}

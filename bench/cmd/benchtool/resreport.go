@@ -17,10 +17,16 @@ type resRow struct {
 	pss0, pss1            float64 // kB, after start and after the run
 	srvQueries, srvHits   float64 // the server's own counters, NaN if it has none
 	srvRRsets             float64
+	// srvNegative, srvMessages and srvCacheBytes: the negative entries,
+	// whole responses (Unbound's message cache, PowerDNS Recursor's
+	// packet cache, Tern's response caches) and bytes the server says
+	// its caches hold; NaN if it does not tell (or an older
+	// resolver.tsv without them).
+	srvNegative, srvMessages, srvCacheBytes float64
 }
 
 // resHeader is the header line run.sh writes to resolver.tsv.
-const resHeader = "workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets"
+const resHeader = "workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets\tsrv_negative\tsrv_messages\tsrv_cache_bytes"
 
 func readResRows(path string) ([]resRow, error) {
 	rows, err := readTSV(path)
@@ -38,10 +44,17 @@ func readResRows(path string) ([]resRow, error) {
 		if len(f) < 11 {
 			continue
 		}
+		opt := func(i int) float64 {
+			if i < len(f) {
+				return num(f[i])
+			}
+			return math.NaN()
+		}
 		out = append(out, resRow{
 			workload: f[0], gen: f[1], server: f[2], rep: int(atof(f[3])),
 			sent: atof(f[4]), completed: atof(f[5]), pss0: atof(f[6]), pss1: atof(f[7]),
 			srvQueries: num(f[8]), srvHits: num(f[9]), srvRRsets: num(f[10]),
+			srvNegative: opt(11), srvMessages: opt(12), srvCacheBytes: opt(13),
 		})
 	}
 	return out, nil
@@ -119,11 +132,14 @@ func resolverTable(w func(string, ...any), rows []resRow, mixFile string) error 
 	})
 	w("## Resolver cache: hit rate and memory (mix runs)\n\n")
 	w("Each mix run starts a fresh resolver and replays the Zipf query file once. ")
-	w("Hit rate (server): the share of client queries the server counts as answered from its cache (Unbound: num.cachehits / num.queries; PowerDNS Recursor: packetcache-hits + cache-hits over questions). ")
+	w("Hit rate (server): the share of client queries the server counts as answered from its cache (Unbound: num.cachehits / num.queries, its message cache's hits; PowerDNS Recursor: packetcache-hits + cache-hits over questions; Tern: its workers' response-cache hits over the resolver's queries, tern ctl stats). ")
 	w("Ideal: 1 - distinct questions / questions sent, what an unbounded cache that never asks twice would reach. ")
-	w("Memory: PSS after the run minus PSS after start, per distinct question asked and per RRset the server reports holding (Unbound: rrset.cache.count; PowerDNS Recursor: cache-entries).\n\n")
-	w("| workload | generator | server | rep | sent | distinct | hit rate (server) | ideal | cache growth MB | bytes / distinct question | RRsets (server) | bytes / RRset |\n")
-	w("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	w("Memory: PSS after the run minus PSS after start, per distinct question asked and per RRset the server reports holding (Unbound: rrset.cache.count; PowerDNS Recursor: cache-entries; Tern: resolver_cache.rrsets, positive entries only). ")
+	w("Negative: entries of the negative cache (Tern's NXDOMAIN and NODATA entries, PowerDNS Recursor's negcache-entries; Unbound keeps negative answers in its message cache). ")
+	w("Messages: whole responses cached (Unbound: msg.cache.count; PowerDNS Recursor: packetcache-entries; Tern: its response caches' entries). ")
+	w("Own bytes / RRset: the bytes the server says its RRset and message caches hold (Unbound: mem.cache.rrset + mem.cache.message; PowerDNS Recursor: cache-bytes + packetcache-bytes; Tern: resolver_cache bytes + response_bytes) per RRset: the caches alone, without the process's other growth.\n\n")
+	w("| workload | generator | server | rep | sent | distinct | hit rate (server) | ideal | cache growth MB | bytes / distinct question | RRsets (server) | bytes / RRset | negative (server) | messages (server) | own bytes / RRset |\n")
+	w("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		d := float64(distinct[int(r.sent)])
 		grow := (r.pss1 - r.pss0) * 1024
@@ -147,9 +163,13 @@ func resolverTable(w func(string, ...any), rows []resRow, mixFile string) error 
 		if d > 0 {
 			dist = fmtQPS(d)
 		}
-		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.workload, r.gen, r.server, r.rep,
+		own := "–"
+		if !math.IsNaN(r.srvCacheBytes) && !math.IsNaN(r.srvRRsets) && r.srvRRsets > 0 {
+			own = fmtNum(r.srvCacheBytes/r.srvRRsets, 0)
+		}
+		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.workload, r.gen, r.server, r.rep,
 			fmtQPS(r.sent), dist, pct(r.srvHits, r.srvQueries), ideal, fmtNum(grow/(1<<20), 1),
-			per(d), fmtNum(r.srvRRsets, 0), per(r.srvRRsets))
+			per(d), fmtNum(r.srvRRsets, 0), per(r.srvRRsets), fmtNum(r.srvNegative, 0), fmtNum(r.srvMessages, 0), own)
 	}
 	w("\n")
 	return nil
