@@ -300,9 +300,22 @@ func pending(t *testing.T, w server.Worker, m *dns.Msg, from netip.AddrPort) (ch
 // mailed waits until a resolution has mailed w a response to store.
 func mailed(t *testing.T, w *Worker) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !w.rc.box.pending.Load(); time.Sleep(time.Millisecond) {
+	mailedN(t, w, 1)
+}
+
+// mailedN waits until w's box holds n responses (no query taking them
+// meanwhile).
+func mailedN(t *testing.T, w *Worker, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.rc.box.mu.Lock()
+		got := len(w.rc.box.mail)
+		w.rc.box.mu.Unlock()
+		if got >= n {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("no response mailed")
+			t.Fatalf("%d responses mailed, want %d", got, n)
 		}
 	}
 }
@@ -917,6 +930,9 @@ func TestClientResponseTimer(t *testing.T) {
 			t.Fatal("resolutions never ended")
 		}
 	}
+	// A resolution mails its response after it has left the mesh (and
+	// InFlight): the query below is a hit only once both are in w's box.
+	mailedN(t, w, 2)
 	for i, ch := range staleChans {
 		select {
 		case b := <-ch:
