@@ -52,7 +52,7 @@ type Responses struct {
 	// ring holds the entries: a slot's key, response and TTL offsets at
 	// ring[pos%len(ring):], pos counting every byte ever appended; head is
 	// the pos of the next entry. The bytes of pos >= head-len(ring) are
-	// intact. It is mapped beside the Go heap (newRing).
+	// intact. It and sets are mapped beside the Go heap (mapped).
 	ring []byte
 	head uint64
 	offs []uint16 // Put's scratch
@@ -75,7 +75,7 @@ const (
 
 // DefaultResponses is the responses a worker's cache holds unless
 // configured: 4 MiB of ring and 0.6 MiB of sets per worker when full;
-// the ring's memory becomes resident as it fills.
+// their memory becomes resident as they are written.
 const DefaultResponses = 8192
 
 // respSet is a set's bookkeeping and what its four slots hold.
@@ -114,12 +114,13 @@ func newResponses(size, ring int) *Responses {
 		sets *= 2
 		shift--
 	}
-	r := &Responses{
-		shift: shift,
-		seed:  maphash.MakeSeed(),
-		sets:  make([]respSet, sets),
-	}
-	r.ring = newRing(r, max(ring, minRing))
+	r := &Responses{shift: shift, seed: maphash.MakeSeed()}
+	// The sets and the ring hold no pointers: both are mapped beside
+	// the Go heap (mapped), where the collector neither scans them nor
+	// lets GOGC's share of garbage grow with them.
+	b := mapped(r, sets*int(unsafe.Sizeof(respSet{})))
+	r.sets = unsafe.Slice((*respSet)(unsafe.Pointer(unsafe.SliceData(b))), sets)
+	r.ring = mapped(r, max(ring, minRing))
 	r.publish()
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -470,5 +471,32 @@ func TestResponsesHeld(t *testing.T) {
 	c.Clear()
 	if n, _ := c.Held(); n != 0 {
 		t.Errorf("after Clear: %d responses held", n)
+	}
+}
+
+// TestResponsesSetsPointerFree: the sets live outside the Go heap
+// (mapped), where the collector does not look: they must hold no
+// pointer.
+func TestResponsesSetsPointerFree(t *testing.T) {
+	var walk func(reflect.Type) string
+	walk = func(ty reflect.Type) string {
+		switch ty.Kind() {
+		case reflect.Array:
+			return walk(ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				if p := walk(ty.Field(i).Type); p != "" {
+					return ty.Field(i).Name + "." + p
+				}
+			}
+			return ""
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			return ""
+		}
+		return ty.String()
+	}
+	if p := walk(reflect.TypeFor[respSet]()); p != "" {
+		t.Errorf("respSet holds a %s", p)
 	}
 }

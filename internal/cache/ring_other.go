@@ -2,5 +2,5 @@
 
 package cache
 
-// newRing returns size bytes for a Responses' ring.
-func newRing(_ *Responses, size int) []byte { return make([]byte, size) }
+// mapped returns size bytes for a Responses' ring or sets.
+func mapped(_ *Responses, size int) []byte { return make([]byte, size) }

@@ -8,12 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newRing returns size bytes for a Responses' ring, mapped from the
-// kernel beside the Go heap and unmapped when r is collected. In the heap
-// the ring counted whole as live data, and GOGC let as much garbage again
-// stay resident, though the ring itself is resident only as it fills. It
-// holds no pointers, so the collector need not see it.
-func newRing(r *Responses, size int) []byte {
+// mapped returns size bytes for a Responses' ring or sets, mapped from
+// the kernel beside the Go heap and unmapped when r is collected. In the
+// heap they counted whole as live data, and GOGC let as much garbage
+// again stay resident, though they are resident only as they are written.
+// They hold no pointers, so the collector need not see them.
+func mapped(r *Responses, size int) []byte {
 	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return make([]byte, size)
