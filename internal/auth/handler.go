@@ -66,9 +66,23 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 // observe counts resp, the answer to req, for the metrics, the query log
 // and dnstap, each when configured (a nil check each when not). It runs
 // right after the answer, while w.scr still holds req's question.
+//
+// The metrics' count of an answer is written out here, not in a
+// function of its own: a call per answer was a fifth of what counting
+// cost (BenchmarkWorkerBatch under callgrind).
 func (w *Worker) observe(req *server.Request, resp []byte) {
-	if w.m != nil {
-		w.count(req, resp)
+	if m := w.m; m != nil {
+		if resp != nil {
+			// An answer, by its QTYPE, RCODE, size and zone; one in
+			// metrics.SampleEvery by name and client, for the status
+			// page.
+			m.Answered(w.tcp, w.scr.q.QType, resp, w.scr.zone)
+			if m.Sampled() {
+				m.Sample(w.scr.q.Name(), req.Remote().Addr())
+			}
+		} else {
+			w.countDrop(req)
+		}
 	}
 	if w.qlog != nil {
 		w.logQuery(req, resp)
@@ -78,19 +92,11 @@ func (w *Worker) observe(req *server.Request, resp []byte) {
 	}
 }
 
-// count counts the answer resp to req in w.m: an answer by its QTYPE,
-// RCODE, size and zone (and one in metrics.SampleEvery by name and
-// client, for the status page); no answer to what is not a query (or
-// did not fit the buffer) as a malformed drop. A transfer's deferred answer is
-// not counted here.
-func (w *Worker) count(req *server.Request, resp []byte) {
-	switch {
-	case resp != nil:
-		w.m.Answered(w.tcp, w.scr.q.QType, resp, w.scr.zone)
-		if w.m.Sampled() {
-			w.m.Sample(w.scr.q.Name(), req.Remote().Addr())
-		}
-	case len(req.Packet) < wire.HeaderLen || req.Packet[2]&0x80 != 0:
+// countDrop counts a query given no answer: what is not a query (or
+// did not fit the buffer) as a malformed drop. A transfer's deferred
+// answer is not counted here.
+func (w *Worker) countDrop(req *server.Request) {
+	if len(req.Packet) < wire.HeaderLen || req.Packet[2]&0x80 != 0 {
 		w.m.Dropped(metrics.DropMalformed)
 	}
 }

@@ -21,6 +21,7 @@
 package metrics
 
 import (
+	mbits "math/bits"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -74,6 +75,16 @@ var qtypeIndex = func() (t [256]uint8) {
 	return t
 }()
 
+// qtypeCell maps a QTYPE below 256 to its row of query counters
+// (offQueries + bucket*numRcodes, UDP's), unnamed ones to "other"'s:
+// Answered's one load for the common QTYPEs; built once, read only.
+var qtypeCell = func() (t [256]uint16) {
+	for q := range t {
+		t[q] = uint16(offQueries + qtypeBucket(uint16(q))*numRcodes)
+	}
+	return t
+}()
+
 // qtypeBucket is t's bucket.
 func qtypeBucket(t uint16) int {
 	switch {
@@ -100,6 +111,30 @@ var rcodeNames = [numRcodes]string{
 // buckets, in bytes: the classic 512 limit, the default EDNS payload
 // (1232), Ethernet's MTU, and TCP's sizes.
 var sizeBounds = [...]int{64, 128, 256, 512, 768, 1024, 1232, 1500, 4096, 16384, 65535}
+
+// sizeSmall is the largest size sizeQuad buckets: up to Ethernet's MTU,
+// nearly every response.
+const sizeSmall = 1500
+
+// sizeQuad is the size bucket of a response of n bytes (n <= sizeSmall)
+// at (n+3)/4: every bound up to sizeSmall is a multiple of 4, so n and
+// its quarter rounded up fall on the same side of each. One load instead
+// of a loop over the bounds; built once, read only.
+var sizeQuad = func() (t [(sizeSmall+3)/4 + 1]uint8) {
+	for q := range t {
+		t[q] = uint8(sizeBucket(4 * q))
+	}
+	return t
+}()
+
+// sizeBucket is the bucket of a response of n bytes, by the bounds.
+func sizeBucket(n int) int {
+	b := 0
+	for b < len(sizeBounds) && n > sizeBounds[b] {
+		b++
+	}
+	return b
+}
 
 // latencyBounds are the upper bounds of the latency histograms'
 // buckets, in seconds: from an authoritative answer's microseconds to a
@@ -166,10 +201,11 @@ const (
 var cookieNames = [numCookies]string{"none", "client-only", "valid", "refreshed", "bad", "malformed", "badcookie"}
 
 // The layout of a Shard's counters: one flat array, so that a batch's
-// touched counters are a list of indexes.
+// changed counters are bits of one bitmap (Shard.dirty). Every counter
+// but the queries' fits in its first word, so that an answer's size,
+// and its bytes, mark one word; the queries start at the second.
 const (
-	offQueries  = 0
-	offSizes    = offQueries + 2*numQtypes*numRcodes
+	offSizes    = 0
 	numSizes    = len(sizeBounds) + 1 // and +Inf
 	offSizeSum  = offSizes + 2*numSizes
 	offLatency  = offSizeSum + 2
@@ -178,7 +214,18 @@ const (
 	offDrops    = offLatSum + 1
 	offCache    = offDrops + int(numDrops) // resolver response cache: hit, miss
 	offCookies  = offCache + 2
-	numCounters = offCookies + int(numCookies)
+	offQueries  = 64
+	numCounters = offQueries + 2*numQtypes*numRcodes
+	// localLen is numCounters rounded up to a power of two: an index
+	// masked with localLen-1 needs no bounds check.
+	localLen = 1024
+)
+
+// The layout's rules, checked by the compiler: the counters other than
+// the queries' in the first 64, all of them in localLen.
+var (
+	_ [offQueries - (offCookies + int(numCookies))]struct{}
+	_ [localLen - numCounters]struct{}
 )
 
 // MaxZones bounds the zones counted by name (tern_zone_queries_total):
@@ -189,11 +236,17 @@ const MaxZones = 10000
 // counting methods and Flush), from one goroutine at a time; the
 // Collector reads what Flush published.
 type Shard struct {
-	local [numCounters]uint64
-	// touched marks the counters changed since the last Flush, listed
-	// in dirty.
-	touched [numCounters]bool
-	dirty   []uint16
+	local [localLen]uint64
+	// dirty has a bit for each counter changed since the last Flush
+	// (counter i: bit i%64 of word i/64).
+	dirty [localLen / 64]uint64
+	// zoneCur is the zone of the last answers (Answered), zoneRun how
+	// many answers of it are not yet in zones: a worker's answers come
+	// in runs of one zone (a single zone's server: one run), so an
+	// answer costs a compare and an increment, and the run is added to
+	// zones when another zone's answer comes, or at the Flush.
+	zoneCur uint32
+	zoneRun uint64
 	// zones are the queries per zone index (see Set.Zone), grown as
 	// indexes appear; zoneDirty lists those changed since Flush.
 	zones     []uint64
@@ -217,51 +270,80 @@ type Shard struct {
 const shardSize = unsafe.Sizeof(Shard{})
 
 func newShard(s Server) *Shard {
-	return &Shard{server: s, sampleIn: 1, dirty: make([]uint16, 0, numCounters), zoneDirty: make([]uint32, 0, 8)}
+	return &Shard{server: s, sampleIn: 1, zoneDirty: make([]uint32, 0, 8)}
 }
 
 // add adds n to counter i.
 func (m *Shard) add(i int, n uint64) {
+	i &= localLen - 1
 	m.local[i] += n
-	if !m.touched[i] {
-		m.touched[i] = true
-		m.dirty = append(m.dirty, uint16(i))
-	}
+	m.dirty[i/64] |= 1 << (i % 64)
 }
 
 // Answered counts one query answered with resp (at least a header): its
 // transport, QTYPE (0: the question did not parse), the response's RCODE
 // and size, and its zone's index (0: none).
+//
+// It runs once per answer: a table load for the QTYPE's row and one for
+// the size's bucket, three counters added, two words of the dirty
+// bitmap marked, and the zone's run counted (about 40 instructions;
+// BenchmarkAnswered, and auth's BenchmarkWorkerBatch for the whole of
+// the counting).
 func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte, zone uint32) {
-	t := 0
+	n := uint(len(resp))
+	var t uint
 	if tcp {
 		t = 1
 	}
-	rcode := 0
-	if len(resp) > 3 {
-		rcode = int(resp[3] & 0xF)
+	var c uint
+	if qtype < 256 {
+		c = uint(qtypeCell[qtype])
+	} else {
+		c = uint(offQueries + qtypeBucket(qtype)*numRcodes)
 	}
-	m.add(offQueries+(t*numQtypes+qtypeBucket(qtype))*numRcodes+rcode, 1)
-	n := len(resp)
-	b := 0
-	for b < len(sizeBounds) && n > sizeBounds[b] {
-		b++
+	if n > 3 {
+		c += uint(resp[3] & 0xF)
 	}
-	m.add(offSizes+t*numSizes+b, 1)
-	m.add(offSizeSum+t, uint64(n))
-	if zone != 0 {
-		m.zone(zone)
+	c = (c + t*uint(numQtypes*numRcodes)) % localLen
+	m.local[c]++
+	m.dirty[c/64] |= 1 << (c % 64)
+	var b uint
+	if n <= sizeSmall {
+		b = uint(sizeQuad[(n+3)/4])
+	} else {
+		b = uint(sizeBucket(int(n)))
 	}
+	b = (offSizes + t*uint(numSizes) + b) % 64
+	sum := (uint(offSizeSum) + t) % 64
+	m.local[b]++
+	m.local[sum] += uint64(n)
+	m.dirty[0] |= 1<<b | 1<<sum
+	if zone != m.zoneCur {
+		m.zoneSwitch(zone)
+	}
+	m.zoneRun++
 }
 
-// zone counts a query of zone index z.
-func (m *Shard) zone(z uint32) {
-	if int(z) >= len(m.zones) {
-		n := max(int(z)+1, 2*len(m.zones), 8)
-		m.zones = append(m.zones, make([]uint64, n-len(m.zones))...)
-		m.zoneMark = append(m.zoneMark, make([]bool, n-len(m.zoneMark))...)
+// zoneSwitch adds the current zone's run to its counter and starts
+// zone z's.
+func (m *Shard) zoneSwitch(z uint32) {
+	m.zoneFold()
+	m.zoneCur = z
+}
+
+// zoneFold adds the run of answers of the current zone to its counter.
+func (m *Shard) zoneFold() {
+	z, n := m.zoneCur, m.zoneRun
+	m.zoneRun = 0
+	if z == 0 || n == 0 {
+		return
 	}
-	m.zones[z]++
+	if int(z) >= len(m.zones) {
+		size := max(int(z)+1, 2*len(m.zones), 8)
+		m.zones = append(m.zones, make([]uint64, size-len(m.zones))...)
+		m.zoneMark = append(m.zoneMark, make([]bool, size-len(m.zoneMark))...)
+	}
+	m.zones[z] += n
 	if !m.zoneMark[z] {
 		m.zoneMark[z] = true
 		m.zoneDirty = append(m.zoneDirty, z)
@@ -303,11 +385,17 @@ func (m *Shard) Observe(d time.Duration, n int) {
 // the owner at the end of each batch.
 func (m *Shard) Flush() {
 	m.handOver()
-	for _, i := range m.dirty {
-		m.pub[i].Store(m.local[i])
-		m.touched[i] = false
+	for w, bits := range m.dirty {
+		if bits == 0 {
+			continue
+		}
+		m.dirty[w] = 0
+		for ; bits != 0; bits &= bits - 1 {
+			i := w*64 + mbits.TrailingZeros64(bits)
+			m.pub[i].Store(m.local[i])
+		}
 	}
-	m.dirty = m.dirty[:0]
+	m.zoneFold()
 	if len(m.zoneDirty) == 0 {
 		return
 	}
