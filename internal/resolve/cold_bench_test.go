@@ -20,7 +20,7 @@ import (
 func BenchmarkColdResolve(b *testing.B) {
 	opt := localdns.StartWild(b)
 	opt.Cache = cache.New(cache.Options{})
-	r := resolve.New(&upstream.Client{}, opt)
+	r := resolve.New(localdns.Patient{Client: &upstream.Client{}}, opt)
 	next := localdns.ColdNames()
 	ctx := context.Background()
 	queries := 0

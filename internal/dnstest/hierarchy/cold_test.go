@@ -27,7 +27,7 @@ import (
 func BenchmarkColdServed(b *testing.B) {
 	opt := hierarchy.StartWild(b)
 	opt.Cache = cache.New(cache.Options{})
-	r := resolve.New(&upstream.Client{}, opt)
+	r := resolve.New(hierarchy.Patient{Client: &upstream.Client{}}, opt)
 	lo := netip.MustParseAddr("127.0.0.1")
 	addr := hierarchy.StartRecursor(b, netip.AddrPortFrom(lo, uint16(dnstest.FreePort(b, lo.String()))), r)
 	conn, err := net.Dial("udp", addr)

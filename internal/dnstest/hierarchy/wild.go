@@ -1,13 +1,17 @@
 package hierarchy
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/miekg/dns"
+
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/upstream"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -72,4 +76,18 @@ func ColdNames() func() string {
 		n++
 		return fmt.Sprintf("c%x.%s", n, WildZone)
 	}
+}
+
+// Patient is an upstream.Client that waits for each UDP answer as long as
+// the Client's Timeout, whatever the resolver's infrastructure cache asks
+// (upstream.Options.UDPTimeout): a benchmark's authorities answer in
+// microseconds, which brings the timeout down to its 50 ms floor, and a
+// run slowed down (valgrind, a loaded machine) would otherwise ask again
+// and count a second query's work.
+type Patient struct{ *upstream.Client }
+
+// ExchangeOptions is the Client's, without opt.UDPTimeout.
+func (p Patient) ExchangeOptions(ctx context.Context, server netip.AddrPort, q dns.Question, opt upstream.Options) (*dns.Msg, upstream.Report, error) {
+	opt.UDPTimeout = 0
+	return p.Client.ExchangeOptions(ctx, server, q, opt)
 }
