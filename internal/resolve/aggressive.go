@@ -156,7 +156,7 @@ func nsecProof(d *cache.Denials, zone, name string) ([]cache.Denial, validator.D
 		// name exists; its own NSEC is not known.
 		return nil, 0, false
 	}
-	if strings.EqualFold(n.Hdr.Name, name) || dns.IsSubDomain(name, n.NextDomain) {
+	if strings.EqualFold(n.Hdr.Name, name) || subDomain(name, n.NextDomain) {
 		return []cache.Denial{p}, validator.NoData, true
 	}
 	// The closest encloser: the longest ancestor of name the covering

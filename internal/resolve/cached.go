@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"slices"
 
 	"github.com/miekg/dns"
 
@@ -31,8 +32,11 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	if c == nil || (name == ru.fresh.Name && qtype == ru.fresh.Qtype) {
 		return nil, "", false
 	}
-	m := &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}}
+	// The message is made on a hit only: most lookups of a cold
+	// resolution miss.
+	newMsg := func() *dns.Msg { return &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}} }
 	if e, ok := c.Get(name, qtype); ok && e.Rank >= cache.RankAnswer {
+		m := newMsg()
 		ru.known.note(e)
 		switch e.Kind {
 		case cache.Positive:
@@ -47,6 +51,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	if qtype != dns.TypeCNAME {
 		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
+			m := newMsg()
 			m.Answer = append(e.Records, e.Sigs...)
 			return m, name, true
 		}
@@ -57,6 +62,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 		z = parent(z)
 		if e, ok := c.Get(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
+			m := newMsg()
 			m.Answer = append(e.Records, e.Sigs...)
 			return m, z, true
 		}
@@ -98,12 +104,17 @@ func (ru *run) cachedServers(zone string, ns []dns.RR) ([]Server, bool) {
 	c := ru.r.cache
 	servers := make([]Server, 0, len(ns))
 	any := false
+	why := ""
+	if ru.r.trace != nil {
+		// Only the trace shows it.
+		why = "cached delegation of " + zone
+	}
 	for _, rr := range ns {
 		n, ok := rr.(*dns.NS)
 		if !ok {
 			continue
 		}
-		s := Server{Name: dns.CanonicalName(n.Ns), Why: "cached delegation of " + zone}
+		s := Server{Name: dns.CanonicalName(n.Ns), Why: why}
 		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 			if e, ok := c.Get(s.Name, t); ok && e.Kind == cache.Positive {
 				for _, a := range e.Records {
@@ -188,13 +199,13 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 	// The name the chain ends at, and its negative answer.
 	cur := dns.CanonicalName(q.Name)
 	for range m.Answer {
-		cn := owned(m.Answer, cur, dns.TypeCNAME)
-		if len(cn) == 0 || q.Qtype == dns.TypeCNAME {
+		cn := firstOwned(m.Answer, cur, dns.TypeCNAME)
+		if cn == nil || q.Qtype == dns.TypeCNAME {
 			break
 		}
-		cur = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+		cur = dns.CanonicalName(cn.(*dns.CNAME).Target)
 	}
-	if !dns.IsSubDomain(zone, cur) || len(owned(m.Answer, cur, q.Qtype)) > 0 || (q.Qtype != dns.TypeCNAME && len(owned(m.Answer, cur, dns.TypeCNAME)) > 0) {
+	if !subDomain(zone, cur) || firstOwned(m.Answer, cur, q.Qtype) != nil || (q.Qtype != dns.TypeCNAME && firstOwned(m.Answer, cur, dns.TypeCNAME) != nil) {
 		return
 	}
 	kind := cache.NoData
@@ -224,17 +235,22 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 // cuts, which other servers are authoritative for. dname reports whether
 // the chain went through a DNAME.
 func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
-	type set struct {
-		name string
-		t    uint16
+	// The RRsets kept, few: searched one by one rather than in a map
+	// (two maps were a tenth of the allocations of a cold resolution).
+	// Every link of the chain is a record of answer, so that a loop
+	// ends within len(answer) links.
+	var buf [4]rrsetKey
+	keep := buf[:0]
+	add := func(k rrsetKey) {
+		if !slices.Contains(keep, k) {
+			keep = append(keep, k)
+		}
 	}
-	keep := map[set]bool{}
 	cur := dns.CanonicalName(q.Name)
-	for seen := map[string]bool{}; !seen[cur]; {
-		seen[cur] = true
+	for range len(answer) + 1 {
 		if dn := redirecting(answer, cur); dn != nil {
 			dname = true
-			keep[set{dns.CanonicalName(dn.Hdr.Name), dns.TypeDNAME}] = true
+			add(rrsetKey{dns.CanonicalName(dn.Hdr.Name), dns.TypeDNAME})
 			cn, ok := synthesize(dn, cur)
 			if !ok {
 				break
@@ -242,18 +258,20 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 			cur = dns.CanonicalName(cn.Target)
 			continue
 		}
-		if rrs := owned(answer, cur, q.Qtype); len(rrs) > 0 {
-			for _, rr := range rrs {
-				keep[set{cur, rr.Header().Rrtype}] = true
+		if firstOwned(answer, cur, q.Qtype) != nil {
+			for _, rr := range answer {
+				if ownedBy(rr, cur, q.Qtype) {
+					add(rrsetKey{cur, rr.Header().Rrtype})
+				}
 			}
 			break
 		}
-		cn := owned(answer, cur, dns.TypeCNAME)
-		if len(cn) == 0 {
+		cn := firstOwned(answer, cur, dns.TypeCNAME)
+		if cn == nil {
 			break
 		}
-		keep[set{cur, dns.TypeCNAME}] = true
-		cur = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+		add(rrsetKey{cur, dns.TypeCNAME})
+		cur = dns.CanonicalName(cn.(*dns.CNAME).Target)
 	}
 	for _, rr := range answer {
 		h := rr.Header()
@@ -261,11 +279,17 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 		if sig, ok := rr.(*dns.RRSIG); ok {
 			t = sig.TypeCovered
 		}
-		if keep[set{dns.CanonicalName(h.Name), t}] {
+		if slices.Contains(keep, rrsetKey{dns.CanonicalName(h.Name), t}) {
 			out = append(out, rr)
 		}
 	}
 	return out, dname
+}
+
+// rrsetKey names an RRset: its owner (canonical) and type.
+type rrsetKey struct {
+	name string
+	t    uint16
 }
 
 // clampTTLs sets the TTLs of m's records to those the cache keeps them
@@ -289,6 +313,12 @@ func clampTTLs(c *cache.Cache, m *dns.Msg) {
 // store puts the RRsets of rrs in the cache, each with the RRSIGs that
 // cover it (RRSIGs of records not in rrs are not stored).
 func (ru *run) store(rrs []dns.RR, rank cache.Rank) {
+	if name, t, ok := oneRRset(rrs); ok {
+		// The common case, one RRset without signatures (an answer's):
+		// stored as it is, without grouping.
+		ru.r.cache.Put(name, t, cache.Entry{Rank: rank, Records: rrs})
+		return
+	}
 	in := make([]dns.RR, 0, len(rrs))
 	for _, rr := range rrs {
 		if rr.Header().Class == dns.ClassINET {
@@ -306,6 +336,22 @@ func (ru *run) store(rrs []dns.RR, rank cache.Rank) {
 	}
 }
 
+// oneRRset reports whether rrs are one RRset of class IN without
+// RRSIGs, and its canonical owner and type.
+func oneRRset(rrs []dns.RR) (string, uint16, bool) {
+	if len(rrs) == 0 {
+		return "", 0, false
+	}
+	h0 := rrs[0].Header()
+	for _, rr := range rrs {
+		h := rr.Header()
+		if h.Class != dns.ClassINET || h.Rrtype != h0.Rrtype || h.Rrtype == dns.TypeRRSIG || !equalFold(h.Name, h0.Name) {
+			return "", 0, false
+		}
+	}
+	return dns.CanonicalName(h0.Name), h0.Rrtype, true
+}
+
 // glue returns the address records of extra owned by the names of the NS
 // records ns and within zone's bailiwick (RFC 2181 §5.4.1).
 func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
@@ -317,7 +363,7 @@ func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 	for _, rr := range extra {
 		h := rr.Header()
 		owner := dns.CanonicalName(h.Name)
-		if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && names[owner] && dns.IsSubDomain(zone, owner) {
+		if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && names[owner] && subDomain(zone, owner) {
 			out = append(out, rr)
 		}
 	}

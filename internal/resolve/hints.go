@@ -136,7 +136,7 @@ func NotIANARoot(servers []Server) string {
 	for _, s := range servers {
 		for _, a := range s.Addrs {
 			a = a.Unmap()
-			if !dns.IsSubDomain("root-servers.net.", s.Name) || !a.IsGlobalUnicast() || a.IsPrivate() {
+			if !subDomain("root-servers.net.", s.Name) || !a.IsGlobalUnicast() || a.IsPrivate() {
 				return s.Name + " " + a.String()
 			}
 		}

@@ -224,6 +224,20 @@ func (in *Infra) order(zone string, port uint16, ts []target, explain bool) (ord
 		t target
 		c choice
 	}
+	if len(ts) == 1 {
+		// One server, as a zone whose servers share an address has, or
+		// the last address left: nothing to sort (order's slices were
+		// a tenth of the allocations of a cold resolution).
+		t := ts[0]
+		c := in.look(t.server(port), zone, now)
+		if c.passed != "" {
+			return nil, []string{fmt.Sprintf("%s (%s) %s", t.name, t.addr, c.passed)}
+		}
+		if explain {
+			t.sel = selection(c, false, 1)
+		}
+		return []target{t}, nil
+	}
 	cs := make([]cand, 0, len(ts))
 	for _, t := range ts {
 		c := in.look(t.server(port), zone, now)
@@ -269,23 +283,32 @@ func (in *Infra) order(zone string, port uint16, ts []target, explain bool) (ord
 	ordered = make([]target, 0, len(idx))
 	for _, i := range idx {
 		t, c := cs[i].t, cs[i].c
-		switch {
-		case !explain:
-			// Nobody reads it: formatting it would cost most of what
-			// choosing costs.
-		case c.probe:
-			t.sel = fmt.Sprintf("probe of a server not answering (timeout %v)", c.est)
-		case !c.known:
-			t.sel = fmt.Sprintf("never asked (estimate %v)", unknownRTT)
-		default:
-			t.sel = fmt.Sprintf("estimate %v", c.est.Round(10*time.Microsecond))
-		}
-		if explain && inBand(c) && n > 1 {
-			t.sel += fmt.Sprintf(", drawn among %d within %v of the best", n, rttBand)
+		if explain {
+			// Nobody else reads it: formatting it would cost most of
+			// what choosing costs.
+			t.sel = selection(c, inBand(c), n)
 		}
 		ordered = append(ordered, t)
 	}
 	return ordered, passed
+}
+
+// selection says why order put a server where it did (Step.Selection):
+// its choice c, whether it was in the band of the n drawn at random.
+func selection(c choice, inBand bool, n int) string {
+	var sel string
+	switch {
+	case c.probe:
+		sel = fmt.Sprintf("probe of a server not answering (timeout %v)", c.est)
+	case !c.known:
+		sel = fmt.Sprintf("never asked (estimate %v)", unknownRTT)
+	default:
+		sel = fmt.Sprintf("estimate %v", c.est.Round(10*time.Microsecond))
+	}
+	if inBand && n > 1 {
+		sel += fmt.Sprintf(", drawn among %d within %v of the best", n, rttBand)
+	}
+	return sel
 }
 
 // attempt returns how to ask server now: the time to wait for its answer
@@ -391,19 +414,30 @@ func (e notServing) Unwrap() error { return e.error }
 // family as the infrastructure cache orders it. The servers it passes over
 // go to pass, and are listed in the first chosen target's trace step.
 func (ru *run) choose(zone string, ts []target, pass func(reason, short string)) []target {
-	var v4, v6 []target
-	for _, t := range ts {
-		if t.addr.Is4() {
-			v4 = append(v4, t)
-		} else {
-			v6 = append(v6, t)
+	v4, v6 := ts, []target(nil)
+	if slices.ContainsFunc(ts, func(t target) bool { return !t.addr.Is4() }) {
+		v4 = nil
+		for _, t := range ts {
+			if t.addr.Is4() {
+				v4 = append(v4, t)
+			} else {
+				v6 = append(v6, t)
+			}
 		}
 	}
 	var out []target
 	var passed []string
-	for _, fam := range [][]target{v4, v6} {
+	for _, fam := range [...][]target{v4, v6} {
+		if len(fam) == 0 {
+			continue
+		}
 		o, p := ru.r.infra.order(zone, ru.r.port, fam, ru.r.trace != nil)
-		out, passed = append(out, o...), append(passed, p...)
+		if out == nil {
+			out = o
+		} else {
+			out = append(out, o...)
+		}
+		passed = append(passed, p...)
 	}
 	for _, p := range passed {
 		pass(p, p)

@@ -487,8 +487,8 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 					return res, nil
 				}
 				target = cn.Target
-			} else if rrs := owned(m.Answer, cur, qtype); len(rrs) > 0 {
-				res.Answer = append(res.Answer, withSigs(rrs, m.Answer, cur, qtype)...)
+			} else if a := appendOwned(res.Answer, m.Answer, cur, qtype); len(a) > len(res.Answer) {
+				res.Answer = withSigs(a, m.Answer, cur, qtype)
 				res.Rcode = dns.RcodeSuccess
 				// RFC 4035 §3.1.3.3: a wildcard answer comes with the
 				// proof that no closer name matched.
@@ -514,7 +514,7 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 		// it is believed only from a server authoritative for it, and a
 		// NOERROR only with the SOA of a NODATA: the last name may be
 		// below a cut in the zone, which the server then only refers to.
-		if cur == name || (dns.IsSubDomain(zone, cur) && m.Authoritative && (m.Rcode == dns.RcodeNameError || hasSOA(m.Ns))) {
+		if cur == name || (subDomain(zone, cur) && m.Authoritative && (m.Rcode == dns.RcodeNameError || hasSOA(m.Ns))) {
 			res.Rcode = m.Rcode
 			for _, rr := range m.Ns {
 				if rr.Header().Rrtype == dns.TypeSOA {
@@ -550,7 +550,7 @@ func redirecting(rrs []dns.RR, name string) *dns.DNAME {
 			continue
 		}
 		owner := dns.CanonicalName(dn.Hdr.Name)
-		if owner != name && dns.IsSubDomain(owner, name) {
+		if owner != name && subDomain(owner, name) {
 			return dn
 		}
 	}
@@ -607,7 +607,7 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 	}
 	zone, servers, fromCache := ru.closest(name, qtype)
 	forward := false
-	if c := ru.r.zoneOf(name, qtype); c != nil && (c.forward || !fromCache || !dns.IsSubDomain(c.zone, zone)) {
+	if c := ru.r.zoneOf(name, qtype); c != nil && (c.forward || !fromCache || !subDomain(c.zone, zone)) {
 		// A forward zone, or a stub zone deeper than the closest
 		// cached cut: the configured servers, never the root's way.
 		zone, servers, fromCache, forward = c.zone, c.servers, false, c.forward
@@ -714,7 +714,7 @@ type minimiser struct {
 // asked below the cut already (several labels were added at once) is
 // kept.
 func (mn *minimiser) reset(zone string) {
-	if mn.sent == "" || !dns.IsSubDomain(zone, mn.sent) {
+	if mn.sent == "" || !subDomain(zone, mn.sent) {
 		mn.sent, mn.count = zone, 0
 	}
 }
@@ -843,7 +843,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			continue
 		}
 		switch {
-		case dns.IsSubDomain(zone, s.Name):
+		case subDomain(zone, s.Name):
 			// Its address is in the zone it serves and did not come as
 			// glue: asking for it would ask the zone itself.
 			passOver(s.Name+" has no glue", s.Name+" no glue")
@@ -1171,10 +1171,18 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	}
 	before, answers := len(m.Answer)+len(m.Ns), len(m.Answer)
 	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		// A section of no more records than the limit holds no RRset
+		// over it: counting them (a map per section) is for the others.
+		if len(sec) <= ru.r.limits.RRset {
+			continue
+		}
 		if n, set := largest(sec); n > ru.r.limits.RRset {
 			return nil, fmt.Errorf("an RRset of %d records (%s), limit %d", n, set, ru.r.limits.RRset)
 		}
 	}
+	// What the trace shows of the answer is written only for a trace:
+	// formatting it cost more than the checks.
+	explain := ru.r.trace != nil
 	m.Answer = inBailiwick(m.Answer, zone)
 	m.Ns = inBailiwick(m.Ns, zone)
 	st.Dropped = before - len(m.Answer) - len(m.Ns)
@@ -1189,7 +1197,9 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		if !m.Authoritative && !st.Recursive {
 			return nil, notServing{errors.New("answer without AA")}
 		}
-		st.Outcome = outcome(m)
+		if explain {
+			st.Outcome = outcome(m)
+		}
 		return nil, nil
 	}
 	if st.Recursive {
@@ -1199,7 +1209,9 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		if !hasSOA(m.Ns) && slices.ContainsFunc(m.Ns, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeNS }) {
 			return nil, errors.New("a referral from a forwarder (RD=1 not honoured)")
 		}
-		st.Outcome = outcome(m)
+		if explain {
+			st.Outcome = outcome(m)
+		}
 		return nil, nil
 	}
 	// A referral: NS records of a cut below the zone, at or above the
@@ -1213,7 +1225,7 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 			continue
 		}
 		owner := dns.CanonicalName(ns.Hdr.Name)
-		if owner == zone || !dns.IsSubDomain(owner, q.Name) {
+		if owner == zone || !subDomain(owner, q.Name) {
 			continue
 		}
 		if cut == "" {
@@ -1227,7 +1239,9 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		if !m.Authoritative {
 			return nil, notServing{errors.New("no answer, no referral and no AA")}
 		}
-		st.Outcome = outcome(m)
+		if explain {
+			st.Outcome = outcome(m)
+		}
 		return nil, nil
 	}
 	d := &delegation{zone: cut}
@@ -1246,11 +1260,15 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		}
 		// RFC 2181 §5.4.1: glue is believed only within the bailiwick
 		// of the zone that gave the referral.
-		if !dns.IsSubDomain(zone, dns.CanonicalName(rr.Header().Name)) {
-			st.GlueIgnored = append(st.GlueIgnored, rrString(rr))
+		if !subDomain(zone, dns.CanonicalName(rr.Header().Name)) {
+			if explain {
+				st.GlueIgnored = append(st.GlueIgnored, rrString(rr))
+			}
 			continue
 		}
-		st.GlueUsed = append(st.GlueUsed, rrString(rr))
+		if explain {
+			st.GlueUsed = append(st.GlueUsed, rrString(rr))
+		}
 		d.servers[i].Addrs = append(d.servers[i].Addrs, a)
 	}
 	// Servers with addresses first: asking them costs no sub-resolution.
@@ -1264,7 +1282,9 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		}
 	}
 	d.servers = append(with, without...)
-	st.Outcome = "referral to " + cut + " (NS " + strings.Join(names, " ") + ")"
+	if explain {
+		st.Outcome = "referral to " + cut + " (NS " + strings.Join(names, " ") + ")"
+	}
 	return d, nil
 }
 
@@ -1314,7 +1334,7 @@ func inBailiwick(rrs []dns.RR, zone string) []dns.RR {
 	out := rrs[:0]
 	for _, rr := range rrs {
 		h := rr.Header()
-		if h.Class == dns.ClassINET && dns.IsSubDomain(zone, dns.CanonicalName(h.Name)) {
+		if h.Class == dns.ClassINET && subDomain(zone, dns.CanonicalName(h.Name)) {
 			out = append(out, rr)
 		}
 	}
@@ -1324,17 +1344,34 @@ func inBailiwick(rrs []dns.RR, zone string) []dns.RR {
 // owned returns the records of rrs owned by name with type t (any type
 // but CNAME for ANY).
 func owned(rrs []dns.RR, name string, t uint16) []dns.RR {
-	var out []dns.RR
+	return appendOwned(nil, rrs, name, t)
+}
+
+// appendOwned appends owned(rrs, name, t) to dst.
+func appendOwned(dst, rrs []dns.RR, name string, t uint16) []dns.RR {
 	for _, rr := range rrs {
-		h := rr.Header()
-		if !strings.EqualFold(h.Name, name) {
-			continue
-		}
-		if h.Rrtype == t || (t == dns.TypeANY && h.Rrtype != dns.TypeCNAME) {
-			out = append(out, rr)
+		if ownedBy(rr, name, t) {
+			dst = append(dst, rr)
 		}
 	}
-	return out
+	return dst
+}
+
+// firstOwned returns the first record of owned(rrs, name, t), or nil.
+func firstOwned(rrs []dns.RR, name string, t uint16) dns.RR {
+	for _, rr := range rrs {
+		if ownedBy(rr, name, t) {
+			return rr
+		}
+	}
+	return nil
+}
+
+// ownedBy reports whether rr is owned by name with type t (any type but
+// CNAME for ANY).
+func ownedBy(rr dns.RR, name string, t uint16) bool {
+	h := rr.Header()
+	return (h.Rrtype == t || (t == dns.TypeANY && h.Rrtype != dns.TypeCNAME)) && equalFold(h.Name, name)
 }
 
 // unique returns ss without repetitions, in the order of first

@@ -469,7 +469,7 @@ func hasType(rrs []dns.RR, name string, t uint16) bool {
 // dnameOver reports whether sets hold a DNAME owned by an ancestor of name.
 func dnameOver(sets []RRset, name string) bool {
 	for _, s := range sets {
-		if s.Type == dns.TypeDNAME && s.Name != name && dns.IsSubDomain(s.Name, name) {
+		if s.Type == dns.TypeDNAME && s.Name != name && subDomain(s.Name, name) {
 			return true
 		}
 	}
@@ -526,7 +526,7 @@ func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) 
 // was found Secure before.
 func signer(set RRset) *dns.RRSIG {
 	for _, sig := range set.Sigs {
-		if dns.IsSubDomain(dns.CanonicalName(sig.SignerName), set.Name) {
+		if subDomain(dns.CanonicalName(sig.SignerName), set.Name) {
 			return sig
 		}
 	}
@@ -544,7 +544,7 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 		return t.res, nil, t
 	}
 	zone := dns.CanonicalName(set.Sigs[0].SignerName)
-	if !dns.IsSubDomain(zone, set.Name) {
+	if !subDomain(zone, set.Name) {
 		return validator.Result{Security: cache.Bogus, EDE: wire.EDEDNSSECBogus, Text: fmt.Sprintf("%s: signer %s is not an ancestor", set.Name, zone)}, nil, zoneTrust{}
 	}
 	t := c.trust(zone)

@@ -1,0 +1,59 @@
+package resolve
+
+import (
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// subDomain reports whether child is parent or a name below it, as
+// dns.IsSubDomain does (names in presentation form, compared label by
+// label without regard to ASCII case), without its allocations: it
+// splits both names into slices of label offsets, four of them in a cold
+// resolution, where the bailiwick checks of every record call it. Names
+// fully qualified and without escapes (every name an answer unpacks to
+// but those with special characters) are compared here as suffixes
+// ending at a label boundary; others go to dns.IsSubDomain.
+func subDomain(parent, child string) bool {
+	if !plainName(parent) || !plainName(child) {
+		return dns.IsSubDomain(parent, child)
+	}
+	if parent == "." {
+		return true
+	}
+	i := len(child) - len(parent)
+	return i >= 0 && (i == 0 || child[i-1] == '.') && equalFold(child[i:], parent)
+}
+
+// plainName reports whether name is fully qualified, with labels that
+// are not empty and without escapes: its labels end at its dots.
+func plainName(name string) bool {
+	if name == "." {
+		return true
+	}
+	return len(name) > 1 && name[0] != '.' && name[len(name)-1] == '.' &&
+		!strings.Contains(name, "..") && strings.IndexByte(name, '\\') < 0
+}
+
+// equalFold reports whether a and b are equal without regard to ASCII
+// case (RFC 4343; strings.EqualFold also folds Unicode, which names in
+// presentation form compare without).
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x != y && lower(x) != lower(y) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

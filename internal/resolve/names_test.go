@@ -1,0 +1,46 @@
+package resolve
+
+import (
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// subDomainCases are pairs (parent, child) whose answer from subDomain
+// must be dns.IsSubDomain's; also the fuzz target's seeds.
+var subDomainCases = [][2]string{
+	{".", "."}, {".", "a."}, {"a.", "."}, {"example.tld.", "example.tld."},
+	{"example.tld.", "www.example.tld."}, {"example.tld.", "wwwexample.tld."},
+	{"Example.TLD.", "www.example.tld."}, {"example.tld.", "WWW.EXAMPLE.TLD."},
+	{"tld.", "example.tld."}, {"example.tld.", "tld."}, {"b.c.", "a.b.c."},
+	{"b.c.", "ab.c."}, {"example.tld", "www.example.tld."}, {"example.tld.", "www.example.tld"},
+	{"a\\.b.c.", "x.a\\.b.c."}, {"b.c.", "a\\.b.c."}, {"b.c.", "a\\098.c."},
+	{"c.", "a..c."}, {"", "a."}, {"a.", ""}, {"\u212a.", "k."}, {"k.", "\u212a."},
+	{"é.", "É."}, {"x.", ".x."},
+}
+
+// TestSubDomain: subDomain answers as dns.IsSubDomain, which it replaces
+// on the hot path.
+func TestSubDomain(t *testing.T) {
+	for _, c := range subDomainCases {
+		if got, want := subDomain(c[0], c[1]), dns.IsSubDomain(c[0], c[1]); got != want {
+			t.Errorf("subDomain(%q, %q) = %v, dns.IsSubDomain %v", c[0], c[1], got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { subDomain("example.tld.", "www.example.tld.") }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}
+
+// FuzzSubDomain: subDomain answers as dns.IsSubDomain for any two
+// strings.
+func FuzzSubDomain(f *testing.F) {
+	for _, c := range subDomainCases {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, parent, child string) {
+		if got, want := subDomain(parent, child), dns.IsSubDomain(parent, child); got != want {
+			t.Fatalf("subDomain(%q, %q) = %v, dns.IsSubDomain %v", parent, child, got, want)
+		}
+	})
+}
