@@ -212,10 +212,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// A [resolver] without zones runs only the resolver: no demo zone,
 	// no authoritative listeners.
 	resolverOnly := cfg.Resolver != nil && len(cfg.Zones) == 0
-	// DNS cookies (RFC 7873, RFC 9018) on every listener, under a
-	// random secret rotated daily (the previous one still accepted).
-	cookies := cookie.NewKeys()
-	go rotateCookies(ctx, cookies, cookieRotation)
+	// DNS cookies (RFC 7873, RFC 9018) on every listener ([cookies]):
+	// under the configured secrets, else a random one rotated every
+	// secret-lifetime (the previous one still accepted); nil when
+	// answer-cookie is off.
+	cookies, err := newCookies(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "tern serve: %v\n", err)
+		return 1
+	}
+	if cookies != nil {
+		go cookies.rotate(ctx, cfg.Cookies.SecretLifetime.Duration)
+	}
 	// dnstap ([dnstap]): written out and closed after the servers have
 	// stopped (closeTap, at shutdown; deferred for the other returns).
 	tap, err := openTap(cfg)
@@ -237,7 +245,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookie.Handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog), tap), cookies, cfg.Server.UDPPayload)))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog), tap), cfg.Server.UDPPayload)))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -251,7 +259,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stopAnchors()
 		rec.TapInto(tap)
 		rec.LogQueries(log, cfg.Server.QueryLog)
-		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookie.Handler(rec, cookies, cfg.Server.UDPPayload)))
+		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookies.handler(rec, cfg.Server.UDPPayload)))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
 	// load must not kill the server (its default action).
@@ -264,7 +272,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// answered is applied and its zone file then written (shutdown).
 	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMgr()
-	rl := &reloader{ctx: mgrCtx, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
+	rl := &reloader{ctx: mgrCtx, cookies: cookies, current: cfg, flags: &f, running: cfg, level: &level, log: log, metrics: counters, publish: resp.Publish, setAccess: resp.SetAccess, setJournals: resp.SetJournals, onNotify: resp.OnNotify, onUpdate: resp.OnUpdate,
 		notify:   &notifying{n: notify.New(log, notify.Options{Source: notifySource(cfg.Server.Listen)})},
 		resolver: res, loop: make(chan func()), consumed: map[string]*catalog.Catalog{}, removed: map[string]bool{}}
 	if cfg.Resolver != nil {
@@ -487,7 +495,7 @@ func shutdown(log *slog.Logger, cause error, rl *reloader, srv, rsrv *server.Ser
 // authoritative ones, or the resolver's, which share every other setting
 // of [server].
 func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.Config {
-	return server.Config{
+	c := server.Config{
 		Listen:            addrs,
 		Workers:           cfg.Server.Workers,
 		TCPIdleTimeout:    cfg.Server.TCPIdleTimeout.Duration,
@@ -499,6 +507,7 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 		DontFragment: cfg.Server.UDPPayload <= 1400,
 		Logger:       log,
 	}
+	return c
 }
 
 // trustAnchors reads the trust anchors of file (DS or DNSKEY records,
@@ -726,6 +735,9 @@ type reloader struct {
 	// does not name (zoneadd.go).
 	current *config.Config
 	added   []config.Zone
+	// cookies are the listeners' DNS cookie secrets (nil: off): a
+	// reload sets the configured ones.
+	cookies *cookieSecrets
 	// resolver is the resolver's, nil without [resolver]: a reload sets
 	// its negative trust anchors, ntas those it has, and flush empties
 	// the recursor's response caches after a change.
@@ -802,6 +814,11 @@ func (rl *reloader) reload(ctx context.Context) error {
 		rl.log.Warn("reload: "+c.key+" changed; it takes effect at the next restart", "running", c.running, "config", c.config)
 	}
 	rl.level.Set(logLevel(cfg.Server.LogLevel))
+	secrets, err := cfg.Cookies.Secrets()
+	if err != nil {
+		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
+		return err
+	}
 	if _, err := newAccess(rl.effective(cfg)); err != nil {
 		rl.log.Error("reload: the config has errors, nothing changed", "config", rl.flags.cfgPath, "err", err)
 		return err
@@ -813,6 +830,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		return err
 	}
 	rl.setNegativeAnchors(cfg)
+	rl.cookies.set(secrets)
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
@@ -921,6 +939,11 @@ func restartChanges(running, next *config.Config) []restartChange {
 	if !reflect.DeepEqual(running.Metrics, next.Metrics) {
 		out = append(out, restartChange{"metrics", show(running.Metrics), show(next.Metrics)})
 	}
+	if a, b := running.Cookies, next.Cookies; a.AnswerCookie != b.AnswerCookie || a.SecretLifetime != b.SecretLifetime {
+		// The secrets (secret, secret-file) a reload applies.
+		a.Secret, a.SecretFile, b.Secret, b.SecretFile = nil, "", nil, ""
+		out = append(out, restartChange{"cookies", a, b})
+	}
 	if !reflect.DeepEqual(running.RRL, next.RRL) {
 		out = append(out, restartChange{"rrl", show(running.RRL), show(next.RRL)})
 	}
@@ -1020,6 +1043,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "%s: server.listen: %v\n", pos[0], err)
 			return 1
 		}
+		if _, err := cfg.Cookies.Secrets(); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 		resolver := ""
 		if r := cfg.Resolver; r != nil {
 			if err := server.CheckListen(r.Listen); err != nil {
@@ -1100,7 +1127,7 @@ func openTap(cfg *config.Config) (*dnstap.Tap, error) {
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	return dnstap.Open(dnstap.Options{File: d.File, Socket: d.Socket, Identity: id, Version: cfg.Identity.Version})
+	return dnstap.Open(dnstap.Options{File: d.File, Versions: d.Versions, Socket: d.Socket, Identity: id, Version: cfg.Identity.Version})
 }
 
 // sampledLog is server.query-log's: log one answer in every.
@@ -1118,12 +1145,44 @@ func queryLog(log *slog.Logger, every int) *sampledLog {
 	return &sampledLog{log: log, every: every}
 }
 
-// cookieRotation is how often the cookie secret changes: a cookie lives
-// an hour at most (RFC 9018 §4.3), and the previous secret is accepted.
-const cookieRotation = 24 * time.Hour
+// cookieSecrets are the DNS cookie secrets of every listener.
+type cookieSecrets struct {
+	keys *cookie.Keys
+	// configured: the secrets are [cookies] secret's or secret-file's,
+	// not rotated (a reload sets them).
+	configured atomic.Bool
+}
 
-// rotateCookies rotates keys' secret every period until ctx ends.
-func rotateCookies(ctx context.Context, keys *cookie.Keys, period time.Duration) {
+// newCookies returns the cookies of cfg's [cookies] table: its secrets
+// (secret-file read), else a random one; nil when answer-cookie is off.
+func newCookies(cfg *config.Config) (*cookieSecrets, error) {
+	if !cfg.Cookies.AnswerCookie {
+		return nil, nil
+	}
+	secrets, err := cfg.Cookies.Secrets()
+	if err != nil {
+		return nil, err
+	}
+	c := &cookieSecrets{keys: cookie.NewKeys()}
+	if len(secrets) > 0 {
+		c.keys.Set(secrets)
+		c.configured.Store(true)
+	}
+	return c, nil
+}
+
+// handler is h with cookies answered on its workers (c nil: h).
+func (c *cookieSecrets) handler(h server.Handler, payload int) server.Handler {
+	if c == nil {
+		return h
+	}
+	return cookie.Handler(h, c.keys, payload)
+}
+
+// rotate replaces the random secret every period (a cookie lives an
+// hour at most, RFC 9018 §4.3, and the previous secret is accepted)
+// until ctx ends; configured secrets are left alone.
+func (c *cookieSecrets) rotate(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -1131,8 +1190,28 @@ func rotateCookies(ctx context.Context, keys *cookie.Keys, period time.Duration)
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			keys.RotateRandom()
+			if !c.configured.Load() {
+				c.keys.RotateRandom()
+			}
 		}
+	}
+}
+
+// set applies a reloaded config's secrets (read already: secrets):
+// configured ones replace those in use; going back to none, a random
+// one is made (the configured one it replaces still accepted) and
+// rotated from then on.
+func (c *cookieSecrets) set(secrets []cookie.Secret) {
+	if c == nil {
+		return
+	}
+	switch {
+	case len(secrets) > 0:
+		c.keys.Set(secrets)
+		c.configured.Store(true)
+	case c.configured.Load():
+		c.keys.RotateRandom()
+		c.configured.Store(false)
 	}
 }
 

@@ -35,6 +35,8 @@ const (
 	defaultControl           = "/run/tern/control.sock"
 	defaultJournalMaxSize    = "64MiB"
 	defaultVersion           = "Tern"
+	defaultDnstapVersions    = 3
+	maxDnstapVersions        = 1000
 	// fallbackID is used for id.server. when the host name cannot be
 	// determined, so the CHAOS identity is never silently empty.
 	fallbackID = "tern"
@@ -56,6 +58,8 @@ type Config struct {
 	// Dnstap is the [dnstap] table; nil when there is none (no dnstap
 	// output).
 	Dnstap *Dnstap `toml:"dnstap"`
+	// Cookies is the [cookies] table, its defaults without one.
+	Cookies Cookies `toml:"cookies"`
 	// Zones holds the [[zone]] tables in file order.
 	Zones []Zone `toml:"zone"`
 	// Keys, Remotes and ACLs are the [[key]], [[remote]] and [[acl]]
@@ -84,10 +88,14 @@ type Metrics struct {
 // Dnstap holds the [dnstap] table: where the dnstap records of the
 // answered queries go, exactly one of a file and a unix socket.
 type Dnstap struct {
-	// File is written from its start at each start of the server. File
+	// File is written from its start at each start of the server, an
+	// existing one first renamed aside (FILE.0, Versions kept). File
 	// and Socket, when relative, are resolved against the configuration
 	// file's directory.
 	File string `toml:"file"`
+	// Versions is how many earlier files are kept (FILE.0 the newest),
+	// 0..1000; 0: the file is truncated. Default 3.
+	Versions int `toml:"versions"`
 	// Socket is a dnstap collector's unix socket (fstrm_capture).
 	Socket string `toml:"socket"`
 }
@@ -390,6 +398,7 @@ func Default() *Config {
 			ID:      id,
 			Version: defaultVersion,
 		},
+		Cookies: defaultCookies(),
 	}
 }
 
@@ -455,7 +464,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	if _, ok := doc["dnstap"]; ok {
-		c.Dnstap = &Dnstap{} // an empty table too, for Validate to name
+		c.Dnstap = &Dnstap{Versions: defaultDnstapVersions} // an empty table too, for Validate to name
 	}
 	if _, ok := doc["resolver"]; ok {
 		// Decoded on top of its defaults, as the rest is.
@@ -510,6 +519,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Resolver != nil {
 		c.Resolver.resolvePaths(path)
+	}
+	if f := &c.Cookies.SecretFile; *f != "" && path != "" && !filepath.IsAbs(*f) {
+		*f = filepath.Join(filepath.Dir(path), *f)
 	}
 	if d := c.Dnstap; d != nil && path != "" {
 		for _, f := range []*string{&d.File, &d.Socket} {

@@ -62,7 +62,7 @@ func TestDnstap(t *testing.T) {
 	if err == nil {
 		err = c.Validate()
 	}
-	if err != nil || c.Dnstap == nil || c.Dnstap.File != "/var/log/tern/dnstap.fstrm" {
+	if err != nil || c.Dnstap == nil || c.Dnstap.File != "/var/log/tern/dnstap.fstrm" || c.Dnstap.Versions != 3 {
 		t.Fatalf("file: %v %+v", err, c.Dnstap)
 	}
 	for _, tc := range []struct {
@@ -72,6 +72,7 @@ func TestDnstap(t *testing.T) {
 		{"[server]\n[dnstap]\n", []string{"t.toml:2: dnstap: neither file nor socket is set (want one of them)"}},
 		{"[dnstap]\nfile = \"/a\"\nsocket = \"/b\"\n", []string{"t.toml:3: dnstap: file and socket are both set (want one of them)"}},
 		{"[dnstap]\npath = \"/a\"\n", []string{"t.toml:2: unknown key dnstap.path"}},
+		{"[dnstap]\nfile = \"/a\"\nversions = -1\n", []string{"t.toml:3: dnstap.versions: must be between 0 (truncate) and 1000, got -1"}},
 	} {
 		wantErrors(t, tc.input, tc.want)
 	}

@@ -168,12 +168,16 @@ func (c *Config) Validate() error {
 	if c.RRL != nil {
 		v.validateRRL(c.RRL)
 	}
+	v.validateCookies(&c.Cookies)
 	if d := c.Dnstap; d != nil {
 		switch {
 		case d.File != "" && d.Socket != "":
 			v.addf("dnstap.socket", "dnstap: file and socket are both set (want one of them)")
 		case d.File == "" && d.Socket == "":
 			v.addf("dnstap", "dnstap: neither file nor socket is set (want one of them)")
+		}
+		if d.Versions < 0 || d.Versions > maxDnstapVersions {
+			v.addf("dnstap.versions", "dnstap.versions: must be between 0 (truncate) and %d, got %d", maxDnstapVersions, d.Versions)
 		}
 	}
 	v.validateTransfer()

@@ -2,21 +2,28 @@
 // RFC 9018 makes them: version 1, three reserved bytes, a timestamp and
 // SipHash-2-4 of the client cookie, those eight bytes and the client's
 // address under a 128-bit secret. Any server holding the secret
-// recognises them (anycast), and a rotated secret keeps accepting the
-// cookies of the previous one.
+// recognises them (anycast: a secret shared through configuration,
+// ParseSecret, ReadSecretFile), and a rotated secret keeps accepting
+// the cookies of the previous one (Keys.Set, Keys.Rotate).
 //
 // Worker wraps a server.Worker of the authoritative or the resolver
 // listeners. The engines under it never see the option (their response
 // caches key on the question and EDNS state, not on the cookie, and
 // hold no cookie): the COOKIE option is appended to each response after
-// it is made or copied from a cache, for its own client. Queries
-// without a COOKIE option pass through untouched.
+// it is made or copied from a cache, for its own client, also to an
+// answer the inner Worker defers (server.Amender). Queries without a
+// COOKIE option pass through untouched.
 package cookie
 
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/tern-dns/tern/internal/wire"
@@ -73,6 +80,76 @@ func NewKeys() *Keys {
 	k := &Keys{}
 	k.Rotate(randomSecret())
 	return k
+}
+
+// MaxSecrets is how many secrets Keys holds: the one cookies are made
+// with, and one more that is accepted.
+const MaxSecrets = 2
+
+// Set makes list[0] the secret cookies are made with and list[1],
+// when there is one, a secret also accepted: the one used
+// before (RFC 9018 §4.5: its cookies stay valid until they expire), or
+// the next one, staged on every server of an anycast set before any
+// makes cookies with it (NSD's staging secret). Secrets past
+// MaxSecrets are ignored; with none, Keys are left as they are.
+func (k *Keys) Set(list []Secret) {
+	if len(list) == 0 {
+		return
+	}
+	next := &secrets{}
+	next.cur[0], next.cur[1] = list[0].words()
+	if len(list) > 1 {
+		next.prev[0], next.prev[1] = list[1].words()
+		next.hasPrev = true
+	}
+	k.p.Store(next)
+}
+
+// ParseSecret reads a secret written as 32 hexadecimal digits (128
+// bits, the SipHash-2-4 key of RFC 9018 §4.4), as BIND's
+// cookie-secret, NSD's and PowerDNS's take it; Knot's 0x prefix is
+// accepted. Its error does not repeat the text (a secret).
+func ParseSecret(text string) (Secret, error) {
+	var s Secret
+	text = strings.TrimPrefix(strings.TrimPrefix(text, "0x"), "0X")
+	if len(text) != 2*len(s) {
+		return s, fmt.Errorf("a secret is 32 hexadecimal digits (128 bits), got %d characters", len(text))
+	}
+	if _, err := hex.Decode(s[:], []byte(text)); err != nil {
+		return s, errors.New("a secret is 32 hexadecimal digits (128 bits): not hexadecimal")
+	}
+	return s, nil
+}
+
+// ReadSecretFile reads a file of secrets in the form of NSD's and
+// Unbound's cookie-secret-file: one secret a line (ParseSecret), the
+// first the one cookies are made with, the next (at most one more)
+// accepted too (Keys.Set); blank lines and lines starting with # are
+// skipped. Errors name the file and line.
+func ReadSecretFile(path string) ([]Secret, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cookie secret file: %w", err)
+	}
+	var out []Secret
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if len(out) == MaxSecrets {
+			return nil, fmt.Errorf("%s:%d: more than %d secrets (the one cookies are made with, and one more accepted)", path, i+1, MaxSecrets)
+		}
+		s, err := ParseSecret(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no secret (want one a line, 32 hexadecimal digits)", path)
+	}
+	return out, nil
 }
 
 // randomSecret returns 16 random bytes.
@@ -140,7 +217,8 @@ const (
 	ClientOnly
 	// Valid: a server cookie of ours, made less than MaxAge ago.
 	Valid
-	// Stale: Valid, but older than RefreshAge: replaced by a fresh one.
+	// Stale: Valid, but older than RefreshAge or made under the
+	// second secret: replaced by a fresh one.
 	Stale
 	// Bad: a server cookie that is not ours, or expired (§5.2.4).
 	Bad
@@ -176,13 +254,20 @@ func check(s *secrets, opt []byte, addr netip.Addr, now uint32) Verdict {
 		return Bad
 	}
 	got := binary.LittleEndian.Uint64(sc[8:])
-	if hash(s.cur, opt, sc[:8], addr) != got && (!s.hasPrev || hash(s.prev, opt, sc[:8], addr) != got) {
-		return Bad
-	}
-	if age > RefreshAge {
+	switch {
+	case hash(s.cur, opt, sc[:8], addr) == got:
+		if age > RefreshAge {
+			return Stale
+		}
+		return Valid
+	case s.hasPrev && hash(s.prev, opt, sc[:8], addr) == got:
+		// Made under the other secret: valid, and replaced by one of
+		// the current secret (as PowerDNS and NSD do), so that the
+		// other can be dropped an hour after it stopped making
+		// cookies.
 		return Stale
 	}
-	return Valid
+	return Bad
 }
 
 // Find returns the data of the first COOKIE option of query pkt's OPT

@@ -44,6 +44,19 @@ type Worker struct {
 	// (FORMERR, BADCOOKIE) was counted, to be published here.
 	m     *metrics.Shard
 	flush bool
+	// pending is the cookie of the query being answered, for its
+	// answer should the inner Worker defer it (Deferred).
+	pending pendingCookie
+}
+
+// pendingCookie is what the COOKIE option of a deferred answer needs:
+// the client cookie, the server cookie made for it, the query's UDP
+// payload size and transport.
+type pendingCookie struct {
+	cc   [ClientLen]byte
+	sc   [ServerLen]byte
+	size uint16
+	tcp  bool
 }
 
 // outcomes are the metrics outcomes of the Verdicts (Bad over UDP is
@@ -169,41 +182,62 @@ func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16
 	}
 	w.count(outcomes[v], 1)
 	*valid = v == Valid || v == Stale
+	p := &w.pending
+	if v == Valid {
+		copy(p.sc[:], opt[ClientLen:])
+	} else {
+		make1(s, p.sc[:], opt, addr, now)
+	}
+	copy(p.cc[:], opt)
+	p.size, p.tcp = size, req.TCP
+	// A query the inner Worker defers (the resolver's, waiting on a
+	// resolution) gets its cookie when its answer is sent: Deferred.
+	req.SetAmender(w)
 	resp := w.inner.Answer(req, out)
+	req.SetAmender(nil)
 	if resp == nil {
 		return nil
 	}
-	var sc [ServerLen]byte
-	if v == Valid {
-		copy(sc[:], opt[ClientLen:])
-	} else {
-		make1(s, sc[:], opt, addr, now)
-	}
-	return w.patch(req, resp, size, opt[:ClientLen], sc[:])
+	return patch(resp, p, w.payload)
 }
 
-// patch appends the COOKIE option (client cookie cc, server cookie sc)
+// Deferred returns what adds the COOKIE option of the query being
+// answered to its deferred answer (server.Amender): a copy of the
+// answer (the resolver keeps its message for its response cache, which
+// holds no cookie) with the option, under the same rules as an answer
+// made at once. Only a deferred query with a cookie pays for it.
+func (w *Worker) Deferred() func(msg []byte) []byte {
+	p, payload := w.pending, w.payload
+	return func(msg []byte) []byte {
+		out := make([]byte, len(msg), len(msg)+optLen)
+		copy(out, msg)
+		return patch(out, &p, payload)
+	}
+}
+
+// patch appends the COOKIE option of p (its client and server cookie)
 // to resp's OPT record when it is the message's last record and the
 // response stays within the size limit (over UDP: the query's payload
-// size, at least 512, and at most the server's); otherwise
-// resp goes as it is. A TSIG-signed response ends with TSIG, not OPT:
-// it is left as signed.
-func (w *Worker) patch(req *server.Request, resp []byte, size uint16, cc, sc []byte) []byte {
+// size, at least 512, and at most the server's payload; over TCP a
+// message's 65535 bytes); otherwise resp goes as it is. A TSIG-signed
+// response ends with TSIG, not OPT: it is left as signed.
+func patch(resp []byte, p *pendingCookie, payload int) []byte {
 	end, ok := lastOPT(resp)
 	if !ok {
 		return resp
 	}
-	if !req.TCP {
-		limit := max(512, min(int(size), w.payload))
-		if len(resp)+optLen > limit {
-			return resp
-		}
+	limit := 65535
+	if !p.tcp {
+		limit = max(512, min(int(p.size), payload))
+	}
+	if len(resp)+optLen > limit {
+		return resp
 	}
 	rdlen := binary.BigEndian.Uint16(resp[end+9:])
 	binary.BigEndian.PutUint16(resp[end+9:], rdlen+optLen)
 	resp = append(resp, 0, OptionCode, 0, ClientLen+ServerLen)
-	resp = append(resp, cc...)
-	return append(resp, sc...)
+	resp = append(resp, p.cc[:]...)
+	return append(resp, p.sc[:]...)
 }
 
 // lastOPT finds the OPT record that ends msg (a response the engine

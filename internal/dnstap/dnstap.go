@@ -12,9 +12,11 @@ package dnstap
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,8 +128,14 @@ type Tap struct {
 
 // Options are a Tap's settings: exactly one of File and Socket.
 type Options struct {
-	// File is written from its start (truncated when it exists).
+	// File is written from its start; an existing file is first
+	// renamed aside (roll), unless Versions is 0 (then it is
+	// truncated).
 	File string
+	// Versions is how many earlier files are kept beside File, as
+	// FILE.0 (the last run's) to FILE.<Versions-1> (BIND's
+	// dnstap-output versions, suffix increment).
+	Versions int
 	// Socket is a unix socket of a dnstap collector (fstrm_capture,
 	// dnstap -u), spoken to with the bidirectional Frame Streams
 	// handshake and reconnected to when it goes away.
@@ -147,6 +155,9 @@ func Open(opt Options) (*Tap, error) {
 	case opt.File != "" && opt.Socket != "":
 		return nil, errors.New("dnstap: both a file and a socket")
 	case opt.File != "":
+		if err := roll(opt.File, opt.Versions); err != nil {
+			return nil, fmt.Errorf("dnstap: keeping the previous output: %w", err)
+		}
 		f, err := os.OpenFile(opt.File, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 		if err != nil {
 			return nil, fmt.Errorf("dnstap: %w", err)
@@ -176,6 +187,40 @@ func Open(opt Options) (*Tap, error) {
 	go t.run()
 	return t, nil
 }
+
+// roll renames an existing, non-empty regular file at path aside
+// before a new one is written there, keeping versions of them: path.0
+// becomes path.1 and so on, the oldest (path.<versions-1>) is
+// replaced, and path becomes path.0, as BIND rolls its dnstap and log
+// files (suffix increment). With versions 0 it does nothing: the file
+// is truncated. Files beyond path.<versions-1> (left by a larger
+// setting) are not touched.
+func roll(path string, versions int) error {
+	if versions <= 0 {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular() || fi.Size() == 0:
+		// A pipe or a device (an operator's choice of where the
+		// records go) is written as it is; an empty file holds
+		// nothing to keep.
+		return nil
+	}
+	for i := versions - 1; i > 0; i-- {
+		if err := os.Rename(versionName(path, i-1), versionName(path, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return os.Rename(path, versionName(path, 0))
+}
+
+// versionName is the name of path's i-th earlier version.
+func versionName(path string, i int) string { return path + "." + strconv.Itoa(i) }
 
 // fileWriter closes the file after the Frame Streams writer (which
 // writes the STOP frame and flushes).

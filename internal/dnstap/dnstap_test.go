@@ -123,3 +123,72 @@ func TestRingFull(t *testing.T) {
 		t.Errorf("Written %d, want %d", got, 2*ringSlots+1)
 	}
 }
+
+// TestFileVersions: a file output does not destroy the previous run's
+// records: the existing file is renamed to FILE.0, FILE.0 to FILE.1 and
+// so on, Versions of them kept (BIND's dnstap-output versions); with
+// Versions 0 the file is truncated; an empty file is not kept.
+func TestFileVersions(t *testing.T) {
+	// run writes one record with query q into path, as a server run
+	// would, and returns.
+	run := func(t *testing.T, path string, versions int, q byte) {
+		t.Helper()
+		tap, err := Open(Options{File: path, Versions: versions, Identity: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := netip.MustParseAddrPort("192.0.2.1:53")
+		if !tap.NewRing().Record(Auth, a, a, false, []byte{q}, nil, 1) {
+			t.Fatal("dropped")
+		}
+		if err := tap.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// query returns the query byte of the one record of the file at
+	// path, 0 when there is no such file.
+	query := func(t *testing.T, path string) byte {
+		t.Helper()
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return 0
+		}
+		ds, err := ReadFile(path)
+		if err != nil || len(ds) != 1 || len(ds[0].GetMessage().GetQueryMessage()) != 1 {
+			t.Fatalf("%s: %v, %d records", path, err, len(ds))
+		}
+		return ds[0].GetMessage().GetQueryMessage()[0]
+	}
+	for _, tc := range []struct {
+		name     string
+		versions int
+		// want is the query of the records in FILE, FILE.0, FILE.1,
+		// FILE.2 after runs 1, 2, 3 and 4 (0: no file).
+		want [4]byte
+	}{
+		{"two versions", 2, [4]byte{4, 3, 2, 0}},
+		{"one version", 1, [4]byte{4, 3, 0, 0}},
+		{"none: truncated", 0, [4]byte{4, 0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "tap")
+			for q := byte(1); q <= 4; q++ {
+				run(t, path, tc.versions, q)
+			}
+			got := [4]byte{query(t, path), query(t, path+".0"), query(t, path+".1"), query(t, path+".2")}
+			if got != tc.want {
+				t.Errorf("FILE, FILE.0, FILE.1, FILE.2 hold runs %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("empty not kept", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "tap")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, path, 2, 1)
+		if _, err := os.Stat(path + ".0"); !os.IsNotExist(err) {
+			t.Errorf("an empty file was kept as FILE.0: %v", err)
+		}
+	})
+}

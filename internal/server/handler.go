@@ -87,7 +87,29 @@ type Request struct {
 	// reply is the Reply Defer gave out, if any: the server then sends
 	// nothing now.
 	reply *Reply
+	// amender, set by a layer over the Worker for the query it passes
+	// down (SetAmender), says what the Reply does to the messages of a
+	// deferred answer.
+	amender Amender
 }
+
+// Amender is a layer wrapping a Worker that changes the answers of the
+// Worker beneath it (the cookie layer adds each client's COOKIE option)
+// and must change them also when that Worker defers the query: Defer
+// calls Deferred once, on the answering goroutine, before Answer
+// returns, and the Reply passes each message it sends through the
+// function Deferred returns (nil: none). It lets the layer copy its
+// state of the query (kept in the layer, reused from query to query)
+// when, and only when, the query is deferred: nothing is allocated for
+// the queries answered at once.
+type Amender interface {
+	Deferred() func(msg []byte) []byte
+}
+
+// SetAmender makes a (nil: none) the Amender of the query req holds,
+// for the call of the inner Worker's Answer; the layer that sets it
+// sets it back to nil after.
+func (r *Request) SetAmender(a Amender) { r.amender = a }
 
 // deferrer is a transport that can send an answer after Answer returns.
 type deferrer interface {
@@ -137,6 +159,10 @@ func (r *Request) Local() netip.AddrPort { return r.local }
 func (r *Request) Defer() *Reply {
 	if r.reply == nil && r.transport != nil {
 		r.reply = r.transport.deferReply(r)
+		if r.amender != nil {
+			// Before anyone holds the Reply: no lock needed.
+			r.reply.amend = r.amender.Deferred()
+		}
 	}
 	return r.reply
 }
@@ -163,9 +189,13 @@ type Reply struct {
 	send   func(msg []byte) error
 	once   bool   // a datagram: one message, then done
 	finish func() // run by Close, at most once
+	// amend changes each message before it is sent (Amender); nil:
+	// none.
+	amend func(msg []byte) []byte
 }
 
-// Send sends msg, a whole DNS message, to the client. msg is not kept.
+// Send sends msg, a whole DNS message, to the client, changed by the
+// request's Amender if it had one. msg is not kept, nor written.
 func (r *Reply) Send(msg []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -175,6 +205,9 @@ func (r *Reply) Send(msg []byte) error {
 	if r.once {
 		r.done = true
 		defer r.runFinish()
+	}
+	if r.amend != nil {
+		msg = r.amend(msg)
 	}
 	return r.send(msg)
 }

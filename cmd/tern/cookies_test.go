@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/cookie"
+	"github.com/tern-dns/tern/internal/dnstest"
+)
+
+// Secrets of TestCookiesConfig, as [cookies] takes them.
+const (
+	cookieS1 = "000102030405060708090a0b0c0d0e0f"
+	cookieS2 = "f0e0d0c0b0a090807060504030201000"
+	cookieS3 = "3333333333333333cccccccccccccccc"
+)
+
+// cookieQuery asks addr (over UDP, from 127.0.0.1) for www.example.test
+// A with a COOKIE option of opt's bytes, and returns the RCODE and the
+// answer's COOKIE option (nil: none).
+func cookieQuery(t *testing.T, addr string, opt []byte) (int, []byte) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	m.SetEdns0(1232, false)
+	o := m.IsEdns0()
+	o.Option = append(o.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(opt)})
+	r, err := dnstest.Exchange(m, "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if o := r.IsEdns0(); o != nil {
+		for _, e := range o.Option {
+			if c, ok := e.(*dns.EDNS0_COOKIE); ok {
+				got, _ = hex.DecodeString(c.Cookie)
+			}
+		}
+	}
+	return r.Rcode, got
+}
+
+// keysOf returns cookie keys under the secrets (hex), the first making
+// cookies.
+func keysOf(t *testing.T, hexSecrets ...string) *cookie.Keys {
+	t.Helper()
+	var list []cookie.Secret
+	for _, h := range hexSecrets {
+		s, err := cookie.ParseSecret(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, s)
+	}
+	k := cookie.NewKeys()
+	k.Set(list)
+	return k
+}
+
+// TestCookiesConfig: the [cookies] table on the wire, through tern
+// serve. Servers given the same secret (secret, or secret-file; an
+// anycast set) accept each other's cookies and echo them; one whose
+// secret was rolled over (secret-file: the new secret first, the
+// previous second) accepts the previous secret's cookies and answers
+// with one of the new; a reload (SIGHUP) applies a rewritten secret
+// file; with answer-cookie = false no answer carries a COOKIE option
+// and no cookie gets BADCOOKIE. Each cookie returned is checked against
+// the secret it must have been made with (cookie.Keys in the test).
+func TestCookiesConfig(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "cookie-secrets")
+	if err := os.WriteFile(secretFile, []byte("# rolled: S2 makes cookies, S1 accepted\n"+cookieS2+"\n"+cookieS1+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name, table string) *child {
+		t.Helper()
+		cfg := filepath.Join(dir, name+".toml")
+		conf := "[server]\ncontrol = \"\"\ndata-dir = \"data-" + name + "\"\n[cookies]\n" + table
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return startChild(t, "serve", "-c", cfg, "--listen", "127.0.0.1:0", "--workers", "1")
+	}
+	a := start("a", fmt.Sprintf("secret = [%q]\n", cookieS1))
+	b := start("b", fmt.Sprintf("secret = [%q]\n", "0x"+cookieS1)) // Knot's form
+	rolled := start("rolled", "secret-file = \"cookie-secrets\"\n")
+	off := start("off", "answer-cookie = false\n")
+
+	k1, k2, k3 := keysOf(t, cookieS1), keysOf(t, cookieS2), keysOf(t, cookieS3)
+	client := netip.MustParseAddr("127.0.0.1")
+	cc := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	// made is a client cookie and a server cookie of keys, made now.
+	made := func(k *cookie.Keys) []byte {
+		var sc [cookie.ServerLen]byte
+		k.Make(sc[:], cc, client, uint32(time.Now().Unix()))
+		return append(append([]byte(nil), cc...), sc[:]...)
+	}
+	forged := append(append([]byte(nil), cc...), 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+
+	type row struct {
+		name   string
+		server *child
+		opt    func() []byte
+		rcode  int
+		// want: "none" (no COOKIE option), "echo" (the query's), or
+		// the keys the fresh server cookie must be valid under.
+		want  string
+		fresh *cookie.Keys
+	}
+	run := func(t *testing.T, rows []row) {
+		for _, r := range rows {
+			t.Run(r.name, func(t *testing.T) {
+				opt := r.opt()
+				rcode, got := cookieQuery(t, r.server.addr, opt)
+				if rcode != r.rcode {
+					t.Errorf("rcode %s, want %s", dns.RcodeToString[rcode], dns.RcodeToString[r.rcode])
+				}
+				switch r.want {
+				case "none":
+					if got != nil {
+						t.Errorf("COOKIE %x, want none", got)
+					}
+				case "echo":
+					if !bytes.Equal(got, opt) {
+						t.Errorf("COOKIE %x, want the query's %x echoed", got, opt)
+					}
+				default:
+					if len(got) != 24 || !bytes.Equal(got[:8], cc) || bytes.Equal(got, opt) {
+						t.Fatalf("COOKIE %x, want a fresh one", got)
+					}
+					if v := r.fresh.Check(got, client, uint32(time.Now().Unix())); v != cookie.Valid {
+						t.Errorf("the fresh cookie is %v under %s's secret, want valid", v, r.want)
+					}
+				}
+			})
+		}
+	}
+	client8 := func() []byte { return cc }
+	run(t, []row{
+		{"same secret: a's own", a, func() []byte { return made(k1) }, dns.RcodeSuccess, "echo", nil},
+		{"same secret: b takes a's", b, func() []byte { _, c := cookieQuery(t, a.addr, cc); return c }, dns.RcodeSuccess, "echo", nil},
+		{"same secret: a takes b's", a, func() []byte { _, c := cookieQuery(t, b.addr, cc); return c }, dns.RcodeSuccess, "echo", nil},
+		{"same secret: client cookie", b, client8, dns.RcodeSuccess, "S1", k1},
+		{"other secret: BADCOOKIE", a, func() []byte { return made(k2) }, cookie.RcodeBadCookie, "S1", k1},
+		{"rolled: the new secret's echoed", rolled, func() []byte { return made(k2) }, dns.RcodeSuccess, "echo", nil},
+		{"rolled: the previous secret's accepted, a new one given", rolled, func() []byte { _, c := cookieQuery(t, a.addr, cc); return c }, dns.RcodeSuccess, "S2", k2},
+		{"rolled: unknown secret: BADCOOKIE", rolled, func() []byte { return made(k3) }, cookie.RcodeBadCookie, "S2", k2},
+		{"not rolled: the new secret's refused", a, func() []byte { _, c := cookieQuery(t, rolled.addr, cc); return c }, cookie.RcodeBadCookie, "S1", k1},
+		{"off: client cookie", off, client8, dns.RcodeSuccess, "none", nil},
+		{"off: forged server cookie answered", off, func() []byte { return forged }, dns.RcodeSuccess, "none", nil},
+		{"off: malformed option ignored", off, func() []byte { return cc[:5] }, dns.RcodeSuccess, "none", nil},
+	})
+
+	// Roll on: S3 makes cookies, S2 accepted, S1 dropped; applied by a
+	// reload.
+	if err := os.WriteFile(secretFile, []byte(cookieS3+"\n"+cookieS2+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rolled.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(rolled.logs.String(), "reloaded"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload after SIGHUP:\n%s", rolled.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run(t, []row{
+		{"reloaded: the new secret's echoed", rolled, func() []byte { return made(k3) }, dns.RcodeSuccess, "echo", nil},
+		{"reloaded: the previous secret's accepted", rolled, func() []byte { return made(k2) }, dns.RcodeSuccess, "S3", k3},
+		{"reloaded: the dropped secret's refused", rolled, func() []byte { return made(k1) }, cookie.RcodeBadCookie, "S3", k3},
+	})
+
+	// A broken secret file fails the reload, naming its line, and
+	// changes nothing.
+	if err := os.WriteFile(secretFile, []byte(cookieS1+"\nnot-a-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rolled.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	want := secretFile + ":2: a secret is 32 hexadecimal digits"
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(rolled.logs.String(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q after SIGHUP:\n%s", want, rolled.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run(t, []row{
+		{"failed reload: secrets kept", rolled, func() []byte { return made(k3) }, dns.RcodeSuccess, "echo", nil},
+	})
+}
