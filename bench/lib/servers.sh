@@ -300,7 +300,7 @@ start_res_tern() {
 	control = "$dir/ctl.sock"
 	# Caches sized to hold the workload, as the peers' are: the default
 	# 8192 responses per worker hold less than res-hits' 10,000 questions,
-	# and a four-way set that cycles through more than four keys misses
+	# and a cache that cycles through more keys than it holds misses
 	# every time (22 us of CPU per hit instead of 5, measured).
 	response-cache = 32768
 

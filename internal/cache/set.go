@@ -70,6 +70,16 @@ func (s *Set) Victim(h uint64) int {
 	return w
 }
 
+// Oldest returns how long ago, in ticks of the set's clock, its least
+// recently used slot was used.
+func (s *Set) Oldest() uint32 {
+	age := uint32(0)
+	for j := range s.used {
+		age = max(age, s.clock-s.used[j])
+	}
+	return age
+}
+
 // Fill records that slot w now holds the key of hash h (never 0), used
 // now.
 func (s *Set) Fill(w int, h uint64) {
