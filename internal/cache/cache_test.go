@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -519,5 +520,13 @@ func TestStats(t *testing.T) {
 	st := small.Stats()
 	if st.RRsets != small.Len() || st.RRsets >= 5000 || st.RRsets == 0 || st.Negative != 0 || st.Bytes != small.Bytes() {
 		t.Errorf("after eviction: Stats() = %+v, Len %d, Bytes %d", st, small.Len(), small.Bytes())
+	}
+}
+
+// TestEntrySize: an entry fills Go's 64-byte size class exactly; one
+// byte more and each costs 80 (the next class).
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 64 {
+		t.Errorf("an entry is %d bytes, over the 64-byte size class", n)
 	}
 }
