@@ -333,24 +333,28 @@ start_res_tern() {
 # packetcache-entries, cache-bytes + packetcache-bytes.
 # Tern (tern ctl --json stats): queries.resolver, cache_hits (its
 # workers' response caches' hits), resolver_cache.rrsets, .negative,
-# .responses, .bytes + .response_bytes.
+# .responses, .bytes + .response_bytes. The whole output is kept in
+# WORKDIR/stats.txt.
 res_stats() {
 	local s=$1 dir=$2 out
 	case $s in
 	unbound)
 		out=$(unbound-control -c "$dir/unbound.conf" stats_noreset 2>/dev/null) || { echo "- - - - - -"; return; }
+		printf '%s\n' "$out" >"$dir/stats.txt"
 		awk -F= '$1=="total.num.queries"{q=$2} $1=="total.num.cachehits"{h=$2} $1=="rrset.cache.count"{r=$2}
 			$1=="msg.cache.count"{m=$2} $1=="mem.cache.rrset"{br=$2} $1=="mem.cache.message"{bm=$2}
 			END{print (q==""?"-":q), (h==""?"-":h), (r==""?"-":r), "-", (m==""?"-":m), (br==""||bm==""?"-":br+bm)}' <<<"$out"
 		;;
 	pdnsrec)
 		out=$(rec_control --socket-dir="$dir" get-all 2>/dev/null) || { echo "- - - - - -"; return; }
+		printf '%s\n' "$out" >"$dir/stats.txt"
 		awk '$1=="questions"{q=$2} $1=="packetcache-hits"{p=$2} $1=="cache-hits"{c=$2} $1=="cache-entries"{r=$2}
 			$1=="negcache-entries"{n=$2} $1=="packetcache-entries"{m=$2} $1=="cache-bytes"{br=$2} $1=="packetcache-bytes"{bm=$2}
 			END{print (q==""?"-":q), (p==""?"-":p+c), (r==""?"-":r), (n==""?"-":n), (m==""?"-":m), (br==""||bm==""?"-":br+bm)}' <<<"$out"
 		;;
 	tern)
 		out=$("$BIN/tern" ctl -c "$dir/tern.toml" --json stats 2>/dev/null) || { echo "- - - - - -"; return; }
+		printf '%s\n' "$out" >"$dir/stats.txt"
 		jq -r '[.queries.resolver, .cache_hits] + (if .resolver_cache then
 				[.resolver_cache.rrsets, .resolver_cache.negative, .resolver_cache.responses, .resolver_cache.bytes + .resolver_cache.response_bytes]
 				else ["-", "-", "-", "-"] end) | map(tostring) | join(" ")' <<<"$out" 2>/dev/null || echo "- - - - - -"
