@@ -76,7 +76,8 @@ func (w *Worker) observe(req *server.Request, resp []byte) {
 			// An answer, by its QTYPE, RCODE, size and zone; one in
 			// metrics.SampleEvery by name and client, for the status
 			// page.
-			m.Answered(w.tcp, w.scr.q.QType, resp, w.scr.zone)
+			m.Answered(w.tcp, w.scr.q.QType, resp)
+			m.FromZone(w.scr.zone)
 			if m.Sampled() {
 				m.Sample(w.scr.q.Name(), req.Remote().Addr())
 			}

@@ -61,7 +61,8 @@ func TestCountsKept(t *testing.T) {
 				if srv == Auth && rng.IntN(3) == 0 {
 					zone[i] = zones[rng.IntN(len(zones))] // runs of a zone
 				}
-				m.Answered(tcp, qt, r, zone[i])
+				m.Answered(tcp, qt, r)
+				m.FromZone(zone[i])
 				want.answered(srv, tcp, qt, r, zoneNames, zone[i])
 			case k < 83:
 				d := Drop(rng.IntN(int(numDrops)))

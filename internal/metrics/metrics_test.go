@@ -71,12 +71,15 @@ func TestShardsSummed(t *testing.T) {
 	if again := s.Zone("example.test."); again != zone || zone == 0 {
 		t.Fatalf("zone index %d, then %d", zone, again)
 	}
-	a.Answered(false, 1, resp(0, 100), zone)
-	a.Answered(false, 1, resp(0, 600), zone)
-	b.Answered(true, 28, resp(3, 50), zone)
-	b.Answered(false, 65280, resp(5, 40), 0) // an unnamed type, no zone
+	a.Answered(false, 1, resp(0, 100))
+	a.FromZone(zone)
+	a.Answered(false, 1, resp(0, 600))
+	a.FromZone(zone)
+	b.Answered(true, 28, resp(3, 50))
+	b.FromZone(zone)
+	b.Answered(false, 65280, resp(5, 40)) // an unnamed type, no zone
 	b.Dropped(DropMalformed)
-	r.Answered(false, 1, resp(2, 30), 0)
+	r.Answered(false, 1, resp(2, 30))
 	r.CacheLookup(true)
 	r.CacheLookup(false)
 	r.CacheLookup(false)
@@ -119,14 +122,17 @@ func TestZonesGrow(t *testing.T) {
 	s := New()
 	m := s.Shard(Auth)
 	first := s.Zone("a.test.")
-	m.Answered(false, 1, resp(0, 40), first)
+	m.Answered(false, 1, resp(0, 40))
+	m.FromZone(first)
 	m.Flush()
 	var last uint32
 	for i := 0; i < 100; i++ {
 		last = s.Zone("z" + string(rune('a'+i%26)) + strings.Repeat("x", i) + ".test.")
 	}
-	m.Answered(false, 1, resp(0, 40), last)
-	m.Answered(false, 1, resp(0, 40), first)
+	m.Answered(false, 1, resp(0, 40))
+	m.FromZone(last)
+	m.Answered(false, 1, resp(0, 40))
+	m.FromZone(first)
 	m.Flush()
 	got := gather(t, s)
 	if got[`tern_zone_queries_total{zone=a.test.}`] != 2 {
@@ -144,7 +150,7 @@ func TestAttachReuses(t *testing.T) {
 	type worker struct{ _ [64]byte }
 	w := &worker{}
 	m := Attach(s, w, Auth)
-	m.Answered(true, 1, resp(0, 40), 0)
+	m.Answered(true, 1, resp(0, 40))
 	m.Flush()
 	w = nil
 	var again *Shard
@@ -223,11 +229,14 @@ func TestShardAllocs(t *testing.T) {
 	m := s.Shard(Auth)
 	z := s.Zone("a.test.")
 	r := resp(0, 80)
-	m.Answered(false, 1, r, z)
+	m.Answered(false, 1, r)
+	m.FromZone(z)
 	m.Flush()
 	if n := testing.AllocsPerRun(100, func() {
-		m.Answered(false, 1, r, z)
-		m.Answered(true, 28, r, z)
+		m.Answered(false, 1, r)
+		m.FromZone(z)
+		m.Answered(true, 28, r)
+		m.FromZone(z)
 		m.Dropped(DropMalformed)
 		m.Observe(time.Microsecond, 2)
 		m.Flush()
@@ -237,15 +246,15 @@ func TestShardAllocs(t *testing.T) {
 }
 
 // BenchmarkAnswered is the cost a query's count adds: three counters
-// and its zone's run,
-// flushed once per batch of 32.
+// and its zone's run, flushed once per batch of 32.
 func BenchmarkAnswered(b *testing.B) {
 	s := New()
 	m := s.Shard(Auth)
 	z := s.Zone("a.test.")
 	r := resp(0, 80)
 	for i := 0; i < b.N; i++ {
-		m.Answered(false, 1, r, z)
+		m.Answered(false, 1, r)
+		m.FromZone(z)
 		if i%32 == 31 {
 			m.Flush()
 		}
@@ -346,7 +355,7 @@ func TestSampleAllocs(t *testing.T) {
 	resp := make([]byte, 100)
 	n := 0
 	allocs := testing.AllocsPerRun(10*SampleEvery*sampleBufLen, func() {
-		m.Answered(false, 1, resp, 0)
+		m.Answered(false, 1, resp)
 		if m.Sampled() {
 			m.Sample(name, client)
 		}
@@ -382,9 +391,9 @@ func TestTick(t *testing.T) {
 	var all []RatePoint
 	for i := 1; i <= historyLen+5; i++ {
 		for range i % 7 {
-			m.Answered(false, 1, noerror, 0)
+			m.Answered(false, 1, noerror)
 		}
-		m.Answered(false, 1, nxdomain, 0)
+		m.Answered(false, 1, nxdomain)
 		if m.Sampled() {
 			m.Sample([]byte("\x01x\x00"), netip.IPv4Unspecified())
 		}

@@ -75,12 +75,15 @@ var qtypeIndex = func() (t [256]uint8) {
 	return t
 }()
 
-// qtypeCell maps a QTYPE below 256 to its row of query counters
-// (offQueries + bucket*numRcodes, UDP's), unnamed ones to "other"'s:
+// qtypeCell maps a transport (0: UDP, 1: TCP) and a QTYPE below 256 to
+// the first of its row of query counters (offQueries +
+// (transport*numQtypes + bucket)*numRcodes), unnamed ones to "other"'s:
 // Answered's one load for the common QTYPEs; built once, read only.
-var qtypeCell = func() (t [256]uint16) {
-	for q := range t {
-		t[q] = uint16(offQueries + qtypeBucket(uint16(q))*numRcodes)
+var qtypeCell = func() (t [2][256]uint16) {
+	for tr := range t {
+		for q := range t[tr] {
+			t[tr][q] = uint16(offQueries + (tr*numQtypes+qtypeBucket(uint16(q)))*numRcodes)
+		}
 	}
 	return t
 }()
@@ -116,13 +119,16 @@ var sizeBounds = [...]int{64, 128, 256, 512, 768, 1024, 1232, 1500, 4096, 16384,
 // nearly every response.
 const sizeSmall = 1500
 
-// sizeQuad is the size bucket of a response of n bytes (n <= sizeSmall)
-// at (n+3)/4: every bound up to sizeSmall is a multiple of 4, so n and
-// its quarter rounded up fall on the same side of each. One load instead
-// of a loop over the bounds; built once, read only.
-var sizeQuad = func() (t [(sizeSmall+3)/4 + 1]uint8) {
-	for q := range t {
-		t[q] = uint8(sizeBucket(4 * q))
+// sizeQuad is the counter of a response of n bytes (n <= sizeSmall)
+// over a transport (0: UDP, 1: TCP), at [transport][(n+3)/4]: every
+// bound up to sizeSmall is a multiple of 4, so n and its quarter
+// rounded up fall on the same side of each. One load instead of a loop
+// over the bounds; built once, read only.
+var sizeQuad = func() (t [2][(sizeSmall+3)/4 + 1]uint8) {
+	for tr := range t {
+		for q := range t[tr] {
+			t[tr][q] = uint8(offSizes + tr*numSizes + sizeBucket(4*q))
+		}
 	}
 	return t
 }()
@@ -240,7 +246,7 @@ type Shard struct {
 	// dirty has a bit for each counter changed since the last Flush
 	// (counter i: bit i%64 of word i/64).
 	dirty [localLen / 64]uint64
-	// zoneCur is the zone of the last answers (Answered), zoneRun how
+	// zoneCur is the zone of the last answers (FromZone), zoneRun how
 	// many answers of it are not yet in zones: a worker's answers come
 	// in runs of one zone (a single zone's server: one run), so an
 	// answer costs a compare and an increment, and the run is added to
@@ -281,15 +287,15 @@ func (m *Shard) add(i int, n uint64) {
 }
 
 // Answered counts one query answered with resp (at least a header): its
-// transport, QTYPE (0: the question did not parse), the response's RCODE
-// and size, and its zone's index (0: none).
+// transport, QTYPE (0: the question did not parse), and the response's
+// RCODE and size; an authoritative answer's zone is counted by FromZone.
 //
-// It runs once per answer: a table load for the QTYPE's row and one for
-// the size's bucket, three counters added, two words of the dirty
-// bitmap marked, and the zone's run counted (about 40 instructions;
-// BenchmarkAnswered, and auth's BenchmarkWorkerBatch for the whole of
-// the counting).
-func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte, zone uint32) {
+// It runs once per answer: a table load for the transport's and QTYPE's
+// row of counters and one for the size's counter, three counters added,
+// two words of the dirty bitmap marked, and no call, so that it needs
+// no stack frame (about 40 instructions; auth's BenchmarkWorkerBatch
+// under callgrind measures the whole of the counting).
+func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte) {
 	n := uint(len(resp))
 	var t uint
 	if tcp {
@@ -297,29 +303,37 @@ func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte, zone uint32) {
 	}
 	var c uint
 	if qtype < 256 {
-		c = uint(qtypeCell[qtype])
+		c = uint(qtypeCell[t][qtype])
 	} else {
-		c = uint(offQueries + qtypeBucket(qtype)*numRcodes)
+		c = uint(offQueries + (int(t)*numQtypes+qtypeBucket(qtype))*numRcodes)
 	}
 	if n > 3 {
 		c += uint(resp[3] & 0xF)
 	}
-	c = (c + t*uint(numQtypes*numRcodes)) % localLen
+	c %= localLen
 	m.local[c]++
 	m.dirty[c/64] |= 1 << (c % 64)
 	var b uint
 	if n <= sizeSmall {
-		b = uint(sizeQuad[(n+3)/4])
+		b = uint(sizeQuad[t][(n+3)/4])
 	} else {
-		b = uint(sizeBucket(int(n)))
+		b = offSizes + t*uint(numSizes) + uint(sizeBucket(int(n)))
 	}
-	b = (offSizes + t*uint(numSizes) + b) % 64
+	b %= 64
 	sum := (uint(offSizeSum) + t) % 64
 	m.local[b]++
 	m.local[sum] += uint64(n)
 	m.dirty[0] |= 1<<b | 1<<sum
-	if zone != m.zoneCur {
-		m.zoneSwitch(zone)
+}
+
+// FromZone counts an answer from the zone of index z (Set.Zone; 0: none),
+// as a run: a worker's answers come in runs of one zone (a server of a
+// single zone: one run), so that an answer costs a compare and an
+// increment here, and the run is added to the zone's counter when an
+// answer from another zone comes, or at the Flush.
+func (m *Shard) FromZone(z uint32) {
+	if z != m.zoneCur {
+		m.zoneSwitch(z)
 	}
 	m.zoneRun++
 }

@@ -120,7 +120,7 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 // query in metrics.SampleEvery by name and client for the status page.
 func (w *Worker) count(req *server.Request, resp []byte) {
 	if resp != nil {
-		w.m.Answered(w.tcp, w.q.QType, resp, 0)
+		w.m.Answered(w.tcp, w.q.QType, resp)
 	}
 	if w.m.Sampled() {
 		w.m.Sample(w.q.Name(), req.Remote().Addr())
