@@ -507,6 +507,12 @@ func serverConfig(cfg *config.Config, addrs []string, log *slog.Logger) server.C
 		DontFragment: cfg.Server.UDPPayload <= 1400,
 		Logger:       log,
 	}
+	if r := cfg.RRL; r != nil {
+		// RRL keeps accounts per UDP worker: every datagram of a
+		// client prefix goes to one worker, so that a flood spread
+		// over source ports meets one account, not one per worker.
+		c.SteerIPv4, c.SteerIPv6 = r.IPv4Prefix, r.IPv6Prefix
+	}
 	return c
 }
 

@@ -57,7 +57,15 @@ type Config struct {
 	// than the interface MTU is then not sent. For payload limits of at
 	// most 1400 bytes (RFC 9715 R3), which fit any Ethernet-sized MTU.
 	DontFragment bool
-	Logger       *slog.Logger
+	// SteerIPv4 and SteerIPv6, when set (Linux), hand every datagram
+	// of a client prefix (an IPv4 source's first SteerIPv4 bits, an
+	// IPv6 one's first SteerIPv6, at most 64) to the same UDP worker,
+	// whatever its source port, instead of the kernel's hash of address
+	// and port: state kept per worker (rrl's accounts) then sees all of
+	// a client's datagrams. The load spreads over the workers by client
+	// prefix only: one prefix's datagrams all go to one worker.
+	SteerIPv4, SteerIPv6 int
+	Logger               *slog.Logger
 }
 
 // Server serves DNS over UDP and TCP.
@@ -195,6 +203,13 @@ func (s *Server) Start(ctx context.Context) error {
 		if err != nil {
 			s.Close()
 			return fmt.Errorf("listen %s: %w", addr, err)
+		}
+		if s.cfg.SteerIPv4 > 0 || s.cfg.SteerIPv6 > 0 {
+			if err := steer(conns, s.cfg.SteerIPv4, s.cfg.SteerIPv6); err != nil {
+				// The workers still answer; what keeps state per worker
+				// sees a client's datagrams spread by port.
+				s.log.Warn("udp: datagrams not steered by client prefix", "addr", addr, "err", err)
+			}
 		}
 		// A failure closes the sockets not yet handed to a worker; Close
 		// stops the workers started, which close theirs.
