@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,9 +105,24 @@ func TestBothWildcards(t *testing.T) {
 // would sit idle, with every answer still right.
 func TestUDPWorkersShareTheLoad(t *testing.T) {
 	const workers, clients = 4, 64
+	// Each client is a socket of its own, a port of its own: the kernel
+	// picks a group's socket by a hash of the source address and port.
+	seen := workersOf(t, server.Config{Listen: []string{"127.0.0.1:0"}, Workers: workers}, []string{"127.0.0.1"}, clients)
+	if used := seen[netip.MustParseAddr("127.0.0.1")]; len(used) < 2 {
+		t.Errorf("datagrams from %d clients answered by %d of %d workers (%v): the sockets do not share the port", clients, len(used), workers, used)
+	}
+}
+
+// workersOf starts a server with cfg, its UDP workers noting which
+// client addresses they answer, and sends one query from each of ports
+// sockets (kernel-picked ports) bound to each address of srcs; it
+// returns the workers (by the order they were made) that answered each
+// client address.
+func workersOf(t *testing.T, cfg server.Config, srcs []string, ports int) map[netip.Addr]map[int]bool {
+	t.Helper()
 	resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
 	var mu sync.Mutex
-	used := map[int]int{} // datagrams answered, by worker
+	seen := map[netip.Addr]map[int]bool{}
 	next := 0
 	h := server.HandlerFunc(func(tcp bool) server.Worker {
 		w := resp.NewWorker(tcp, 0)
@@ -119,16 +135,21 @@ func TestUDPWorkersShareTheLoad(t *testing.T) {
 		mu.Unlock()
 		return answerFunc(func(req *server.Request, out []byte) []byte {
 			mu.Lock()
-			used[id]++
+			a := req.Remote().Addr()
+			if seen[a] == nil {
+				seen[a] = map[int]bool{}
+			}
+			seen[a][id] = true
 			mu.Unlock()
 			return w.Answer(req, out)
 		})
 	})
-	s := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: workers}, h)
+	s := server.New(cfg, h)
 	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		t.Skipf("listen on %v: %v", cfg.Listen, err)
 	}
 	defer s.Close()
+	dst := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(s.Addrs()[0]))
 	m := new(dns.Msg)
 	m.SetQuestion("www.example.test.", dns.TypeA)
 	q, err := m.Pack()
@@ -136,32 +157,30 @@ func TestUDPWorkersShareTheLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 1500)
-	// Each client is a socket of its own, a port of its own: the kernel
-	// picks a group's socket by a hash of the source address and port.
-	for i := 0; i < clients; i++ {
-		c, err := net.Dial("udp", s.Addrs()[0])
-		if err != nil {
-			t.Fatal(err)
+	for _, src := range srcs {
+		for range ports {
+			c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(src), 0)))
+			if err != nil {
+				t.Skipf("bind %s: %v", src, err)
+			}
+			for try := 0; ; try++ { // UDP on a loaded machine
+				if _, err := c.WriteToUDP(q, dst); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				if _, err = c.Read(buf); err == nil {
+					break
+				}
+				if try == 3 {
+					t.Fatalf("%s: %v", src, err)
+				}
+			}
+			c.Close()
 		}
-		for try := 0; ; try++ { // UDP on a loaded machine
-			if _, err := c.Write(q); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			if _, err = c.Read(buf); err == nil {
-				break
-			}
-			if try == 3 {
-				t.Fatalf("client %d: %v", i, err)
-			}
-		}
-		c.Close()
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(used) < 2 {
-		t.Errorf("datagrams from %d clients answered by %d of %d workers (%v): the sockets do not share the port", clients, len(used), workers, used)
-	}
+	return seen
 }
 
 // answerFunc is a server.Worker made of its Answer method.

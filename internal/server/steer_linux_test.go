@@ -1,18 +1,9 @@
 package server_test
 
 import (
-	"context"
-	"net"
-	"net/netip"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/miekg/dns"
-
-	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/server"
-	"github.com/tern-dns/tern/internal/zone"
 )
 
 // TestSteerByPrefix: with SteerIPv4 (SteerIPv6) set, every datagram of
@@ -23,7 +14,6 @@ import (
 // this test's loopback block, 127.0.1.32-47, with kernel-picked ports.
 func TestSteerByPrefix(t *testing.T) {
 	const workers, ports = 4, 32
-	resp := auth.New(zone.NewSet(testCompiled(t)), auth.Options{})
 	for _, tc := range []struct {
 		name   string
 		listen string
@@ -38,65 +28,7 @@ func TestSteerByPrefix(t *testing.T) {
 			"127.0.1.39", "127.0.1.40", "127.0.1.41", "127.0.1.42", "127.0.1.43", "127.0.1.44", "127.0.1.45", "127.0.1.46", "127.0.1.47"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			seen := map[netip.Addr]map[int]bool{} // workers, by client address
-			next := 0
-			h := server.HandlerFunc(func(tcp bool) server.Worker {
-				w := resp.NewWorker(tcp, 0)
-				if tcp {
-					return w
-				}
-				mu.Lock()
-				id := next
-				next++
-				mu.Unlock()
-				return answerFunc(func(req *server.Request, out []byte) []byte {
-					mu.Lock()
-					a := req.Remote().Addr()
-					if seen[a] == nil {
-						seen[a] = map[int]bool{}
-					}
-					seen[a][id] = true
-					mu.Unlock()
-					return w.Answer(req, out)
-				})
-			})
-			s := server.New(server.Config{Listen: []string{tc.listen}, Workers: workers, SteerIPv4: tc.steer, SteerIPv6: 56}, h)
-			if err := s.Start(context.Background()); err != nil {
-				if tc.steer == 0 {
-					t.Skipf("no IPv6 loopback: %v", err)
-				}
-				t.Fatal(err)
-			}
-			defer s.Close()
-			dst := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(s.Addrs()[0]))
-			m := new(dns.Msg)
-			m.SetQuestion("www.example.test.", dns.TypeA)
-			q, _ := m.Pack()
-			buf := make([]byte, 1500)
-			for _, src := range tc.clients {
-				for range ports {
-					c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(src), 0)))
-					if err != nil {
-						t.Skipf("bind %s: %v", src, err)
-					}
-					for try := 0; ; try++ { // UDP on a loaded machine
-						if _, err := c.WriteToUDP(q, dst); err != nil {
-							t.Fatal(err)
-						}
-						_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-						if _, err = c.Read(buf); err == nil {
-							break
-						}
-						if try == 3 {
-							t.Fatalf("%s: %v", src, err)
-						}
-					}
-					c.Close()
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
+			seen := workersOf(t, server.Config{Listen: []string{tc.listen}, Workers: workers, SteerIPv4: tc.steer, SteerIPv6: 56}, tc.clients, ports)
 			used := map[int]bool{}
 			for a, ws := range seen {
 				if len(ws) != 1 {
@@ -107,7 +39,7 @@ func TestSteerByPrefix(t *testing.T) {
 				}
 			}
 			if tc.steer != 32 && len(used) != 1 {
-				t.Errorf("one /24 reached %d workers, want 1", len(used))
+				t.Errorf("one prefix reached %d workers, want 1", len(used))
 			}
 			if tc.steer == 32 && len(used) < 2 {
 				t.Errorf("%d /32 clients all went to one worker: the prefixes do not spread", len(tc.clients))
