@@ -243,8 +243,8 @@ func TestCtlSlowZone(t *testing.T) {
 // kernel-picked port of 127.0.0.1) are twenty more RRsets, a name it
 // answers NXDOMAIN (with AA) one more negative entry; asked again, each is a
 // response-cache hit, and the worker's response cache holds the 21
-// responses. The root hints point at 127.0.0.1 port 53, never asked:
-// every question is inside the forward zone.
+// responses. The config is forwardConfig's (every question is inside
+// the forward zone; the root hints point where nothing listens).
 func TestCtlStatsResolverCache(t *testing.T) {
 	const k = 20
 	fwd := fakeServer(t, "127.0.0.1", func(q *dns.Msg) *dns.Msg {
@@ -268,29 +268,10 @@ func TestCtlStatsResolverCache(t *testing.T) {
 		}
 		return r
 	})
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "hints"), []byte(". 3600000 NS a.root.\na.root. 3600000 A 127.0.0.1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "tern.toml")
-	text := `
-[server]
-workers = 1
-control = "ctl.sock"
-[resolver]
-listen = ["127.0.0.1:0"]
-allow = ["127.0.0.1/32"]
-root-hints = "hints"
-query-loopback = true
-validation = false
-[[resolver.forward]]
-name = "stats.test"
-servers = ["` + fwd + `"]
-`
-	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.1:\d+)`), "-c", cfg)
+	// Its own control socket beside the config (a table after
+	// forwardConfig's [resolver] keys).
+	cfg := forwardConfig(t, "stats.test", fwd, "[server]\nworkers = 1\ncontrol = \"ctl.sock\"\n")
+	addr, logs := serveUntil(t, regexp.MustCompile(`resolving on (127\.0\.0\.80:\d+)`), "-c", cfg)
 	stats := func() (statsResult, string) {
 		t.Helper()
 		code, out, errs := runT("ctl", "-c", cfg, "--json", "stats")

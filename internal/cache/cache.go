@@ -730,24 +730,9 @@ func (c *Cache) Stats() Stats {
 
 // Len returns the number of entries, live or not yet evicted.
 func (c *Cache) Len() int {
-	n := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.RLock()
-		n += len(s.m)
-		s.mu.RUnlock()
-	}
-	return n
+	st := c.Stats()
+	return st.RRsets + st.Negative
 }
 
 // Bytes returns the bytes the entries cost, by the measure Size bounds.
-func (c *Cache) Bytes() int64 {
-	var n int64
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.RLock()
-		n += s.bytes
-		s.mu.RUnlock()
-	}
-	return n
-}
+func (c *Cache) Bytes() int64 { return c.Stats().Bytes }
