@@ -2,6 +2,7 @@ package cookie_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -120,16 +121,29 @@ func TestDigKdigCookies(t *testing.T) {
 	fmt.Sscan(portText, &port)
 	ternForged := checkCookies(t, ternAddr, port, true)
 
-	named, ok := peer.FindTool("named")
+	np, ok := startNamed(t)
 	if !ok {
 		t.Log("named not installed: no comparison with BIND")
 		return
+	}
+	namedForged := checkCookies(t, namedAddr, np, false)
+	t.Logf("a forged server cookie (+nobadcookie): Tern %s, named %s", ternForged, namedForged)
+}
+
+// startNamed runs BIND's named on namedAddr, a free port, serving
+// testZone, with extra options, until the test ends; it returns the
+// port, or false when named is not installed.
+func startNamed(t *testing.T, extra ...string) (int, bool) {
+	t.Helper()
+	named, ok := peer.FindTool("named")
+	if !ok {
+		return 0, false
 	}
 	dir := t.TempDir()
 	zf := filepath.Join(dir, "example.test.zone")
 	conf := filepath.Join(dir, "named.conf")
 	np := dnstest.FreePort(t, namedAddr)
-	text := peer.NamedOptions(dir, namedAddr, np) + fmt.Sprintf("zone \"example.test\" { type primary; file %q; };\n", zf)
+	text := peer.NamedOptions(dir, namedAddr, np, extra...) + fmt.Sprintf("zone \"example.test\" { type primary; file %q; };\n", zf)
 	if err := os.WriteFile(zf, []byte(testZone), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -140,13 +154,14 @@ func TestDigKdigCookies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.Stop()
-	// Until named serves the zone.
+	t.Cleanup(proc.Stop)
+	// Until named serves the zone (a TCP query: no cookie rule
+	// refuses it).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		m := new(dns.Msg)
 		m.SetQuestion("www.example.test.", dns.TypeA)
-		r, err := dnstest.Exchange(m, "udp", fmt.Sprintf("%s:%d", namedAddr, np))
+		r, err := dnstest.Exchange(m, "tcp", fmt.Sprintf("%s:%d", namedAddr, np))
 		if err == nil && r.Rcode == dns.RcodeSuccess {
 			break
 		}
@@ -155,6 +170,85 @@ func TestDigKdigCookies(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	namedForged := checkCookies(t, namedAddr, np, false)
-	t.Logf("a forged server cookie (+nobadcookie): Tern %s, named %s", ternForged, namedForged)
+	return np, true
+}
+
+// TestSharedSecretWithNamed: Tern and BIND's named given the same
+// cookie secret (named's cookie-secret, siphash24: RFC 9018 cookies)
+// accept each other's server cookies, as servers of an anycast set
+// must: named, told to require a valid server cookie over UDP, answers
+// a query bearing Tern's cookie and refuses (BADCOOKIE) one bearing a
+// cookie of another secret; Tern echoes named's. And a Tern rolled over
+// to a new secret (the shared one second) still accepts named's.
+func TestSharedSecretWithNamed(t *testing.T) {
+	const shared, other = "e5e973e5a6b2a43f48e7dc849e37bfcf", "445536bcd2513298075a5d379663c962"
+	np, ok := startNamed(t, fmt.Sprintf("cookie-secret %q;", shared), "cookie-algorithm siphash24;", "require-server-cookie yes;", "answer-cookie yes;")
+	if !ok {
+		t.Skip("named not installed (make deps)")
+	}
+	named := fmt.Sprintf("%s:%d", namedAddr, np)
+	serve := func(secrets ...string) string {
+		t.Helper()
+		var list []cookie.Secret
+		for _, h := range secrets {
+			s, err := cookie.ParseSecret(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list = append(list, s)
+		}
+		keys := cookie.NewKeys()
+		keys.Set(list)
+		h := server.HandlerFunc(func(tcp bool) server.Worker { return responder(t).NewWorker(tcp, auth.DefaultCacheSize) })
+		s := server.New(server.Config{Listen: []string{namedAddr + ":0"}, Workers: 1}, cookie.Handler(h, keys, 1232))
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s.Addrs()[0]
+	}
+	tern, rolled, stranger := serve(shared), serve(other, shared), serve(other)
+	cc := []byte{0x24, 0x64, 0xc4, 0xab, 0xcf, 0x10, 0xc9, 0x57}
+	// ask sends a UDP query with the COOKIE option opt to addr and
+	// returns the RCODE, the number of answers and the COOKIE returned.
+	ask := func(addr string, opt []byte) (int, int, []byte) {
+		t.Helper()
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", dns.TypeA)
+		m.SetEdns0(1232, false)
+		o := m.IsEdns0()
+		o.Option = append(o.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(opt)})
+		r, err := dnstest.Exchange(m, "udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rcode, len(r.Answer), respCookie(t, r)
+	}
+	// Each server's cookie for cc (a client cookie alone gets one; named
+	// requires a server cookie: BADCOOKIE, with one).
+	_, _, fromNamed := ask(named, cc)
+	_, _, fromTern := ask(tern, cc)
+	_, _, fromStranger := ask(stranger, cc)
+	for _, c := range []struct {
+		what     string
+		to       string
+		opt      []byte
+		rcode    int
+		answered bool
+	}{
+		{"named takes Tern's cookie", named, fromTern, dns.RcodeSuccess, true},
+		{"named takes its own", named, fromNamed, dns.RcodeSuccess, true},
+		{"named refuses another secret's", named, fromStranger, cookie.RcodeBadCookie, false},
+		{"Tern takes named's", tern, fromNamed, dns.RcodeSuccess, true},
+		{"a rolled Tern takes named's (previous secret)", rolled, fromNamed, dns.RcodeSuccess, true},
+		{"another secret's Tern refuses named's", stranger, fromNamed, cookie.RcodeBadCookie, false},
+	} {
+		if len(c.opt) != cookie.ClientLen+cookie.ServerLen {
+			t.Fatalf("%s: no server cookie to present (%x)", c.what, c.opt)
+		}
+		rcode, n, got := ask(c.to, c.opt)
+		if rcode != c.rcode || (n == 1) != c.answered || len(got) != cookie.ClientLen+cookie.ServerLen {
+			t.Errorf("%s: %s, %d answers, cookie %x; want %s, answered %v, a cookie", c.what, dns.RcodeToString[rcode], n, got, dns.RcodeToString[c.rcode], c.answered)
+		}
+	}
 }
