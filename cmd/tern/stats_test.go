@@ -181,42 +181,38 @@ func TestCtlSlowZone(t *testing.T) {
 		code, out, errs := runT("ctl", "-c", cfg, "--timeout", "2m", "reload", "slow.")
 		stuck <- result{code, out, errs}
 	}()
-	// Whatever happens below, the stuck reload is let go: the FIFO is
-	// opened for writing once its reader, the reload, has it open
-	// (ENXIO until then), for at most a minute.
-	var early *result
-	release := func() {
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			w, err := os.OpenFile(slow, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-			if err == nil {
-				fmt.Fprintf(w, "$ORIGIN slow.\n$TTL 300\n@ SOA ns1 h 2 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n")
-				w.Close()
-				return
-			}
-			select {
-			case r := <-stuck:
-				// The reload ended without reading the FIFO.
-				early = &r
-				return
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("the reload of slow. never opened its file: %v; log:\n%s", err, logs.String())
-				return
-			}
-		}
-	}
-	released := false
+	// The reload is stuck once it has the FIFO open for reading: a
+	// writer can open it then (ENXIO before). The writer is held open,
+	// nothing written, so the reload waits on its read until the file is
+	// written below; whatever happens, closing it lets the reload go (at
+	// EOF). The wait is bounded, for a loaded machine, not a measure.
 	defer func() {
-		if !released {
-			release()
+		// A reload still in its open (should the test fail before the
+		// writer below) is let go: a writer's open and close.
+		if f, err := os.OpenFile(slow, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
 		}
 	}()
+	var fifo *os.File
+	for deadline := time.Now().Add(time.Minute); fifo == nil; time.Sleep(10 * time.Millisecond) {
+		f, err := os.OpenFile(slow, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			fifo = f
+			break
+		}
+		select {
+		case r := <-stuck:
+			t.Fatalf("reload slow. ended without reading its file: %d %q %q; log:\n%s", r.code, r.out, r.errs, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reload of slow. never opened its file: %v; log:\n%s", err, logs.String())
+		}
+	}
+	defer fifo.Close()
 	// The other commands, while slow. is stuck: each would wait for it
 	// (until its timeout, a failure) if it ran in the main loop behind
-	// it. The stuck reload may not have reached the FIFO yet when the
-	// first runs: then this test passes without testing; it cannot fail
-	// wrongly.
+	// it.
 	writeZone(fast, "fast", 2)
 	for _, args := range [][]string{{"reload", "fast."}, {"status"}, {"zones"}, {"stats"}} {
 		code, out, errs := runT(append([]string{"ctl", "-c", cfg, "--timeout", "30s"}, args...)...)
@@ -227,11 +223,13 @@ func TestCtlSlowZone(t *testing.T) {
 	if got := soaSerial(t, addr, "fast."); got != 2 {
 		t.Errorf("fast. serial %d after its reload, want 2", got)
 	}
-	release()
-	released = true
-	if early != nil {
-		t.Fatalf("reload slow. ended without reading its file: %d %q %q; log:\n%s", early.code, early.out, early.errs, logs.String())
+	select {
+	case r := <-stuck:
+		t.Fatalf("reload slow. ended before its file was written: %d %q %q", r.code, r.out, r.errs)
+	default:
 	}
+	fmt.Fprintf(fifo, "$ORIGIN slow.\n$TTL 300\n@ SOA ns1 h 2 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n")
+	fifo.Close()
 	r := <-stuck
 	if r.code != 0 || !strings.Contains(r.out, "slow.  primary  2") {
 		t.Errorf("reload slow.: %d %q %q", r.code, r.out, r.errs)
