@@ -333,6 +333,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Loading leaves garbage several times the size of the compiled
 	// zones (parsed records); hand it back before serving.
 	debug.FreeOSMemory()
+	// The control socket's commands run in the main loop below, one at
+	// a time, between the SIGHUPs' reloads: the reloader is the main
+	// loop's alone. It opens before the DNS listeners, so that once
+	// serve prints where it serves, tern ctl reaches it too (a command
+	// queued meanwhile waits for the loop).
+	ctl := rl.loop
+	if cfg.Server.Control != "" {
+		cs := newControl(ctx, cfg.Server.Control, ctl, &controlState{
+			rl: rl, zones: resp.Zones, started: started, resolver: rec != nil, demo: demo, counters: counters}, log)
+		if err := cs.Start(ctx); err != nil {
+			// DNS is served without it: a second server, or a test,
+			// must not take the socket of one running, and a user
+			// trying the demo zone may not write /run. A warning: the
+			// server itself is whole.
+			log.Warn("no control socket: tern ctl cannot reach this server", "err", err)
+		} else {
+			defer cs.Close()
+			log.Info("control socket", "path", cs.Path())
+		}
+	}
+
 	set := resp.Zones()
 	if srv != nil {
 		if err := srv.Start(ctx); err != nil {
@@ -393,24 +414,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer ml.Close()
 		log.Info("metrics", "listen", ml.Addr())
 		fmt.Fprintf(stdout, "tern: metrics on http://%s/metrics, status page on http://%s/\n", ml.Addr(), ml.Addr())
-	}
-
-	// The control socket's commands run here, one at a time, between
-	// the SIGHUPs' reloads: the reloader is the main loop's alone.
-	ctl := rl.loop
-	if cfg.Server.Control != "" {
-		cs := newControl(ctx, cfg.Server.Control, ctl, &controlState{
-			rl: rl, zones: resp.Zones, started: started, resolver: rec != nil, demo: demo, counters: counters}, log)
-		if err := cs.Start(ctx); err != nil {
-			// DNS is served without it: a second server, or a test,
-			// must not take the socket of one running, and a user
-			// trying the demo zone may not write /run. A warning: the
-			// server itself is whole.
-			log.Warn("no control socket: tern ctl cannot reach this server", "err", err)
-		} else {
-			defer cs.Close()
-			log.Info("control socket", "path", cs.Path())
-		}
 	}
 
 	// Every socket is bound: port 53 needed root, the rest does not.
