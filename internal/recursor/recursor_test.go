@@ -16,6 +16,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
@@ -662,6 +663,63 @@ func BenchmarkCacheHit(b *testing.B) {
 			aw.Answer(lreq, out)
 		}
 	})
+}
+
+// BenchmarkCountedHits is a UDP worker's batch of 32 response-cache hits
+// (A and AAAA questions alternating, as bench/metrics.sh's resolver-hits
+// asks), with the answers counted (metrics) or not: the A/B of what
+// counting costs the resolver per answer, in the thread's CPU time
+// (cpu-ns/answer); under callgrind (instructions per op at two
+// -test.benchtime counts, divided by 32) the deterministic one.
+func BenchmarkCountedHits(b *testing.B) {
+	for _, counted := range []bool{false, true} {
+		name := "plain"
+		var set *metrics.Set
+		if counted {
+			name, set = "metrics", metrics.New()
+		}
+		b.Run(name, func(b *testing.B) {
+			r := newRecursor(b, &fakeResolver{}, Options{ResponseCache: 64, Metrics: set})
+			w := r.NewWorker(false).(*Worker)
+			out := make([]byte, 0, server.BufferSize)
+			var pkts [][]byte
+			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+				pkt, _ := query("cached.example.tld.", qt, true, true).Pack()
+				got := make(chan []byte, 1)
+				w.Answer(server.NewRequest(pkt, client, false, func(m []byte) { got <- m }), out)
+				<-got
+				for !w.rc.box.pending.Load() {
+					time.Sleep(time.Millisecond)
+				}
+				if m := new(dns.Msg); m.Unpack(w.Answer(server.NewRequest(pkt, client, false, nil), out)) != nil || len(m.Answer) == 0 {
+					b.Fatal("no hit")
+				}
+				pkts = append(pkts, pkt)
+			}
+			reqs := make([]server.Request, 32)
+			outs := make([][]byte, 32)
+			bufs := make([][]byte, 32)
+			for i := range bufs {
+				bufs[i] = make([]byte, 0, server.BufferSize)
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := dnstest.ThreadCPU(b)
+			for n := 0; n < b.N; n++ {
+				for i := range reqs {
+					reqs[i] = *server.NewRequest(pkts[i%2], client, false, nil)
+					outs[i] = bufs[i][:0]
+				}
+				w.AnswerBatch(reqs, outs)
+			}
+			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*len(reqs)), "cpu-ns/answer")
+			if set != nil && set.Snapshot().CacheHits < uint64(b.N*len(reqs)) {
+				b.Fatalf("%d cache hits counted, want at least %d", set.Snapshot().CacheHits, b.N*len(reqs))
+			}
+		})
+	}
 }
 
 // TestNSID: identity.nsid goes to clients that ask for it (RFC 5001), in
