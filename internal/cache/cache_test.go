@@ -530,3 +530,42 @@ func TestEntrySize(t *testing.T) {
 		t.Errorf("an entry is %d bytes, over the 64-byte size class", n)
 	}
 }
+
+// TestGetExact: GetExact finds the entry of the type asked, an RRset or
+// a NODATA, as Get does, but not the NXDOMAIN of the name, which Get
+// returns for every type; and it finds a name whose key is longer than
+// its stack buffer (escapes).
+func TestGetExact(t *testing.T) {
+	c := newCache(newClock(), Options{})
+	c.Put("nx.example.com.", dns.TypeA, Entry{Kind: NXDomain, Records: rrs(t, soa), Rank: RankAuthority})
+	c.Put("www.example.com.", dns.TypeCNAME, Entry{Records: rrs(t, "www.example.com. 300 IN CNAME example.com."), Rank: RankAuthAnswer})
+	c.Put("www.example.com.", dns.TypeMX, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+	long := strings.Repeat("\\255", 60) + "." + strings.Repeat("\\000", 60) + ".example.com."
+	c.Put(long, dns.TypeA, Entry{Records: rrs(t, long+" 300 IN A 192.0.2.1"), Rank: RankAuthAnswer})
+	for _, tc := range []struct {
+		name       string
+		qtype      uint16
+		get, exact string // the Kind found, "" for none
+	}{
+		{"nx.example.com.", dns.TypeCNAME, "NXDOMAIN", ""},
+		{"NX.example.com.", dns.TypeA, "NXDOMAIN", ""},
+		{"www.example.com.", dns.TypeCNAME, "positive", "positive"},
+		{"WWW.Example.COM.", dns.TypeCNAME, "positive", "positive"},
+		{"www.example.com.", dns.TypeMX, "NODATA", "NODATA"},
+		{"www.example.com.", dns.TypeA, "", ""},
+		{long, dns.TypeA, "positive", "positive"},
+	} {
+		kind := func(e Entry, ok bool) string {
+			if !ok {
+				return ""
+			}
+			return e.Kind.String()
+		}
+		if got := kind(c.Get(tc.name, tc.qtype)); got != tc.get {
+			t.Errorf("Get(%s, %s): %q, want %q", tc.name, dns.Type(tc.qtype), got, tc.get)
+		}
+		if got := kind(c.GetExact(tc.name, tc.qtype)); got != tc.exact {
+			t.Errorf("GetExact(%s, %s): %q, want %q", tc.name, dns.Type(tc.qtype), got, tc.exact)
+		}
+	}
+}

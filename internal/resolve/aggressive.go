@@ -46,7 +46,7 @@ func (r *Resolver) learnDenials(res *Result) {
 		if (set.Type != dns.TypeNSEC && set.Type != dns.TypeNSEC3) || len(set.Records) != 1 || len(set.Sigs) == 0 {
 			continue
 		}
-		zone := dns.CanonicalName(set.Sigs[0].SignerName)
+		zone := canonical(set.Sigs[0].SignerName)
 		limit, ok := bound[zone]
 		if !ok {
 			limit = ^uint32(0)

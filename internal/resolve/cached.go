@@ -18,7 +18,7 @@ import (
 // the answer: the prefetch of an answer close to its expiry, which
 // cache.Responses.Get reports, so that popular names do not expire.
 func (r *Resolver) Refresh(ctx context.Context, name string, qtype uint16) (*Result, error) {
-	name = dns.CanonicalName(name)
+	name = canonical(name)
 	return r.resolveBy(ctx, &run{r: r, fresh: dns.Question{Name: name, Qtype: qtype}}, name, qtype)
 }
 
@@ -49,7 +49,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 		return m, name, true
 	}
 	if qtype != dns.TypeCNAME {
-		if e, ok := c.Get(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+		if e, ok := c.GetExact(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
 			m := newMsg()
 			m.Answer = append(e.Records, e.Sigs...)
@@ -60,7 +60,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	// makes the CNAME from it, as from an authority's answer.
 	for z := name; z != "."; {
 		z = parent(z)
-		if e, ok := c.Get(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+		if e, ok := c.GetExact(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
 			m := newMsg()
 			m.Answer = append(e.Records, e.Sigs...)
@@ -85,7 +85,7 @@ func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server
 		z = parent(z)
 	}
 	for {
-		if e, ok := c.Get(z, dns.TypeNS); ok && e.Kind == cache.Positive {
+		if e, ok := c.GetExact(z, dns.TypeNS); ok && e.Kind == cache.Positive {
 			if s, ok := ru.cachedServers(z, e.Records); ok {
 				return z, s, true
 			}
@@ -114,9 +114,9 @@ func (ru *run) cachedServers(zone string, ns []dns.RR) ([]Server, bool) {
 		if !ok {
 			continue
 		}
-		s := Server{Name: dns.CanonicalName(n.Ns), Why: why}
+		s := Server{Name: canonical(n.Ns), Why: why}
 		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-			if e, ok := c.Get(s.Name, t); ok && e.Kind == cache.Positive {
+			if e, ok := c.GetExact(s.Name, t); ok && e.Kind == cache.Positive {
 				for _, a := range e.Records {
 					if addr, ok := rrAddr(a); ok {
 						s.Addrs = append(s.Addrs, addr)
@@ -197,13 +197,13 @@ func (ru *run) learn(m *dns.Msg, zone string, q dns.Question, next *delegation) 
 		return
 	}
 	// The name the chain ends at, and its negative answer.
-	cur := dns.CanonicalName(q.Name)
+	cur := canonical(q.Name)
 	for range m.Answer {
 		cn := firstOwned(m.Answer, cur, dns.TypeCNAME)
 		if cn == nil || q.Qtype == dns.TypeCNAME {
 			break
 		}
-		cur = dns.CanonicalName(cn.(*dns.CNAME).Target)
+		cur = canonical(cn.(*dns.CNAME).Target)
 	}
 	if !subDomain(zone, cur) || firstOwned(m.Answer, cur, q.Qtype) != nil || (q.Qtype != dns.TypeCNAME && firstOwned(m.Answer, cur, dns.TypeCNAME) != nil) {
 		return
@@ -246,16 +246,16 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 			keep = append(keep, k)
 		}
 	}
-	cur := dns.CanonicalName(q.Name)
+	cur := canonical(q.Name)
 	for range len(answer) + 1 {
 		if dn := redirecting(answer, cur); dn != nil {
 			dname = true
-			add(rrsetKey{dns.CanonicalName(dn.Hdr.Name), dns.TypeDNAME})
+			add(rrsetKey{canonical(dn.Hdr.Name), dns.TypeDNAME})
 			cn, ok := synthesize(dn, cur)
 			if !ok {
 				break
 			}
-			cur = dns.CanonicalName(cn.Target)
+			cur = canonical(cn.Target)
 			continue
 		}
 		if firstOwned(answer, cur, q.Qtype) != nil {
@@ -271,7 +271,7 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 			break
 		}
 		add(rrsetKey{cur, dns.TypeCNAME})
-		cur = dns.CanonicalName(cn.(*dns.CNAME).Target)
+		cur = canonical(cn.(*dns.CNAME).Target)
 	}
 	for _, rr := range answer {
 		h := rr.Header()
@@ -279,7 +279,7 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 		if sig, ok := rr.(*dns.RRSIG); ok {
 			t = sig.TypeCovered
 		}
-		if slices.Contains(keep, rrsetKey{dns.CanonicalName(h.Name), t}) {
+		if slices.Contains(keep, rrsetKey{canonical(h.Name), t}) {
 			out = append(out, rr)
 		}
 	}
@@ -349,7 +349,7 @@ func oneRRset(rrs []dns.RR) (string, uint16, bool) {
 			return "", 0, false
 		}
 	}
-	return dns.CanonicalName(h0.Name), h0.Rrtype, true
+	return canonical(h0.Name), h0.Rrtype, true
 }
 
 // glue returns the address records of extra owned by the names of the NS
@@ -357,12 +357,12 @@ func oneRRset(rrs []dns.RR) (string, uint16, bool) {
 func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 	names := map[string]bool{}
 	for _, rr := range ns {
-		names[dns.CanonicalName(rr.(*dns.NS).Ns)] = true
+		names[canonical(rr.(*dns.NS).Ns)] = true
 	}
 	var out []dns.RR
 	for _, rr := range extra {
 		h := rr.Header()
-		owner := dns.CanonicalName(h.Name)
+		owner := canonical(h.Name)
 		if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && names[owner] && subDomain(zone, owner) {
 			out = append(out, rr)
 		}
@@ -381,7 +381,7 @@ func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
 // client then waits for the resolution.
 func (r *Resolver) Stale(name string, qtype uint16) (*Result, bool) {
 	ru := &run{r: r}
-	res, ok := ru.stale(dns.CanonicalName(name), qtype)
+	res, ok := ru.stale(canonical(name), qtype)
 	if ok && r.validator != nil {
 		r.validateWith(context.Background(), name, qtype, res, true, ru.known)
 		ok = res.Security != cache.Bogus
@@ -426,7 +426,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 		res.Stale = res.Stale || e.Stale
 		ru.known.note(e)
 		res.Answer = append(append(res.Answer, e.Records...), e.Sigs...)
-		cur = dns.CanonicalName(e.Records[0].(*dns.CNAME).Target)
+		cur = canonical(e.Records[0].(*dns.CNAME).Target)
 	}
 	return nil, false
 }

@@ -32,7 +32,7 @@ func RRsets(rrs []dns.RR) []RRset {
 	index := map[key]int{}
 	for _, rr := range rrs {
 		h := rr.Header()
-		k := key{dns.CanonicalName(h.Name), h.Rrtype}
+		k := key{canonical(h.Name), h.Rrtype}
 		sig, isSig := rr.(*dns.RRSIG)
 		if isSig {
 			k.t = sig.TypeCovered

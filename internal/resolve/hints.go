@@ -89,7 +89,7 @@ func rootServers(ns, addrs []dns.RR, why string) ([]Server, uint32) {
 		if !ok || ns.Hdr.Name != "." {
 			continue
 		}
-		name := dns.CanonicalName(ns.Ns)
+		name := canonical(ns.Ns)
 		if _, dup := index[name]; !dup {
 			index[name] = len(servers)
 			servers = append(servers, Server{Name: name, Why: why})
@@ -97,7 +97,7 @@ func rootServers(ns, addrs []dns.RR, why string) ([]Server, uint32) {
 		ttl = min(ttl, ns.Hdr.Ttl)
 	}
 	for _, rr := range addrs {
-		i, ok := index[dns.CanonicalName(rr.Header().Name)]
+		i, ok := index[canonical(rr.Header().Name)]
 		if a, isAddr := rrAddr(rr); ok && isAddr {
 			servers[i].Addrs = append(servers[i].Addrs, a)
 			ttl = min(ttl, rr.Header().Ttl)

@@ -39,6 +39,9 @@ func plainName(name string) bool {
 // case (RFC 4343; strings.EqualFold also folds Unicode, which names in
 // presentation form compare without).
 func equalFold(a, b string) bool {
+	if a == b {
+		return true
+	}
 	if len(a) != len(b) {
 		return false
 	}
@@ -56,4 +59,23 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// canonical is dns.CanonicalName (fully qualified, lowercase): name
+// itself when it already is, without the decoding of every character as
+// a rune that dns.CanonicalName's strings.Map does (on the bailiwick
+// checks of every record, a twentieth of a cold resolution's
+// instructions). A name with other than ASCII octets (which names
+// presented from the wire do not have: miekg/dns escapes them) goes to
+// dns.CanonicalName, which would replace invalid UTF-8.
+func canonical(name string) string {
+	if !dns.IsFqdn(name) {
+		return dns.CanonicalName(name)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; ('A' <= c && c <= 'Z') || c >= 0x80 {
+			return dns.CanonicalName(name)
+		}
+	}
+	return name
 }

@@ -44,3 +44,35 @@ func FuzzSubDomain(f *testing.F) {
 		}
 	})
 }
+
+// canonicalCases are names whose canonical form must be
+// dns.CanonicalName's; also the fuzz target's seeds.
+var canonicalCases = []string{
+	"", ".", "a.", "A.", "example.tld", "Example.TLD.", "www.example.tld.",
+	"a\\.B.", "\\065.", "é.", "\xff.", "\u212a.", "x..",
+}
+
+// TestCanonical: canonical is dns.CanonicalName, without allocating for a
+// name that already is canonical.
+func TestCanonical(t *testing.T) {
+	for _, n := range canonicalCases {
+		if got, want := canonical(n), dns.CanonicalName(n); got != want {
+			t.Errorf("canonical(%q) = %q, dns.CanonicalName %q", n, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { canonical("www.example.tld.") }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}
+
+// FuzzCanonical: canonical is dns.CanonicalName for any string.
+func FuzzCanonical(f *testing.F) {
+	for _, n := range canonicalCases {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if got, want := canonical(name), dns.CanonicalName(name); got != want {
+			t.Fatalf("canonical(%q) = %q, dns.CanonicalName %q", name, got, want)
+		}
+	})
+}

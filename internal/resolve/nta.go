@@ -1,9 +1,5 @@
 package resolve
 
-import (
-	"github.com/miekg/dns"
-)
-
 // Negative trust anchors (RFC 7646): domains whose DNSSEC validation an
 // operator has turned off while their signatures are broken. Data at or
 // below one is not validated and is Insecure (no AD, never SERVFAIL for
@@ -22,7 +18,7 @@ type ntaSet map[string]bool
 func (r *Resolver) SetNegativeAnchors(names []string) {
 	s := ntaSet{}
 	for _, n := range names {
-		s[dns.CanonicalName(n)] = true
+		s[canonical(n)] = true
 	}
 	r.ntas.Store(&s)
 }
@@ -34,7 +30,7 @@ func (r *Resolver) NegativeAnchor(name string) (string, bool) {
 	if s == nil || len(*s) == 0 {
 		return "", false
 	}
-	for n := dns.CanonicalName(name); ; n = parent(n) {
+	for n := canonical(name); ; n = parent(n) {
 		if (*s)[n] {
 			return n, true
 		}

@@ -234,7 +234,7 @@ func New(ex upstream.Exchanger, opt Options) *Resolver {
 		forward bool
 	}{{opt.Stub, false}, {opt.Forward, true}} {
 		for _, z := range zs.zones {
-			name := dns.CanonicalName(z.Name)
+			name := canonical(z.Name)
 			c := &configured{zone: name, forward: zs.forward}
 			kind, why := "stub", "stub zone "+name
 			if zs.forward {
@@ -374,7 +374,7 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype uint16) (*Res
 
 // resolveBy is Resolve carried out by the run ru.
 func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype uint16) (*Result, error) {
-	name = dns.CanonicalName(name)
+	name = canonical(name)
 	ru.name, ru.qtype = name, qtype
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
@@ -393,7 +393,7 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 		r.fails.put(name, qtype, err, r.now())
 	}
 	if err != nil {
-		if res, ok := ru.stale(dns.CanonicalName(name), qtype); ok && res.Stale {
+		if res, ok := ru.stale(canonical(name), qtype); ok && res.Stale {
 			if r.validator != nil && !ru.noValidate {
 				// The cache holds data as it came, bogus or not: a
 				// stale answer is validated as a fresh one.
@@ -496,7 +496,7 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 				return res, nil
 			} else if cn := owned(m.Answer, cur, dns.TypeCNAME); len(cn) > 0 {
 				res.Answer = append(res.Answer, withSigs(cn[:1], m.Answer, cur, dns.TypeCNAME)...)
-				target = dns.CanonicalName(cn[0].(*dns.CNAME).Target)
+				target = canonical(cn[0].(*dns.CNAME).Target)
 			} else {
 				break
 			}
@@ -549,7 +549,7 @@ func redirecting(rrs []dns.RR, name string) *dns.DNAME {
 		if !ok {
 			continue
 		}
-		owner := dns.CanonicalName(dn.Hdr.Name)
+		owner := canonical(dn.Hdr.Name)
 		if owner != name && subDomain(owner, name) {
 			return dn
 		}
@@ -562,7 +562,7 @@ func redirecting(rrs []dns.RR, name string) *dns.DNAME {
 // the DNAME's TTL (§3.1), and false when the new name would be longer
 // than 255 octets.
 func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
-	owner, target := dns.CanonicalName(dn.Hdr.Name), dns.CanonicalName(dn.Target)
+	owner, target := canonical(dn.Hdr.Name), canonical(dn.Target)
 	prefix := name // "www.a.example." below "a.example." is "www."
 	if owner != "." {
 		prefix = name[:len(name)-len(owner)]
@@ -1224,7 +1224,7 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		if !ok {
 			continue
 		}
-		owner := dns.CanonicalName(ns.Hdr.Name)
+		owner := canonical(ns.Hdr.Name)
 		if owner == zone || !subDomain(owner, q.Name) {
 			continue
 		}
@@ -1232,7 +1232,7 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 			cut = owner
 		}
 		if owner == cut {
-			names = append(names, dns.CanonicalName(ns.Ns))
+			names = append(names, canonical(ns.Ns))
 		}
 	}
 	if cut == "" {
@@ -1253,14 +1253,14 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		}
 	}
 	for _, rr := range m.Extra {
-		i, ok := index[dns.CanonicalName(rr.Header().Name)]
+		i, ok := index[canonical(rr.Header().Name)]
 		a, isAddr := rrAddr(rr)
 		if !ok || !isAddr {
 			continue
 		}
 		// RFC 2181 §5.4.1: glue is believed only within the bailiwick
 		// of the zone that gave the referral.
-		if !subDomain(zone, dns.CanonicalName(rr.Header().Name)) {
+		if !subDomain(zone, canonical(rr.Header().Name)) {
 			if explain {
 				st.GlueIgnored = append(st.GlueIgnored, rrString(rr))
 			}
@@ -1303,7 +1303,7 @@ func outcome(m *dns.Msg) string {
 	}
 	for _, rr := range m.Answer {
 		if dn, ok := rr.(*dns.DNAME); ok {
-			s += ", DNAME " + dns.CanonicalName(dn.Hdr.Name) + " -> " + dns.CanonicalName(dn.Target)
+			s += ", DNAME " + canonical(dn.Hdr.Name) + " -> " + canonical(dn.Target)
 		}
 	}
 	return s
@@ -1320,7 +1320,7 @@ func largest(rrs []dns.RR) (int, string) {
 	n, which := 0, ""
 	for _, rr := range rrs {
 		h := rr.Header()
-		k := set{dns.CanonicalName(h.Name), h.Rrtype}
+		k := set{canonical(h.Name), h.Rrtype}
 		counts[k]++
 		if c := counts[k]; c > n {
 			n, which = c, k.name+" "+dns.Type(k.t).String()
@@ -1334,7 +1334,7 @@ func inBailiwick(rrs []dns.RR, zone string) []dns.RR {
 	out := rrs[:0]
 	for _, rr := range rrs {
 		h := rr.Header()
-		if h.Class == dns.ClassINET && subDomain(zone, dns.CanonicalName(h.Name)) {
+		if h.Class == dns.ClassINET && subDomain(zone, canonical(h.Name)) {
 			out = append(out, rr)
 		}
 	}

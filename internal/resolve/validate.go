@@ -245,7 +245,7 @@ func (r *Resolver) validateWith(ctx context.Context, name string, qtype uint16, 
 		// The cache keeps a wildcard answer's proof under the NSEC's
 		// own owner, which a hit cannot find (until RFC 8198's
 		// aggressive use): the authorities are asked again, once.
-		fresh, err := r.resolveBy(ctx, &run{r: r, noValidate: true, fresh: dns.Question{Name: dns.CanonicalName(name), Qtype: qtype}}, name, qtype)
+		fresh, err := r.resolveBy(ctx, &run{r: r, noValidate: true, fresh: dns.Question{Name: canonical(name), Qtype: qtype}}, name, qtype)
 		if err == nil {
 			res.Rcode, res.Answer, res.Authority = fresh.Rcode, fresh.Answer, fresh.Authority
 			c.unprovedWildcard = false
@@ -350,10 +350,10 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 				owner  string
 				labels uint8
 				zone   string
-			}{set.Name, sig.Labels, dns.CanonicalName(sig.SignerName)})
+			}{set.Name, sig.Labels, canonical(sig.SignerName)})
 		}
 		if cn, ok := set.Records[0].(*dns.CNAME); ok && set.Type == dns.TypeCNAME && qtype != dns.TypeCNAME {
-			sname = dns.CanonicalName(cn.Target)
+			sname = canonical(cn.Target)
 		}
 	}
 	if out.Security == cache.Bogus {
@@ -388,7 +388,7 @@ func (c *trustChain) result(name string, qtype uint16, res *Result) validator.Re
 			if !r.Secure() || sig == nil {
 				continue
 			}
-			z := dns.CanonicalName(sig.SignerName)
+			z := canonical(sig.SignerName)
 			proofs[z] = append(proofs[z], set.Records...)
 		}
 	}
@@ -526,7 +526,7 @@ func (c *trustChain) rrset(set RRset) (validator.Result, *dns.RRSIG, time.Time) 
 // was found Secure before.
 func signer(set RRset) *dns.RRSIG {
 	for _, sig := range set.Sigs {
-		if subDomain(dns.CanonicalName(sig.SignerName), set.Name) {
+		if subDomain(canonical(sig.SignerName), set.Name) {
 			return sig
 		}
 	}
@@ -543,7 +543,7 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 		}
 		return t.res, nil, t
 	}
-	zone := dns.CanonicalName(set.Sigs[0].SignerName)
+	zone := canonical(set.Sigs[0].SignerName)
 	if !subDomain(zone, set.Name) {
 		return validator.Result{Security: cache.Bogus, EDE: wire.EDEDNSSECBogus, Text: fmt.Sprintf("%s: signer %s is not an ancestor", set.Name, zone)}, nil, zoneTrust{}
 	}
@@ -565,7 +565,7 @@ func (c *trustChain) verify(set RRset) (validator.Result, *dns.RRSIG, zoneTrust)
 // a proved absence of DS at a delegation ends the chain Insecure; a
 // proved absence elsewhere (a name inside the zone) passes on.
 func (c *trustChain) trust(name string) zoneTrust {
-	name = dns.CanonicalName(name)
+	name = canonical(name)
 	if nta, ok := c.r.NegativeAnchor(name); ok {
 		// RFC 7646 §2: the chain is not followed into the domain (a
 		// negative answer there without SOA asks for its trust).
@@ -582,7 +582,7 @@ func (c *trustChain) trust(name string) zoneTrust {
 	if ds == nil {
 		return zoneTrust{res: validator.Result{Security: cache.Insecure, Text: "no trust anchor above " + name}}
 	}
-	anchor = dns.CanonicalName(anchor)
+	anchor = canonical(anchor)
 	t, ok := c.known(anchor)
 	if !ok {
 		if c.tracing() {
@@ -594,7 +594,7 @@ func (c *trustChain) trust(name string) zoneTrust {
 	zone := anchor
 	labels := dns.SplitDomainName(name)
 	for i := len(labels) - dns.CountLabel(anchor) - 1; i >= 0 && t.res.Secure(); i-- {
-		n := dns.CanonicalName(strings.Join(labels[i:], ".") + ".")
+		n := canonical(strings.Join(labels[i:], ".") + ".")
 		if known, ok := c.known(n); ok {
 			t, zone = known, n
 			continue
