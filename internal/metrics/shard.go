@@ -123,10 +123,11 @@ const sizeSmall = 1500
 // over a transport (0: UDP, 1: TCP), at [transport][(n+3)/4]: every
 // bound up to sizeSmall is a multiple of 4, so n and its quarter
 // rounded up fall on the same side of each. One load instead of a loop
-// over the bounds; built once, read only.
-var sizeQuad = func() (t [2][(sizeSmall+3)/4 + 1]uint8) {
+// over the bounds; built once, read only. A row has 512 entries, a
+// power of two, so that the row's offset is a shift.
+var sizeQuad = func() (t [2][512]uint8) {
 	for tr := range t {
-		for q := range t[tr] {
+		for q := range (sizeSmall+3)/4 + 1 {
 			t[tr][q] = uint8(offSizes + tr*numSizes + sizeBucket(4*q))
 		}
 	}
@@ -227,6 +228,13 @@ const (
 	localLen = 1024
 )
 
+// sizeBits are the size buckets' bits in the first word of the dirty
+// bitmap, sumBits the size sums'.
+const (
+	sizeBits = 1<<(offSizes+2*numSizes) - 1<<offSizes
+	sumBits  = 3 << offSizeSum
+)
+
 // The layout's rules, checked by the compiler: the counters other than
 // the queries' in the first 64, all of them in localLen.
 var (
@@ -242,10 +250,13 @@ const MaxZones = 10000
 // counting methods and Flush), from one goroutine at a time; the
 // Collector reads what Flush published.
 type Shard struct {
-	local [localLen]uint64
 	// dirty has a bit for each counter changed since the last Flush
-	// (counter i: bit i%64 of word i/64).
+	// (counter i: bit i%64 of word i/64); the size sums' bits are set
+	// by Flush when a size bucket's is. First in the struct: the
+	// counting's first access, near enough to m's address that the
+	// compiler needs no nil check.
 	dirty [localLen / 64]uint64
+	local [localLen]uint64
 	// zoneCur is the zone of the last answers (FromZone), zoneRun how
 	// many answers of it are not yet in zones: a worker's answers come
 	// in runs of one zone (a single zone's server: one run), so an
@@ -301,18 +312,16 @@ func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte) {
 	if tcp {
 		t = 1
 	}
-	var c uint
-	if qtype < 256 {
-		c = uint(qtypeCell[t][qtype])
-	} else {
+	c := uint(qtypeCell[t][qtype%256])
+	if qtype >= 256 {
 		c = uint(offQueries + (int(t)*numQtypes+qtypeBucket(qtype))*numRcodes)
 	}
 	if n > 3 {
 		c += uint(resp[3] & 0xF)
 	}
 	c %= localLen
-	m.local[c]++
 	m.dirty[c/64] |= 1 << (c % 64)
+	m.local[c]++
 	var b uint
 	if n <= sizeSmall {
 		b = uint(sizeQuad[t][(n+3)/4])
@@ -320,10 +329,9 @@ func (m *Shard) Answered(tcp bool, qtype uint16, resp []byte) {
 		b = offSizes + t*uint(numSizes) + uint(sizeBucket(int(n)))
 	}
 	b %= 64
-	sum := (uint(offSizeSum) + t) % 64
+	m.dirty[0] |= 1 << b
 	m.local[b]++
-	m.local[sum] += uint64(n)
-	m.dirty[0] |= 1<<b | 1<<sum
+	m.local[(uint(offSizeSum)+t)%64] += uint64(n) // marked by Flush
 }
 
 // FromZone counts an answer from the zone of index z (Set.Zone; 0: none),
@@ -399,6 +407,10 @@ func (m *Shard) Observe(d time.Duration, n int) {
 // the owner at the end of each batch.
 func (m *Shard) Flush() {
 	m.handOver()
+	if m.dirty[0]&sizeBits != 0 {
+		// Answered marks the size bucket, not the sum beside it.
+		m.dirty[0] |= sumBits
+	}
 	for w, bits := range m.dirty {
 		if bits == 0 {
 			continue
