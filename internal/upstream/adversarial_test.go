@@ -122,8 +122,10 @@ func manyA(q *dns.Msg, n int) *dns.Msg {
 // TestMisbehavingServers: what Exchange returns from servers that answer
 // with a wrong ID, from a wrong port, to another question, with garbage,
 // out-of-bailiwick or oversized records, truncated, with FORMERR to EDNS,
-// or never.
-func TestMisbehavingServers(t *testing.T) {
+// or never; on each way of making UDP queries.
+func TestMisbehavingServers(t *testing.T) { forEachPath(t, testMisbehavingServers) }
+
+func testMisbehavingServers(t *testing.T, path udpPath) {
 	truncated := func(q *dns.Msg) *dns.Msg {
 		r := answer(q, "192.0.2.66")
 		r.Answer, r.Truncated = nil, true
@@ -368,7 +370,7 @@ func TestMisbehavingServers(t *testing.T) {
 			if tc.want == nil {
 				timeout = 300 * time.Millisecond
 			}
-			r, err := exchange(t, addr, timeout)
+			r, err := exchange(t, path, addr, timeout)
 			switch {
 			case tc.want != nil && err != nil:
 				t.Fatal(err)
@@ -393,14 +395,16 @@ func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded)
 
 // TestRefused: a port where nothing listens fails at once (ICMP port
 // unreachable), not after the timeout.
-func TestRefused(t *testing.T) {
+func TestRefused(t *testing.T) { forEachPath(t, testRefused) }
+
+func testRefused(t *testing.T, path udpPath) {
 	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := addrPort(u)
 	u.Close()
-	_, err = exchange(t, addr, time.Minute)
+	_, err = exchange(t, path, addr, time.Minute)
 	if err == nil || isTimeout(err) {
 		t.Fatalf("error %v, want connection refused", err)
 	}
@@ -408,12 +412,14 @@ func TestRefused(t *testing.T) {
 
 // TestOptions: what ExchangeOptions takes from its caller (no EDNS, a
 // UDP timeout that does not cut a TCP retry short) and reports.
-func TestOptions(t *testing.T) {
+func TestOptions(t *testing.T) { forEachPath(t, testOptions) }
+
+func testOptions(t *testing.T, path udpPath) {
 	withOPT := func(r *dns.Msg) *dns.Msg {
 		r.SetEdns0(1232, false)
 		return r
 	}
-	c := &Client{Timeout: time.Hour}
+	c := newClient(t, path, time.Hour)
 	for _, tc := range []struct {
 		name string
 		srv  misbehaving

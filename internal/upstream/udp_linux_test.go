@@ -3,21 +3,66 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/netip"
+	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
+
+// udpPaths: through io_uring, and through epoll (where io_uring is not
+// there, or its slots are all taken).
+var udpPaths = []udpPath{
+	{name: "io_uring", set: func(t testing.TB, c *Client) { requireRing(t) }},
+	{name: "epoll", set: func(t testing.TB, c *Client) { c.poll.epollOnly = true }},
+}
+
+// requireRing skips t when io_uring cannot be used here (a kernel before
+// 5.19, io_uring_disabled, a seccomp filter), saying why.
+func requireRing(t testing.TB) {
+	t.Helper()
+	ringOnce.Do(func() {
+		r, err := openRing(ringSetup)
+		if err == nil {
+			r.release()
+		}
+		ringErr = err
+	})
+	if ringErr != nil {
+		t.Skipf("io_uring not usable here: %v", ringErr)
+	}
+}
+
+var (
+	ringOnce sync.Once
+	ringErr  error
+)
+
+// usedRing reports whether c's queries went through io_uring.
+func usedRing(c *Client) bool {
+	c.poll.mu.Lock()
+	defer c.poll.mu.Unlock()
+	return c.poll.ring != nil && c.poll.ep == nil
+}
 
 // TestPollerConcurrent: queries in flight at once through one Client's
 // poller each get their own answer, whatever order the answers come in.
 // The server holds every query until all have come, then answers in
 // reverse order.
-func TestPollerConcurrent(t *testing.T) {
+func TestPollerConcurrent(t *testing.T) { forEachPath(t, testPollerConcurrent) }
+
+func testPollerConcurrent(t *testing.T, path udpPath) {
 	const n = 50
 	var mu sync.Mutex
 	var held []func()
@@ -34,7 +79,7 @@ func TestPollerConcurrent(t *testing.T) {
 			}
 		}
 	})
-	c := &Client{Timeout: 10 * time.Second}
+	c := newClient(t, path, 10*time.Second)
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
@@ -55,10 +100,15 @@ func TestPollerConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	if path.name == "io_uring" && !usedRing(c) {
+		t.Error("the queries did not go through io_uring")
+	}
 }
 
 // TestPollerIPv6: a server on ::1 is asked from an IPv6 socket.
-func TestPollerIPv6(t *testing.T) {
+func TestPollerIPv6(t *testing.T) { forEachPath(t, testPollerIPv6) }
+
+func testPollerIPv6(t *testing.T, path udpPath) {
 	conn, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
@@ -66,18 +116,20 @@ func TestPollerIPv6(t *testing.T) {
 	serveUDP(t, conn, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
 		send(conn, from, answer(q, "192.0.2.6"))
 	})
-	r, err := exchange(t, addrPort(conn), 5*time.Second)
+	r, err := exchange(t, path, addrPort(conn), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onlyA(t, r, "192.0.2.6")
 }
 
-// TestPollerReopens: the poller's epoll instance closes when no query has
-// waited for its idle time, and the next query opens another.
-func TestPollerReopens(t *testing.T) {
+// TestPollerReopens: the poller's epoll instance (or ring) closes when no
+// query has waited for its idle time, and the next query opens another.
+func TestPollerReopens(t *testing.T) { forEachPath(t, testPollerReopens) }
+
+func testPollerReopens(t *testing.T, path udpPath) {
 	server := answering(t)
-	c := &Client{Timeout: 5 * time.Second}
+	c := newClient(t, path, 5*time.Second)
 	c.poll.idle = time.Millisecond
 	for round := range 3 {
 		r, err := c.Exchange(context.Background(), server, question)
@@ -85,10 +137,23 @@ func TestPollerReopens(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		onlyA(t, r, "192.0.2.1")
+		// The sockets are closed as the queries end, not when the
+		// ring (whose release would close its direct descriptors)
+		// is.
+		left := 0
+		for range 100 {
+			if left = connectedTo(t, server); left == 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if left != 0 {
+			t.Errorf("%d sockets connected to the server 1 s after the burst", left)
+		}
 		closed := false
 		for range 500 {
 			c.poll.mu.Lock()
-			closed = c.poll.ep == nil
+			closed = c.poll.ep == nil && c.poll.ring == nil
 			c.poll.mu.Unlock()
 			if closed {
 				break
@@ -96,7 +161,162 @@ func TestPollerReopens(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if !closed {
-			t.Fatalf("round %d: the epoll instance is still open 5 s after the last query", round)
+			t.Fatalf("round %d: the epoll instance or ring is still open 5 s after the last query", round)
 		}
 	}
+}
+
+// TestRingFallback: where io_uring_setup fails (here made to, with
+// ENOSYS, as under a seccomp filter), queries go through epoll, and the
+// Client's log says why, once.
+func TestRingFallback(t *testing.T) {
+	server := answering(t)
+	var logged bytes.Buffer
+	c := &Client{Timeout: 5 * time.Second, Log: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	c.poll.setup = func(uint32, *ringParams) (int, error) { return -1, os.NewSyscallError("io_uring_setup", unix.ENOSYS) }
+	for range 3 {
+		r, err := c.Exchange(context.Background(), server, question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onlyA(t, r, "192.0.2.1")
+	}
+	c.poll.mu.Lock()
+	ring, ep, off := c.poll.ring, c.poll.ep, c.poll.ringOff
+	c.poll.mu.Unlock()
+	if ring != nil || ep == nil || !errors.Is(off, unix.ENOSYS) {
+		t.Errorf("ring %v, epoll %v, why not io_uring: %v; want the epoll path because of ENOSYS", ring, ep, off)
+	}
+	if n := strings.Count(logged.String(), "io_uring_setup: function not implemented"); n != 1 {
+		t.Errorf("the reason logged %d times, want once:\n%s", n, logged.String())
+	}
+}
+
+// TestChainError: a query whose CONNECT fails (to a link-local IPv6
+// address without a zone: EINVAL) fails with that error at once; through
+// io_uring the failure of a request early in the chain is what the
+// query reports, not the cancellation of the RECV that followed it.
+func TestChainError(t *testing.T) {
+	forEachPath(t, func(t *testing.T, path udpPath) {
+		_, err := exchange(t, path, netip.MustParseAddrPort("[fe80::1]:53"), time.Minute)
+		if errors.Is(err, syscall.EAFNOSUPPORT) {
+			t.Skipf("no IPv6: %v", err)
+		}
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "connect") {
+			t.Fatalf("error %v, want connect: EINVAL", err)
+		}
+	})
+}
+
+// TestNoLeak: a burst of concurrent queries, more than a ring has slots,
+// to a server that answers only some of them, the rest timing out,
+// leaves no socket and no descriptor behind once the poller's epoll
+// instance or ring has closed: /proc/self/fd counts descriptors (the
+// ring's direct descriptors are not among them), /proc/self/net/udp the
+// sockets connected to the server (direct ones included).
+func TestNoLeak(t *testing.T) {
+	forEachPath(t, func(t *testing.T, path udpPath) {
+		var answered sync.Map
+		srv := udpServer(t, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
+			var i int
+			fmt.Sscanf(q.Question[0].Name, "x%d.", &i)
+			if i%3 != 0 {
+				answered.Store(i, true)
+				send(conn, from, answer(q, "192.0.2.1"))
+			}
+		})
+		server := addrPort(srv)
+		fds := openFDs(t)
+		c := newClient(t, path, 300*time.Millisecond)
+		c.poll.idle = time.Second
+		const n = ringSlots + 44
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				q := dns.Question{Name: fmt.Sprintf("x%d.example.test.", i), Qtype: dns.TypeA, Qclass: dns.ClassINET}
+				_, err := c.Exchange(context.Background(), server, q)
+				switch {
+				case i%3 == 0 && !errors.Is(err, context.DeadlineExceeded):
+					err = fmt.Errorf("query %d to a server that does not answer it: error %v, want a timeout", i, err)
+				case errors.Is(err, context.DeadlineExceeded):
+					// Expected, or the server did not keep up.
+					err = nil
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		// The sockets are closed as the queries end, not when the
+		// ring (whose release would close its direct descriptors)
+		// is.
+		left := 0
+		for range 100 {
+			if left = connectedTo(t, server); left == 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if left != 0 {
+			t.Errorf("%d sockets connected to the server 1 s after the burst", left)
+		}
+		closed := false
+		for range 500 {
+			c.poll.mu.Lock()
+			closed = c.poll.ep == nil && c.poll.ring == nil
+			c.poll.mu.Unlock()
+			if closed {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !closed {
+			t.Fatal("the epoll instance or ring is still open 5 s after the last query")
+		}
+		for fd, what := range openFDs(t) {
+			if fds[fd] != what {
+				t.Errorf("descriptor %s (%s) open after the burst, not before", fd, what)
+			}
+		}
+	})
+}
+
+// openFDs is what the process's open descriptors are open on, by
+// number: other tests' descriptors may close during a test, so a leak is
+// one that is there after and was not before.
+func openFDs(t *testing.T) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	fds := make(map[string]string)
+	for _, e := range ents {
+		if what, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds[e.Name()] = what
+		}
+	}
+	return fds
+}
+
+// connectedTo is the number of IPv4 UDP sockets connected to server.
+func connectedTo(t *testing.T, server netip.AddrPort) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/net/udp")
+	if err != nil {
+		t.Skipf("no /proc/self/net/udp: %v", err)
+	}
+	a := server.Addr().As4()
+	// rem_address: the address as a little-endian word, the port.
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], server.Port())
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == want {
+			n++
+		}
+	}
+	return n
 }

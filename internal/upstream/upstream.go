@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"strings"
@@ -44,6 +45,9 @@ type Client struct {
 	Timeout time.Duration
 	// UDPSize is the EDNS payload size advertised; 0 means DefaultUDPSize.
 	UDPSize uint16
+	// Log, when set, hears at debug level why UDP queries do not go
+	// through io_uring (Linux), once.
+	Log *slog.Logger
 
 	// poll waits for the UDP answers.
 	poll poller

@@ -77,10 +77,33 @@ func addrPort(conn net.Conn) netip.AddrPort {
 	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-func exchange(t *testing.T, server netip.AddrPort, timeout time.Duration) (*dns.Msg, error) {
+// udpPath is one of the ways a Client makes UDP queries on this
+// platform (udpPaths): set makes c use it, or skips t when it cannot be
+// used here.
+type udpPath struct {
+	name string
+	set  func(t testing.TB, c *Client)
+}
+
+// newClient is a Client with this timeout that makes its UDP queries the
+// way path says.
+func newClient(t testing.TB, path udpPath, timeout time.Duration) *Client {
 	t.Helper()
 	c := &Client{Timeout: timeout}
-	return c.Exchange(context.Background(), server, question)
+	path.set(t, c)
+	return c
+}
+
+// forEachPath runs f as a subtest for each of udpPaths.
+func forEachPath(t *testing.T, f func(t *testing.T, path udpPath)) {
+	for _, path := range udpPaths {
+		t.Run(path.name, func(t *testing.T) { f(t, path) })
+	}
+}
+
+func exchange(t *testing.T, path udpPath, server netip.AddrPort, timeout time.Duration) (*dns.Msg, error) {
+	t.Helper()
+	return newClient(t, path, timeout).Exchange(context.Background(), server, question)
 }
 
 func onlyA(t *testing.T, r *dns.Msg, want string) {
@@ -95,7 +118,9 @@ func onlyA(t *testing.T, r *dns.Msg, want string) {
 
 // TestQueryFresh: each query has EDNS with 1232 bytes, RD clear, and a new
 // source port; IDs vary.
-func TestQueryFresh(t *testing.T) {
+func TestQueryFresh(t *testing.T) { forEachPath(t, testQueryFresh) }
+
+func testQueryFresh(t *testing.T, path udpPath) {
 	type seen struct {
 		port int
 		id   uint16
@@ -108,7 +133,7 @@ func TestQueryFresh(t *testing.T) {
 	})
 	ports, ids := map[int]bool{}, map[uint16]bool{}
 	for range 8 {
-		if _, err := exchange(t, addrPort(srv), 5*time.Second); err != nil {
+		if _, err := exchange(t, path, addrPort(srv), 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		s := <-got
@@ -128,34 +153,43 @@ func TestQueryFresh(t *testing.T) {
 
 // BenchmarkExchangeUDP is one UDP exchange with a server on loopback: the
 // cost of each upstream query of a cold resolution (a new socket, the
-// query, the answer read and parsed).
+// query, the answer read and parsed), on each of udpPaths.
 func BenchmarkExchangeUDP(b *testing.B) {
 	server := answering(b)
-	c := &Client{}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Exchange(context.Background(), server, question); err != nil {
-			b.Fatal(err)
-		}
+	for _, path := range udpPaths {
+		b.Run(path.name, func(b *testing.B) {
+			c := newClient(b, path, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Exchange(context.Background(), server, question); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkExchangeUDPParallel is BenchmarkExchangeUDP with 16 queries
 // per CPU in flight, as a resolver under load has them: the per-query
-// cost once waiting and waking are shared by many.
+// cost once waiting and waking (and, through io_uring, submitting) are
+// shared by many.
 func BenchmarkExchangeUDPParallel(b *testing.B) {
 	server := answering(b)
-	c := &Client{}
-	b.ReportAllocs()
-	b.SetParallelism(16)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := c.Exchange(context.Background(), server, question); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	for _, path := range udpPaths {
+		b.Run(path.name, func(b *testing.B) {
+			c := newClient(b, path, 0)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Exchange(context.Background(), server, question); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // TestQueryDO: Options.DNSSEC sets the DO bit of the query's OPT record
