@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"maps"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/tern-dns/tern/internal/dnstap"
@@ -218,17 +217,7 @@ func BenchmarkWorkerBatch(b *testing.B) {
 				w.TapInto(tap)
 			}
 			tb := newTestBatch(len(pkts))
-			// The thread's own run time, not the wall clock: on a
-			// shared machine it is what the A/B can compare.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := dnstest.ThreadCPU(b)
-			for n := 0; n < b.N; n++ {
-				tb.answer(w, pkts)
-			}
-			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*len(pkts)), "cpu-ns/answer")
+			dnstest.CPUPerAnswer(b, len(pkts), func() { tb.answer(w, pkts) })
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"net/netip"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -345,14 +344,7 @@ func BenchmarkAnswer(b *testing.B) {
 			for range 10 {
 				batch()
 			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			cpu := dnstest.ThreadCPU(b)
-			for b.Loop() {
-				batch()
-			}
-			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*n), "cpu-ns/answer")
+			dnstest.CPUPerAnswer(b, n, batch)
 		})
 	}
 }

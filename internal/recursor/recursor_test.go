@@ -702,19 +702,13 @@ func BenchmarkCountedHits(b *testing.B) {
 			for i := range bufs {
 				bufs[i] = make([]byte, 0, server.BufferSize)
 			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := dnstest.ThreadCPU(b)
-			for n := 0; n < b.N; n++ {
+			dnstest.CPUPerAnswer(b, len(reqs), func() {
 				for i := range reqs {
 					reqs[i] = *server.NewRequest(pkts[i%2], client, false, nil)
 					outs[i] = bufs[i][:0]
 				}
 				w.AnswerBatch(reqs, outs)
-			}
-			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*len(reqs)), "cpu-ns/answer")
+			})
 			if set != nil && set.Snapshot().CacheHits < uint64(b.N*len(reqs)) {
 				b.Fatalf("%d cache hits counted, want at least %d", set.Snapshot().CacheHits, b.N*len(reqs))
 			}

@@ -3,7 +3,6 @@ package rrl_test
 import (
 	"encoding/hex"
 	"net/netip"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -142,16 +141,7 @@ func BenchmarkAnswer(b *testing.B) {
 			for range 10 {
 				batch()
 			}
-			// The thread's own run time: on a shared machine it is
-			// what the A/B can compare.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			cpu := dnstest.ThreadCPU(b)
-			for b.Loop() {
-				batch()
-			}
-			b.ReportMetric(float64(dnstest.ThreadCPU(b)-cpu)/float64(b.N*n), "cpu-ns/answer")
+			dnstest.CPUPerAnswer(b, n, batch)
 		})
 	}
 }
