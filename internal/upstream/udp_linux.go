@@ -96,6 +96,9 @@ type poller struct {
 	epollOnly bool
 	// setup is io_uring_setup(2) when nil; tests make it fail.
 	setup func(uint32, *ringParams) (int, error)
+	// enter is io_uring_enter(2) submitting n entries (enter) when nil;
+	// tests watch it.
+	enter func(fd int, n uint32) error
 }
 
 // pollIdle without a waiting query closes a poller's epoll instance.

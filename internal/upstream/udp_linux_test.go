@@ -320,3 +320,53 @@ func connectedTo(t *testing.T, server netip.AddrPort) int {
 	}
 	return n
 }
+
+// TestFlushOneAtATime: the ring's entries are submitted by one
+// io_uring_enter at a time. Each counts the entries written before it
+// (whole chains); two at once would each submit its count from the
+// queue's head, whichever came first, and one could end inside the
+// other's chain, which the kernel then runs as a chain of its own
+// (SEND or RECV before their SOCKET). Here each io_uring_enter is made
+// to take a millisecond while 100 queries start.
+func TestFlushOneAtATime(t *testing.T) {
+	requireRing(t)
+	server := answering(t)
+	c := &Client{Timeout: 10 * time.Second}
+	var mu sync.Mutex
+	in, most, calls := 0, 0, 0
+	c.poll.enter = func(fd int, n uint32) error {
+		mu.Lock()
+		in++
+		calls++
+		most = max(most, in)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		err := enter(fd, n)
+		mu.Lock()
+		in--
+		mu.Unlock()
+		return err
+	}
+	const n = 100
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			q := dns.Question{Name: fmt.Sprintf("x%d.example.test.", i), Qtype: dns.TypeA, Qclass: dns.ClassINET}
+			_, err := c.Exchange(context.Background(), server, q)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if !usedRing(c) {
+		t.Fatal("the queries did not go through io_uring")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 1 {
+		t.Errorf("%d io_uring_enter calls at once (of %d), want 1", most, calls)
+	}
+}

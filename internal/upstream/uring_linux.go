@@ -53,7 +53,7 @@ type ring struct {
 
 	tail     uint32 // the next submission queue entry to write
 	pending  uint32 // entries written but not yet counted for submission
-	flushing bool   // a flush is scheduled
+	flushing bool   // a flush is scheduled or submitting (one at a time)
 	slots    []slot
 	free     []uint32 // slots not in use
 	// closing are the slots whose CLOSE is written; the flush that
@@ -472,23 +472,38 @@ func (p *poller) kick(r *ring) {
 // first yields, so that the other goroutines ready to run (queries woken
 // by the same completions, new queries) write theirs first and are
 // submitted with it: with one P, the whole run queue.
+//
+// One flush runs at a time (r.flushing stays set until its
+// io_uring_enter has returned; what was written meanwhile is the next
+// flush's): each submits n entries from the queue's head, whole chains
+// when n is what was written before it, but two at once would submit in
+// either order, and the one that came first could end inside a chain,
+// which the kernel then runs apart from its rest (a SEND or RECV before
+// its SOCKET). TestFlushOneAtATime.
 func (p *poller) flush(r *ring) {
 	runtime.Gosched()
 	p.mu.Lock()
 	n := r.pending
 	closing := r.closing
-	r.pending, r.flushing = 0, false
+	r.pending = 0
 	r.closing, r.spare = r.spare[:0], nil
 	p.mu.Unlock()
-	err := enter(r.fd, n)
+	submit := p.enter
+	if submit == nil {
+		submit = enter
+	}
+	err := submit(r.fd, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r.flushing = false
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	r.free = append(r.free, closing...)
 	r.spare = closing[:0]
+	// What was written while this one submitted.
+	p.kick(r)
 }
 
 // enter submits n entries: io_uring_enter(2), again for what a call left.
