@@ -608,6 +608,32 @@ func (c *Cache) GetExact(name string, qtype uint16) (Entry, bool) {
 	return c.get(name, qtype, false, true)
 }
 
+// RData calls fn with the RDATA of each record of the live RRset of name
+// and type, in wire form (names uncompressed), and reports whether there
+// is one: GetExact's RRset (not a NODATA, not the name's NXDOMAIN),
+// without making dns.RR of its records. fn must not keep rdata. The
+// resolver reads a cached delegation so, its NS names and their
+// addresses: through Get, five allocations and an unpacking of each
+// record per cold resolution.
+func (c *Cache) RData(name string, qtype uint16, fn func(rdata []byte)) bool {
+	if !dns.IsFqdn(name) {
+		return false
+	}
+	var buf [256 + 2]byte
+	e := c.lookup(appendKey(buf[:0], name, qtype), c.opt.Now().UnixNano(), false)
+	if e == nil || e.kind != Positive {
+		return false
+	}
+	d := e.raw()
+	off := int(e.keyLen)
+	for range e.n {
+		end := off + 2 + int(binary.BigEndian.Uint16(d[off:]))
+		fn(d[off+2 : end])
+		off = end
+	}
+	return true
+}
+
 // GetStale is Get that also returns an entry past its TTL but within the
 // stale window (Options.Stale), with Stale set and TTL StaleTTL (RFC
 // 8767 §4): for answering when every authority failed. Without a stale

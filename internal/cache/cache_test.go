@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -574,5 +575,48 @@ func TestGetExact(t *testing.T) {
 		if got := kind(c.GetExact(tc.name, tc.qtype)); got != tc.exact {
 			t.Errorf("GetExact(%s, %s): %q, want %q", tc.name, dns.Type(tc.qtype), got, tc.exact)
 		}
+	}
+}
+
+// TestRData: RData gives the RDATA of a live RRset's records in wire
+// form, in order, names uncompressed; nothing for a NODATA, an NXDOMAIN,
+// another type or an expired RRset.
+func TestRData(t *testing.T) {
+	clk := newClock()
+	c := newCache(clk, Options{})
+	c.Put("example.com.", dns.TypeNS, Entry{Records: rrs(t, "example.com. 300 IN NS ns1.example.com.", "example.com. 300 IN NS NS2.example.net."), Rank: RankAuthority})
+	c.Put("ns1.example.com.", dns.TypeA, Entry{Records: rrs(t, "ns1.example.com. 60 IN A 192.0.2.1", "ns1.example.com. 60 IN A 192.0.2.2"), Rank: RankAdditional})
+	c.Put("ns1.example.com.", dns.TypeAAAA, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+	c.Put("nx.example.com.", dns.TypeA, Entry{Kind: NXDomain, Records: rrs(t, soa), Rank: RankAuthority})
+	read := func(name string, qtype uint16) ([]string, bool) {
+		var got []string
+		ok := c.RData(name, qtype, func(rdata []byte) { got = append(got, fmt.Sprintf("% x", rdata)) })
+		return got, ok
+	}
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		want  []string
+		ok    bool
+	}{
+		{"example.com.", dns.TypeNS, []string{
+			"03 6e 73 31 07 65 78 61 6d 70 6c 65 03 63 6f 6d 00",
+			"03 4e 53 32 07 65 78 61 6d 70 6c 65 03 6e 65 74 00"}, true},
+		{"NS1.example.com.", dns.TypeA, []string{"c0 00 02 01", "c0 00 02 02"}, true},
+		{"ns1.example.com.", dns.TypeAAAA, nil, false},
+		{"nx.example.com.", dns.TypeA, nil, false},
+		{"example.com.", dns.TypeA, nil, false},
+		{"example.com", dns.TypeNS, nil, false},
+	} {
+		if got, ok := read(tc.name, tc.qtype); ok != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("RData(%s, %s): %v %q, want %v %q", tc.name, dns.Type(tc.qtype), ok, got, tc.ok, tc.want)
+		}
+	}
+	clk.advance(61 * time.Second)
+	if got, ok := read("ns1.example.com.", dns.TypeA); ok || got != nil {
+		t.Errorf("expired: %v %q", ok, got)
+	}
+	if _, ok := read("example.com.", dns.TypeNS); !ok {
+		t.Error("the NS RRset expired with the addresses")
 	}
 }

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 
 	"github.com/miekg/dns"
@@ -85,10 +86,8 @@ func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server
 		z = parent(z)
 	}
 	for {
-		if e, ok := c.GetExact(z, dns.TypeNS); ok && e.Kind == cache.Positive {
-			if s, ok := ru.cachedServers(z, e.Records); ok {
-				return z, s, true
-			}
+		if s, ok := ru.cachedServers(z); ok {
+			return z, s, true
 		}
 		if z == "." {
 			return "", nil, false
@@ -97,35 +96,41 @@ func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server
 	}
 }
 
-// cachedServers returns the servers of zone named by the NS records ns,
-// with the addresses the cache holds for them (of any rank: glue is what
-// they are for), and whether any has an address.
-func (ru *run) cachedServers(zone string, ns []dns.RR) ([]Server, bool) {
+// cachedServers returns the servers of zone named by its cached NS
+// records (of any rank), with the addresses the cache holds for them (of
+// any rank: glue is what they are for), and whether any has an address.
+// The records are read in wire form (cache.RData), not as dns.RR.
+func (ru *run) cachedServers(zone string) ([]Server, bool) {
 	c := ru.r.cache
-	servers := make([]Server, 0, len(ns))
-	any := false
+	var servers []Server
+	c.RData(zone, dns.TypeNS, func(rdata []byte) {
+		if n, _, err := dns.UnpackDomainName(rdata, 0); err == nil {
+			servers = append(servers, Server{Name: canonical(n)})
+		}
+	})
+	if len(servers) == 0 {
+		return nil, false
+	}
 	why := ""
 	if ru.r.trace != nil {
 		// Only the trace shows it.
 		why = "cached delegation of " + zone
 	}
-	for _, rr := range ns {
-		n, ok := rr.(*dns.NS)
-		if !ok {
-			continue
-		}
-		s := Server{Name: canonical(n.Ns), Why: why}
-		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-			if e, ok := c.GetExact(s.Name, t); ok && e.Kind == cache.Positive {
-				for _, a := range e.Records {
-					if addr, ok := rrAddr(a); ok {
-						s.Addrs = append(s.Addrs, addr)
-					}
-				}
+	any := false
+	for i := range servers {
+		s := &servers[i]
+		s.Why = why
+		c.RData(s.Name, dns.TypeA, func(rdata []byte) {
+			if len(rdata) == 4 {
+				s.Addrs = append(s.Addrs, netip.AddrFrom4([4]byte(rdata)))
 			}
-		}
+		})
+		c.RData(s.Name, dns.TypeAAAA, func(rdata []byte) {
+			if len(rdata) == 16 {
+				s.Addrs = append(s.Addrs, netip.AddrFrom16([16]byte(rdata)))
+			}
+		})
 		any = any || len(s.Addrs) > 0
-		servers = append(servers, s)
 	}
 	return servers, any
 }
