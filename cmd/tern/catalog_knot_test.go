@@ -52,7 +52,7 @@ func TestKnotCatalogConsumer(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr, logs, _ := startCtl(t, cfg)
+	addr, logs, _ := serveStoppable(t, serveAddr, "-c", cfg)
 	_, ternPort, _ := net.SplitHostPort(addr)
 
 	kdir := filepath.Join(dir, "knot")
@@ -163,7 +163,7 @@ zone:
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr, logs, _ := startCtl(t, cfg)
+	addr, logs, _ := serveStoppable(t, serveAddr, "-c", cfg)
 	defer func() {
 		if t.Failed() {
 			t.Logf("knot's log:\n%s\ntern's log:\n%s", proc.Output(), logs)

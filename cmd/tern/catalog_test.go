@@ -92,11 +92,6 @@ func TestCatalogProduce(t *testing.T) {
 	write(head + "[[zone]]\norigin = \"b.test\"\nfile = \"b.test.zone\"\ncatalog = \"catalog.example\"\n")
 	start := func() (string, func()) {
 		addr, _, stop := serveStoppable(t, serveAddr, "-c", cfg)
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if code, _, _ := runT("ctl", "-c", cfg, "status"); code == 0 {
-				break
-			}
-		}
 		return addr, stop
 	}
 	ctl := func(args ...string) { t.Helper(); ctlOK(t, cfg, args...) }
@@ -203,19 +198,6 @@ func memberZones(t *testing.T, dir string, names ...string) {
 	}
 }
 
-// startCtl starts tern serve -c cfg and waits until its control socket
-// answers.
-func startCtl(t *testing.T, cfg string) (string, *dnstest.LogBuffer, func()) {
-	t.Helper()
-	addr, logs, stop := serveStoppable(t, serveAddr, "-c", cfg)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if code, _, _ := runT("ctl", "-c", cfg, "status"); code == 0 {
-			break
-		}
-	}
-	return addr, logs, stop
-}
-
 // TestCatalogConsume: Tern consumes the catalog another Tern produces
 // (catalog-role = "interpret"): the members are served as secondaries
 // of the catalog's primary; a member added on the producer (zone-add
@@ -246,8 +228,8 @@ func TestCatalogConsume(t *testing.T) {
 	if err := os.WriteFile(ccfg, []byte(ctext), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startCtl(t, pcfg)
-	_, clogs, stopC := startCtl(t, ccfg)
+	serveStoppable(t, serveAddr, "-c", pcfg)
+	_, clogs, stopC := serveStoppable(t, serveAddr, "-c", ccfg)
 	defer func() {
 		if t.Failed() {
 			t.Logf("consumer's log:\n%s", clogs)
@@ -270,7 +252,7 @@ func TestCatalogConsume(t *testing.T) {
 	// A restart with the producer down: the members are served at once
 	// from their stored copies.
 	stopC()
-	_, _, stopC = startCtl(t, ccfg)
+	_, _, stopC = serveStoppable(t, serveAddr, "-c", ccfg)
 	if got := soaSerial(t, consAddr, "b.test."); got != 1 {
 		t.Errorf("b.test. after a restart: %d, want 1", got)
 	}
