@@ -3,6 +3,7 @@ package recursor
 import (
 	"encoding/hex"
 	"errors"
+	"sync"
 
 	"github.com/miekg/dns"
 
@@ -23,6 +24,144 @@ const rcodeServFail = dns.RcodeServerFailure
 // §9: the client then asks over TCP). nil when the query does not
 // unpack (it parsed once: never).
 func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err error) []byte {
+	if msg, ok := r.quickResponse(query, limit, res, err); ok {
+		return msg
+	}
+	return r.packedResponse(query, limit, res, err)
+}
+
+// packBuffers are the buffers quickResponse packs records into.
+var packBuffers = sync.Pool{New: func() any { return new([packBufferSize]byte) }}
+
+// packBufferSize is the size of a pack buffer: the largest message.
+const packBufferSize = 65536
+
+// quickResponse is response for the common case, the one response
+// took nearly all its time on: a response that fits limit without
+// compression (which response then sends uncompressed too: miekg's
+// Truncate turns compression off for a message that fits without it).
+// It writes the same bytes, without unpacking the query into a dns.Msg
+// and without a second message for the response: the header, the
+// question as the client wrote it (copied, wire.Query tells where it
+// ends), the answer and authority sections as miekg packs them, and the
+// OPT record by hand. ok is false when the response does not fit, or
+// anything else is out of the ordinary (an rcode that needs EDNS's
+// extended bits, a query that does not parse): response then builds it
+// the general way.
+func (r *Recursor) quickResponse(query []byte, limit int, res *resolve.Result, err error) (msg []byte, ok bool) {
+	var q wire.Query
+	if pr, _ := q.Parse(query); pr != wire.Answer || res.Rcode < 0 || res.Rcode > 0xF {
+		return nil, false
+	}
+	cd := q.Flags&wire.FlagCD != 0
+	flags := wire.ReplyFlags(q.Flags) | wire.FlagRA
+	rcode := res.Rcode
+	// RFC 4035 §3.2.3, RFC 6840 §5.7: AD on data validated Secure, to a
+	// client that set DO or AD.
+	if res.Security == cache.Secure && (q.DO || q.Flags&wire.FlagAD != 0) {
+		flags |= wire.FlagAD
+	}
+	var sections dns.Msg
+	if q.DO {
+		sections.Answer, sections.Ns = res.Answer, res.Authority
+	} else {
+		// RFC 4035 §3.2.1: the RRSIG, NSEC and NSEC3 records the
+		// resolution kept go only to a client that set DO.
+		sections.Answer, sections.Ns = res.WithoutDNSSEC(q.QType)
+	}
+	bogus := res.Security == cache.Bogus && !cd
+	if bogus {
+		// RFC 4035 §5.5: bogus data is not given, but to a client that
+		// set CD (§3.2.2: it validates for itself).
+		rcode, sections.Answer, sections.Ns = rcodeServFail, nil, nil
+	}
+	// The options of the OPT record, in the order response adds them.
+	var nsid []byte
+	var edeCode uint16
+	var edeText string
+	hasEDE := false
+	if q.EDNS {
+		if r.nsid != nil && q.NSID {
+			// RFC 5001 §2.2: the identifier, to a client that asked.
+			nsid = r.nsid
+		}
+		hasEDE = true
+		switch {
+		case bogus:
+			// RFC 8914: why the data was bogus.
+			edeCode, edeText = res.EDE, res.Why
+		case res.Rcode == rcodeServFail:
+			edeCode, edeText = edeParts(err)
+		case res.Security == cache.Insecure && res.EDE == wire.EDEUnsupportedNSEC3Iterations:
+			// RFC 9276 §3.2: an answer made insecure by NSEC3
+			// iterations above the limit says so with EDE 27.
+			edeCode, edeText = res.EDE, res.Why
+		case res.Stale:
+			// RFC 8767 §4, RFC 8914 §4.4: an answer past its TTL,
+			// given because no authority answered.
+			edeCode = dns.ExtendedErrorCodeStaleAnswer
+		default:
+			hasEDE = false
+		}
+	}
+	bp := packBuffers.Get().(*[packBufferSize]byte)
+	defer packBuffers.Put(bp)
+	// A header (whose counts are all this takes from it) and the
+	// answer and authority sections, uncompressed.
+	packed, perr := sections.PackBuffer(bp[:])
+	if perr != nil || len(packed) < wire.HeaderLen {
+		return nil, false
+	}
+	question := query[wire.HeaderLen:q.QuestionEnd]
+	size := wire.HeaderLen + len(question) + len(packed) - wire.HeaderLen
+	optLen := 0
+	if q.EDNS {
+		optLen = 11
+		if nsid != nil {
+			optLen += 4 + len(nsid)
+		}
+		if hasEDE {
+			optLen += 4 + 2 + len(edeText)
+		}
+	}
+	if size += optLen; size > max(limit, dns.MinMsgSize) || optLen > 11+0xFFFF {
+		return nil, false
+	}
+	msg = make([]byte, 0, size)
+	ar := 0
+	if q.EDNS {
+		ar = 1
+	}
+	msg = append(msg, byte(q.ID>>8), byte(q.ID), byte(flags>>8), byte(flags)|byte(rcode), 0, 1)
+	msg = append(msg, packed[6:10]...) // ANCOUNT, NSCOUNT
+	msg = append(msg, 0, byte(ar))
+	msg = append(msg, question...)
+	msg = append(msg, packed[wire.HeaderLen:]...)
+	if q.EDNS {
+		// RFC 6891 §6.1.2-3: the root, TYPE OPT, our payload size as
+		// CLASS, then extended rcode 0, version 0 and DO as the TTL.
+		var do byte
+		if q.DO {
+			do = 0x80
+		}
+		rdlen := optLen - 11
+		msg = append(msg, 0, 0, wire.TypeOPT, byte(r.payload>>8), byte(r.payload), 0, 0, do, 0, byte(rdlen>>8), byte(rdlen))
+		if nsid != nil {
+			msg = append(msg, 0, wire.OptionNSID, byte(len(nsid)>>8), byte(len(nsid)))
+			msg = append(msg, nsid...)
+		}
+		if hasEDE {
+			l := 2 + len(edeText)
+			msg = append(msg, 0, wire.OptionEDE, byte(l>>8), byte(l), byte(edeCode>>8), byte(edeCode))
+			msg = append(msg, edeText...)
+		}
+	}
+	return msg, true
+}
+
+// packedResponse is response through miekg/dns: unpack the query, make
+// the response as a dns.Msg, truncate it to limit, pack it.
+func (r *Recursor) packedResponse(query []byte, limit int, res *resolve.Result, err error) []byte {
 	var q dns.Msg
 	if q.Unpack(query) != nil || len(q.Question) != 1 {
 		return nil
@@ -92,13 +231,18 @@ func hasNSID(opt *dns.OPT) bool {
 // ede is the Extended DNS Error of a failed resolution (RFC 8914): its
 // reason's code and what failed as EXTRA-TEXT (resolve.Error.EDE).
 func ede(err error) *dns.EDNS0_EDE {
+	code, text := edeParts(err)
+	return &dns.EDNS0_EDE{InfoCode: code, ExtraText: text}
+}
+
+// edeParts is ede's INFO-CODE and EXTRA-TEXT.
+func edeParts(err error) (uint16, string) {
 	var e *resolve.Error
 	if errors.As(err, &e) {
-		code, text := e.EDE()
-		return &dns.EDNS0_EDE{InfoCode: code, ExtraText: text}
+		return e.EDE()
 	}
 	// Not a resolution's failure: the Recursor closing, say.
-	return &dns.EDNS0_EDE{InfoCode: wire.EDEOther}
+	return wire.EDEOther, ""
 }
 
 // errorResponse writes the response to the query w.q holds (parsed, or
