@@ -144,7 +144,7 @@ func startNamed(t *testing.T, extra ...string) (int, bool) {
 	conf := filepath.Join(dir, "named.conf")
 	np := dnstest.FreePort(t, namedAddr)
 	text := peer.NamedOptions(dir, namedAddr, np, extra...) + fmt.Sprintf("zone \"example.test\" { type primary; file %q; };\n", zf)
-	if err := os.WriteFile(zf, []byte(testZone), 0o644); err != nil {
+	if err := os.WriteFile(zf, []byte(dnstest.ExampleZone), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,25 +17,10 @@ import (
 	"github.com/tern-dns/tern/internal/zone"
 )
 
-const testZone = `$ORIGIN example.test.
-$TTL 300
-@ SOA ns1 host 1 2 3 4 60
-@ NS ns1
-ns1 A 192.0.2.1
-www A 192.0.2.80
-`
-
+// responder serves dnstest.ExampleZone.
 func responder(t testing.TB) *auth.Responder {
 	t.Helper()
-	recs, err := zone.Parse(strings.NewReader(testZone), "t.zone", "example.test.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := zone.Compile("example.test.", recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return auth.New(zone.NewSet(z), auth.Options{})
+	return auth.New(zone.NewSet(dnstest.Zone(t, "example.test.", dnstest.ExampleZone)), auth.Options{})
 }
 
 // query is a query for www.example.test. A with EDNS and, unless opt is

@@ -4,40 +4,23 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/tern-dns/tern/internal/auth"
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/rrl"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
-const testZone = `$ORIGIN example.test.
-$TTL 300
-@ SOA ns1 host 1 2 3 4 60
-@ NS ns1
-ns1 A 192.0.2.1
-www A 192.0.2.80
-sub NS ns.sub
-ns.sub A 192.0.2.53
-`
-
-// responder serves testZone.
+// responder serves dnstest.ExampleZone with a delegation, sub.
 func responder(t testing.TB) *auth.Responder {
 	t.Helper()
-	recs, err := zone.Parse(strings.NewReader(testZone), "t.zone", "example.test.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := zone.Compile("example.test.", recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := dnstest.Zone(t, "example.test.", dnstest.ExampleZone+"sub NS ns.sub\nns.sub A 192.0.2.53\n")
 	return auth.New(zone.NewSet(z), auth.Options{})
 }
 

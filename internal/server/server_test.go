@@ -21,26 +21,12 @@ import (
 
 // testZone is served by start; big.example.test. has TXT records that
 // make a 16 KB answer over TCP (see bigTXT).
-var testZone = `$ORIGIN example.test.
-$TTL 300
-@ SOA ns1 host 1 2 3 4 60
-@ NS ns1
-ns1 A 192.0.2.1
-www A 192.0.2.80
-` + bigTXT()
+var testZone = dnstest.ExampleZone + bigTXT()
 
 // testCompiled is testZone compiled.
 func testCompiled(t *testing.T) *zone.Zone {
 	t.Helper()
-	recs, err := zone.Parse(strings.NewReader(testZone), "t.zone", "example.test.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := zone.Compile("example.test.", recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return z
+	return dnstest.Zone(t, "example.test.", testZone)
 }
 
 func start(t *testing.T, cfg server.Config) *server.Server {
