@@ -1157,9 +1157,15 @@ func queryLog(log *slog.Logger, every int) *sampledLog {
 // cookieSecrets are the DNS cookie secrets of every listener.
 type cookieSecrets struct {
 	keys *cookie.Keys
+	// mu makes a rotation's look at configured and its new secret one
+	// step against a reload's set: without it, a tick that found no
+	// configured secret could rotate just after a reload set one,
+	// which then was only accepted, and this server's cookies made
+	// under a random secret the rest of its anycast set refuses.
+	mu sync.Mutex
 	// configured: the secrets are [cookies] secret's or secret-file's,
 	// not rotated (a reload sets them).
-	configured atomic.Bool
+	configured bool
 }
 
 // newCookies returns the cookies of cfg's [cookies] table: its secrets
@@ -1175,7 +1181,7 @@ func newCookies(cfg *config.Config) (*cookieSecrets, error) {
 	c := &cookieSecrets{keys: cookie.NewKeys()}
 	if len(secrets) > 0 {
 		c.keys.Set(secrets)
-		c.configured.Store(true)
+		c.configured = true
 	}
 	return c, nil
 }
@@ -1199,10 +1205,18 @@ func (c *cookieSecrets) rotate(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if !c.configured.Load() {
-				c.keys.RotateRandom()
-			}
+			c.tick()
 		}
+	}
+}
+
+// tick is rotate's: the random secret replaced, configured ones left
+// alone.
+func (c *cookieSecrets) tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.configured {
+		c.keys.RotateRandom()
 	}
 }
 
@@ -1214,13 +1228,15 @@ func (c *cookieSecrets) set(secrets []cookie.Secret) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	switch {
 	case len(secrets) > 0:
 		c.keys.Set(secrets)
-		c.configured.Store(true)
-	case c.configured.Load():
+		c.configured = true
+	case c.configured:
 		c.keys.RotateRandom()
-		c.configured.Store(false)
+		c.configured = false
 	}
 }
 
