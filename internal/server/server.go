@@ -57,13 +57,15 @@ type Config struct {
 	// than the interface MTU is then not sent. For payload limits of at
 	// most 1400 bytes (RFC 9715 R3), which fit any Ethernet-sized MTU.
 	DontFragment bool
-	// SteerIPv4 and SteerIPv6, when set (Linux), hand every datagram
-	// of a client prefix (an IPv4 source's first SteerIPv4 bits, an
-	// IPv6 one's first SteerIPv6, at most 64) to the same UDP worker,
-	// whatever its source port, instead of the kernel's hash of address
-	// and port: state kept per worker (rrl's accounts) then sees all of
-	// a client's datagrams. The load spreads over the workers by client
-	// prefix only: one prefix's datagrams all go to one worker.
+	// SteerIPv4 and SteerIPv6, when either is set (Linux), hand every
+	// datagram of a client prefix (an IPv4 source's first SteerIPv4
+	// bits, an IPv6 one's first SteerIPv6, at most 64) to the same UDP
+	// worker, whatever its source port, instead of the kernel's hash of
+	// address and port: state kept per worker (rrl's accounts) then sees
+	// all of a client's datagrams. The load spreads over the workers by
+	// client prefix only: one prefix's datagrams all go to one worker.
+	// Set both: with one set, the other family's prefix is 0 bits, and
+	// all of that family's datagrams go to one worker (steerProgram).
 	SteerIPv4, SteerIPv6 int
 	Logger               *slog.Logger
 }
