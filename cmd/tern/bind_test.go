@@ -302,38 +302,11 @@ func followKnot(t *testing.T, signed bool) {
 	secPort := freePort(t, bindSecondary)
 	zoneFile := filepath.Join(dir, "sec.test.zone")
 	bindZone(t, zoneFile, 1)
-	acl, key := "address: 127.0.0.0/8", ""
-	if signed {
-		acl, key = "key: xfr", "\n    key: xfr"
-	}
 	conf := filepath.Join(dir, "knot.conf")
 	sock := filepath.Join(dir, "knot.sock")
-	if err := os.WriteFile(conf, []byte(peer.KnotServer(dir, []string{fmt.Sprintf("%s@%d", knotPrimaryIP, knotPort)}, "info")+fmt.Sprintf(`control:
-    listen: %q
-key:
-  - id: xfr
-    algorithm: hmac-sha256
-    secret: %s
-remote:
-  - id: tern
-    address: %s@%d
-    via: %s%s
-acl:
-  - id: to-tern
-    %s
-    action: transfer
-template:
-  - id: default
-    storage: %q
-    zonefile-sync: -1
-    zonefile-load: difference
-    journal-content: all
-zone:
-  - domain: sec.test
-    file: sec.test.zone
-    notify: tern
-    acl: to-tern
-`, sock, xfrSecret, bindSecondary, secPort, knotPrimaryIP, key, acl, dir)), 0o644); err != nil {
+	text := knotPrimaryConf(dir, fmt.Sprintf("%s@%d", knotPrimaryIP, knotPort), sock, fmt.Sprintf("%s@%d", bindSecondary, secPort), knotPrimaryIP, signed,
+		"zonefile-load: difference", "journal-content: all")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	followPrimary(t, primaryPeer{

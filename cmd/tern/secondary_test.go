@@ -349,6 +349,47 @@ func TestSecondaryNotify(t *testing.T) {
 	}
 }
 
+// knotPrimaryConf is the knot.conf of Knot DNS as the primary of
+// sec.test (dir/sec.test.zone) for a Tern secondary at tern (ip@port):
+// listening on listen (ip@port), controlled through sock, sending NOTIFY
+// to tern from via; transfers allowed to it by TSIG key xfr when signed
+// (the NOTIFY signed too), else by address. template holds further
+// lines of the default template.
+func knotPrimaryConf(dir, listen, sock, tern, via string, signed bool, template ...string) string {
+	acl, key := "address: 127.0.0.0/8", ""
+	if signed {
+		acl, key = "key: xfr", "\n    key: xfr"
+	}
+	var extra strings.Builder
+	for _, line := range template {
+		fmt.Fprintf(&extra, "    %s\n", line)
+	}
+	return peer.KnotServer(dir, []string{listen}, "info") + fmt.Sprintf(`control:
+    listen: %q
+key:
+  - id: xfr
+    algorithm: hmac-sha256
+    secret: %s
+remote:
+  - id: tern
+    address: %s
+    via: %s%s
+acl:
+  - id: to-tern
+    %s
+    action: transfer
+template:
+  - id: default
+    storage: %q
+    zonefile-sync: -1
+%szone:
+  - domain: sec.test
+    file: sec.test.zone
+    notify: tern
+    acl: to-tern
+`, sock, xfrSecret, tern, via, key, acl, dir, extra.String())
+}
+
 // TestKnotPrimary: Knot DNS as the primary of a Tern secondary, with
 // TSIG (transfers and NOTIFY signed with key xfr): Tern serves Knot's
 // zone, and a change on Knot (edit + knotc zone-reload) reaches Tern by
@@ -363,31 +404,8 @@ func TestKnotPrimary(t *testing.T) {
 	secZoneRefresh(t, zoneFile, 1, 3600, 3600)
 	conf := filepath.Join(dir, "knot.conf")
 	sock := filepath.Join(dir, "knot.sock")
-	if err := os.WriteFile(conf, []byte(peer.KnotServer(dir, []string{fmt.Sprintf("%s@%d", secDown, knotPort)}, "info")+fmt.Sprintf(`control:
-    listen: %q
-key:
-  - id: xfr
-    algorithm: hmac-sha256
-    secret: %s
-remote:
-  - id: tern
-    address: %s@%d
-    via: %s
-    key: xfr
-acl:
-  - id: to-tern
-    key: xfr
-    action: transfer
-template:
-  - id: default
-    storage: %q
-    zonefile-sync: -1
-zone:
-  - domain: sec.test
-    file: sec.test.zone
-    notify: tern
-    acl: to-tern
-`, sock, xfrSecret, secServer, secPort, secDown, dir)), 0o644); err != nil {
+	text := knotPrimaryConf(dir, fmt.Sprintf("%s@%d", secDown, knotPort), sock, fmt.Sprintf("%s@%d", secServer, secPort), secDown, true)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	proc, err := peer.Start(exec.Command(knotd, "-c", conf))
