@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/tern-dns/tern/internal/resolve"
+	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -405,7 +404,7 @@ func (m *mesh) counts() (resolutions, waiting int) {
 // questionOf returns the question of a lowercased wire-form name (as
 // wire.Query holds it: well formed, so it unpacks).
 func questionOf(name []byte, qtype uint16) question {
-	s, _, _ := dns.UnpackDomainName(name, 0)
+	s, _ := wire.NameText(name)
 	return question{name: s, qtype: qtype}
 }
 

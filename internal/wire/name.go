@@ -50,3 +50,53 @@ func NameWire(name string) ([]byte, error) {
 	}
 	return append([]byte(nil), buf[:n]...), nil
 }
+
+// NameText returns name, an uncompressed name in wire form, in
+// presentation form ("a.test."), as dns.UnpackDomainName writes it (with
+// its escapes), and false when name is not a whole uncompressed name.
+// A name with no octet to escape, the usual case, takes one pass and
+// one allocation, the string: UnpackDomainName's byte-by-byte appends
+// were most of a deferred answer's share of making the resolution's
+// question (internal/recursor).
+func NameText(name []byte) (string, bool) {
+	var buf [MaxName]byte
+	n := 0
+	for i := 0; ; {
+		if i >= len(name) {
+			return "", false
+		}
+		l := int(name[i])
+		switch {
+		case l == 0:
+			if n == 0 {
+				return ".", true
+			}
+			return string(buf[:n]), true
+		case l > 63 || i+1+l > len(name) || n+l+1 > len(buf):
+			return "", false
+		}
+		for _, c := range name[i+1 : i+1+l] {
+			if escaped[c] {
+				s, _, err := dns.UnpackDomainName(name, 0)
+				return s, err == nil
+			}
+		}
+		n += copy(buf[n:], name[i+1:i+1+l])
+		buf[n] = '.'
+		n++
+		i += 1 + l
+	}
+}
+
+// escaped marks the octets dns.UnpackDomainName escapes in a label: the
+// specials it writes after a backslash, and as \DDD those outside
+// printable ASCII.
+var escaped = func() (e [256]bool) {
+	for c := range e {
+		e[c] = c <= ' ' || c > '~'
+	}
+	for _, c := range ".'@;()\"\\" {
+		e[c] = true
+	}
+	return e
+}()

@@ -241,8 +241,8 @@ func name(n *Node) string {
 
 // NameString renders a wire name for messages.
 func NameString(name []byte) string {
-	s, _, err := dns.UnpackDomainName(name, 0)
-	if err != nil {
+	s, ok := wire.NameText(name)
+	if !ok {
 		return fmt.Sprintf("%q", name)
 	}
 	return s
