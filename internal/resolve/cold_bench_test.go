@@ -6,10 +6,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tern-dns/tern/internal/cache"
 	localdns "github.com/tern-dns/tern/internal/dnstest/hierarchy"
-	"github.com/tern-dns/tern/internal/resolve"
-	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // BenchmarkColdResolve is one cold resolution, the res-cold workload's
@@ -18,9 +15,7 @@ import (
 // answer checked and cached. The authority's own work is in the
 // numbers too (constant across changes of the resolver).
 func BenchmarkColdResolve(b *testing.B) {
-	opt := localdns.StartWild(b)
-	opt.Cache = cache.New(cache.Options{})
-	r := resolve.New(localdns.Patient{Client: &upstream.Client{}}, opt)
+	r := localdns.WildResolver(b)
 	next := localdns.ColdNames()
 	ctx := context.Background()
 	queries := 0

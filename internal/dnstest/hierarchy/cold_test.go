@@ -9,11 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/dnstest/hierarchy"
-	"github.com/tern-dns/tern/internal/resolve"
-	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // BenchmarkColdServed is one cold resolution as a client of `tern
@@ -25,9 +22,7 @@ import (
 // work is in the numbers too, the same for every version of the
 // resolver.
 func BenchmarkColdServed(b *testing.B) {
-	opt := hierarchy.StartWild(b)
-	opt.Cache = cache.New(cache.Options{})
-	r := resolve.New(hierarchy.Patient{Client: &upstream.Client{}}, opt)
+	r := hierarchy.WildResolver(b)
 	lo := netip.MustParseAddr("127.0.0.1")
 	addr := hierarchy.StartRecursor(b, netip.AddrPortFrom(lo, uint16(dnstest.FreePort(b, lo.String()))), r)
 	conn, err := net.Dial("udp", addr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/cache"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/upstream"
@@ -65,6 +66,16 @@ ns1 A 127.0.0.1
 		Stub: []resolve.Zone{{Name: ".", Servers: []netip.AddrPort{netip.AddrPortFrom(lo, uint16(rootPort))}}},
 		Port: uint16(wildPort),
 	}
+}
+
+// WildResolver returns a resolver over StartWild's hierarchy with a
+// cache, asking through a Patient upstream.Client: the cold-resolution
+// benchmarks' (BenchmarkColdResolve, BenchmarkColdServed).
+func WildResolver(t testing.TB) *resolve.Resolver {
+	t.Helper()
+	opt := StartWild(t)
+	opt.Cache = cache.New(cache.Options{})
+	return resolve.New(Patient{Client: &upstream.Client{}}, opt)
 }
 
 // ColdNames returns the names of successive cold resolutions below
