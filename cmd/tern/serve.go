@@ -606,7 +606,7 @@ func newRecursor(cfg *config.Config, resp *auth.Responder, nsid []byte, counters
 	// The RRset and negative cache, shared by every worker; built
 	// here once, it lives as long as the resolver, across reloads.
 	rrsets := cache.New(rc.CacheOptions())
-	var ex upstream.Exchanger = &upstream.Client{}
+	var ex upstream.Exchanger = &upstream.Client{Log: log}
 	if !rc.QueryLoopback {
 		ex = upstream.NoLoopback(ex)
 	}

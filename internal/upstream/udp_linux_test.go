@@ -137,30 +137,7 @@ func testPollerReopens(t *testing.T, path udpPath) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		onlyA(t, r, "192.0.2.1")
-		// The sockets are closed as the queries end, not when the
-		// ring (whose release would close its direct descriptors)
-		// is.
-		left := 0
-		for range 100 {
-			if left = connectedTo(t, server); left == 0 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if left != 0 {
-			t.Errorf("%d sockets connected to the server 1 s after the burst", left)
-		}
-		closed := false
-		for range 500 {
-			c.poll.mu.Lock()
-			closed = c.poll.ep == nil && c.poll.ring == nil
-			c.poll.mu.Unlock()
-			if closed {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !closed {
+		if !waitClosed(c) {
 			t.Fatalf("round %d: the epoll instance or ring is still open 5 s after the last query", round)
 		}
 	}
@@ -263,17 +240,7 @@ func TestNoLeak(t *testing.T) {
 		if left != 0 {
 			t.Errorf("%d sockets connected to the server 1 s after the burst", left)
 		}
-		closed := false
-		for range 500 {
-			c.poll.mu.Lock()
-			closed = c.poll.ep == nil && c.poll.ring == nil
-			c.poll.mu.Unlock()
-			if closed {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !closed {
+		if !waitClosed(c) {
 			t.Fatal("the epoll instance or ring is still open 5 s after the last query")
 		}
 		for fd, what := range openFDs(t) {
@@ -282,6 +249,21 @@ func TestNoLeak(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitClosed waits up to 5 s for c's epoll instance and ring to close
+// and reports whether they did.
+func waitClosed(c *Client) bool {
+	for range 500 {
+		c.poll.mu.Lock()
+		closed := c.poll.ep == nil && c.poll.ring == nil
+		c.poll.mu.Unlock()
+		if closed {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 // openFDs is what the process's open descriptors are open on, by
