@@ -53,7 +53,8 @@ func NameWire(name string) ([]byte, error) {
 
 // NameText returns name, an uncompressed name in wire form, in
 // presentation form ("a.test."), as dns.UnpackDomainName writes it (with
-// its escapes), and false when name is not a whole uncompressed name.
+// its escapes), and false when name is not a whole uncompressed name of
+// at most MaxName octets.
 // A name with no octet to escape, the usual case, takes one pass and
 // one allocation, the string: UnpackDomainName's byte-by-byte appends
 // were most of a deferred answer's share of making the resolution's
@@ -68,6 +69,11 @@ func NameText(name []byte) (string, bool) {
 		l := int(name[i])
 		switch {
 		case l == 0:
+			if i+1 > MaxName {
+				// RFC 1035 §3.1: 255 octets at most, the root's
+				// included (dns.UnpackDomainName refuses it too).
+				return "", false
+			}
 			if n == 0 {
 				return ".", true
 			}
