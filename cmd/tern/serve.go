@@ -226,7 +226,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// dnstap ([dnstap]): written out and closed after the servers have
 	// stopped (closeTap, at shutdown; deferred for the other returns).
-	tap, err := openTap(cfg)
+	tap, err := openTap(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tern serve: %v\n", err)
 		return 1
@@ -1126,8 +1126,9 @@ func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *s
 	})
 }
 
-// openTap opens [dnstap]'s output; nil without the table.
-func openTap(cfg *config.Config) (*dnstap.Tap, error) {
+// openTap opens [dnstap]'s output; nil without the table. log gets the
+// warning when the previous file cannot be kept.
+func openTap(cfg *config.Config, log *slog.Logger) (*dnstap.Tap, error) {
 	d := cfg.Dnstap
 	if d == nil {
 		return nil, nil
@@ -1136,7 +1137,7 @@ func openTap(cfg *config.Config) (*dnstap.Tap, error) {
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	return dnstap.Open(dnstap.Options{File: d.File, Versions: d.Versions, Socket: d.Socket, Identity: id, Version: cfg.Identity.Version})
+	return dnstap.Open(dnstap.Options{File: d.File, Versions: d.Versions, Log: log, Socket: d.Socket, Identity: id, Version: cfg.Identity.Version})
 }
 
 // sampledLog is server.query-log's: log one answer in every.

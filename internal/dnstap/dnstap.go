@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -143,6 +144,11 @@ type Options struct {
 	// Identity and Version fill the dnstap messages' fields of the same
 	// names.
 	Identity, Version string
+	// Log receives the warning when the previous file cannot be kept
+	// (renamed aside); nil: slog.Default(). The output is then written
+	// over, as with Versions 0: a server that cannot keep an old log
+	// still starts and logs.
+	Log *slog.Logger
 	// Interval is how often the writer drains the rings; 0: every 5 ms.
 	// (Tests set it long, to find the rings as the workers left them.)
 	Interval time.Duration
@@ -156,7 +162,11 @@ func Open(opt Options) (*Tap, error) {
 		return nil, errors.New("dnstap: both a file and a socket")
 	case opt.File != "":
 		if err := roll(opt.File, opt.Versions); err != nil {
-			return nil, fmt.Errorf("dnstap: keeping the previous output: %w", err)
+			log := opt.Log
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("dnstap: the previous output is written over", "file", opt.File, "err", err)
 		}
 		f, err := os.OpenFile(opt.File, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 		if err != nil {

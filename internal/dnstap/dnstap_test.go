@@ -2,9 +2,11 @@ package dnstap
 
 import (
 	"bytes"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,6 +183,30 @@ func TestFileVersions(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cannot keep: written over, warned", func(t *testing.T) {
+		// FILE.0 a non-empty directory: the previous file cannot be
+		// renamed there. The tap still opens (a server still starts)
+		// and says so.
+		path := filepath.Join(t.TempDir(), "tap")
+		run(t, path, 1, 1)
+		if err := os.MkdirAll(filepath.Join(path+".0", "x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var logged bytes.Buffer
+		tap, err := Open(Options{File: path, Versions: 1, Identity: "t", Log: slog.New(slog.NewTextHandler(&logged, nil))})
+		if err != nil {
+			t.Fatalf("Open with an old file it cannot keep: %v", err)
+		}
+		if err := tap.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logged.String(), "written over") {
+			t.Errorf("no warning logged: %q", logged.String())
+		}
+		if ds, err := ReadFile(path); err != nil || len(ds) != 0 {
+			t.Errorf("FILE after the run: %v, %d records, want a new empty output", err, len(ds))
+		}
+	})
 	t.Run("empty not kept", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "tap")
 		if err := os.WriteFile(path, nil, 0o600); err != nil {
