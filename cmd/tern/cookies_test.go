@@ -54,13 +54,9 @@ func cookieQuery(t *testing.T, addr string, opt []byte) (int, []byte) {
 // cookies.
 func keysOf(t *testing.T, hexSecrets ...string) *cookie.Keys {
 	t.Helper()
-	var list []cookie.Secret
-	for _, h := range hexSecrets {
-		s, err := cookie.ParseSecret(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, s)
+	list, err := cookie.ParseSecrets(hexSecrets)
+	if err != nil {
+		t.Fatal(err)
 	}
 	k := cookie.NewKeys()
 	k.Set(list)

@@ -45,15 +45,7 @@ func (c *Cookies) Secrets() ([]cookie.Secret, error) {
 	if c.SecretFile != "" {
 		return cookie.ReadSecretFile(c.SecretFile)
 	}
-	var out []cookie.Secret
-	for _, s := range c.Secret {
-		sec, err := cookie.ParseSecret(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sec)
-	}
-	return out, nil
+	return cookie.ParseSecrets(c.Secret)
 }
 
 // validateCookies checks the [cookies] table.

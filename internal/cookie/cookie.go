@@ -121,6 +121,20 @@ func ParseSecret(text string) (Secret, error) {
 	return s, nil
 }
 
+// ParseSecrets parses each of texts (ParseSecret), in order: the first
+// the one cookies are made with (Keys.Set).
+func ParseSecrets(texts []string) ([]Secret, error) {
+	var out []Secret
+	for _, t := range texts {
+		s, err := ParseSecret(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // ReadSecretFile reads a file of secrets in the form of NSD's and
 // Unbound's cookie-secret-file: one secret a line (ParseSecret), the
 // first the one cookies are made with, the next (at most one more)

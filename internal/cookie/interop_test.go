@@ -189,13 +189,9 @@ func TestSharedSecretWithNamed(t *testing.T) {
 	named := fmt.Sprintf("%s:%d", namedAddr, np)
 	serve := func(secrets ...string) string {
 		t.Helper()
-		var list []cookie.Secret
-		for _, h := range secrets {
-			s, err := cookie.ParseSecret(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			list = append(list, s)
+		list, err := cookie.ParseSecrets(secrets)
+		if err != nil {
+			t.Fatal(err)
 		}
 		keys := cookie.NewKeys()
 		keys.Set(list)
