@@ -91,6 +91,7 @@ func TestCookiesConfig(t *testing.T) {
 	b := start("b", fmt.Sprintf("secret = [%q]\n", "0x"+cookieS1)) // Knot's form
 	rolled := start("rolled", "secret-file = \"cookie-secrets\"\n")
 	off := start("off", "answer-cookie = false\n")
+	random := start("random", "")
 
 	k1, k2, k3 := keysOf(t, cookieS1), keysOf(t, cookieS2), keysOf(t, cookieS3)
 	client := netip.MustParseAddr("127.0.0.1")
@@ -195,6 +196,32 @@ func TestCookiesConfig(t *testing.T) {
 	run(t, []row{
 		{"failed reload: secrets kept", rolled, func() []byte { return made(k3) }, dns.RcodeSuccess, "echo", nil},
 	})
+
+	// A reload that configures a secret where a random one made the
+	// cookies keeps the random one accepted (secret-lifetime): a
+	// client's cookie of before gets an answer and a cookie of the
+	// configured secret, not a BADCOOKIE round trip.
+	_, before := cookieQuery(t, random.addr, cc)
+	if len(before) != 24 {
+		t.Fatalf("random: COOKIE %x, want a server cookie", before)
+	}
+	conf := "[server]\ncontrol = \"\"\ndata-dir = \"data-random\"\n[cookies]\n" + fmt.Sprintf("secret = [%q]\n", cookieS1)
+	if err := os.WriteFile(filepath.Join(dir, "random.toml"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := random.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(random.logs.String(), "reloaded"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload after SIGHUP:\n%s", random.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run(t, []row{
+		{"configured after random: the random secret's cookie accepted", random, func() []byte { return before }, dns.RcodeSuccess, "S1", k1},
+		{"configured after random: its own echoed", random, func() []byte { return made(k1) }, dns.RcodeSuccess, "echo", nil},
+	})
 }
 
 // TestCookieRotationBesideReload: the random secret's rotation (a
@@ -227,11 +254,55 @@ func TestCookieRotationBesideReload(t *testing.T) {
 	want.Make(exp[:], cc, addr, 1)
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; i < 2000000 && (i%1000 != 0 || time.Now().Before(deadline)); i++ {
-		c.set([]cookie.Secret{secret})
+		c.set([]cookie.Secret{secret}, time.Now())
 		c.keys.Make(got[:], cc, addr, 1)
 		if got != exp {
 			t.Fatalf("reload %d: a rotation replaced the configured secret", i)
 		}
-		c.set(nil) // back to a random secret, rotated
+		c.set(nil, time.Now()) // back to a random secret, rotated
 	}
+}
+
+// TestCookieSecretSwitch: a reload that configures a secret where a
+// random one made cookies, or removes the configured one, keeps the
+// secret in use until then accepted for secret-lifetime (as a
+// rotation keeps its previous one), also across a rotation, and no
+// longer; a reload between configured secrets keeps only what it lists
+// (an operator's roll-over, docs/config.md).
+func TestCookieSecretSwitch(t *testing.T) {
+	s1, err := cookie.ParseSecret(cookieS1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := cookie.ParseSecret(cookieS2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, addr := []byte{1, 2, 3, 4, 5, 6, 7, 8}, netip.MustParseAddr("192.0.2.1")
+	start := time.Unix(1_800_000_000, 0)
+	at := func(d time.Duration) uint32 { return uint32(start.Add(d).Unix()) }
+	c := &cookieSecrets{keys: cookie.NewKeys(), lifetime: 20 * time.Minute}
+	made := func() []byte {
+		var sc [cookie.ServerLen]byte
+		c.keys.Make(sc[:], cc, addr, at(0))
+		return append(append([]byte(nil), cc...), sc[:]...)
+	}
+	check := func(what string, opt []byte, d time.Duration, want cookie.Verdict) {
+		t.Helper()
+		if v := c.keys.Check(opt, addr, at(d)); v != want {
+			t.Errorf("%s, %v later: %v, want %v", what, d, v, want)
+		}
+	}
+	random := made()
+	c.set([]cookie.Secret{s1}, start) // random -> configured
+	check("random secret's cookie after a secret is configured", random, time.Minute, cookie.Stale)
+	check("random secret's cookie after secret-lifetime", random, 21*time.Minute, cookie.Bad)
+	configured := made()
+	c.set([]cookie.Secret{s2}, start) // configured -> configured
+	check("a configured secret's cookie after a reload dropped it", configured, time.Minute, cookie.Bad)
+	c.set([]cookie.Secret{s1}, start)
+	c.set(nil, start) // configured -> random
+	c.tick()          // and rotated at once
+	check("configured secret's cookie after the secret is removed and rotated", configured, time.Minute, cookie.Stale)
+	check("configured secret's cookie after secret-lifetime", configured, 21*time.Minute, cookie.Bad)
 }

@@ -839,7 +839,7 @@ func (rl *reloader) reload(ctx context.Context) error {
 		return err
 	}
 	rl.setNegativeAnchors(cfg)
-	rl.cookies.set(secrets)
+	rl.cookies.set(secrets, time.Now())
 	rl.log.Debug("reload: config read", "config", rl.flags.cfgPath, "zones", len(cfg.Zones), "log-level", cfg.Server.LogLevel)
 	if rl.mgr == nil {
 		if len(cfg.Zones) == 0 {
@@ -1167,6 +1167,10 @@ type cookieSecrets struct {
 	// configured: the secrets are [cookies] secret's or secret-file's,
 	// not rotated (a reload sets them).
 	configured bool
+	// lifetime is secret-lifetime: how long the secret a switch
+	// between random and configured replaces stays accepted, as a
+	// rotation's previous secret is.
+	lifetime time.Duration
 }
 
 // newCookies returns the cookies of cfg's [cookies] table: its secrets
@@ -1179,7 +1183,7 @@ func newCookies(cfg *config.Config) (*cookieSecrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cookieSecrets{keys: cookie.NewKeys()}
+	c := &cookieSecrets{keys: cookie.NewKeys(), lifetime: cfg.Cookies.SecretLifetime.Duration}
 	if len(secrets) > 0 {
 		c.keys.Set(secrets)
 		c.configured = true
@@ -1221,22 +1225,27 @@ func (c *cookieSecrets) tick() {
 	}
 }
 
-// set applies a reloaded config's secrets (read already: secrets):
-// configured ones replace those in use; going back to none, a random
-// one is made (the configured one it replaces still accepted) and
-// rotated from then on.
-func (c *cookieSecrets) set(secrets []cookie.Secret) {
+// set applies a reloaded config's secrets (read already: secrets) at
+// now: configured ones replace those in use; going back to none, a
+// random one is made and rotated from then on. Across a switch between
+// random and configured, the secret that made cookies until then stays
+// accepted for a lifetime (cookie.Keys.Replace), so that no client's
+// cookie gets a BADCOOKIE round trip.
+func (c *cookieSecrets) set(secrets []cookie.Secret, now time.Time) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	until := uint32(now.Add(c.lifetime).Unix())
 	switch {
-	case len(secrets) > 0:
+	case len(secrets) > 0 && c.configured:
 		c.keys.Set(secrets)
+	case len(secrets) > 0:
+		c.keys.Replace(secrets, until)
 		c.configured = true
 	case c.configured:
-		c.keys.RotateRandom()
+		c.keys.Replace([]cookie.Secret{cookie.RandomSecret()}, until)
 		c.configured = false
 	}
 }

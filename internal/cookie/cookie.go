@@ -63,10 +63,28 @@ func (s *Secret) words() (uint64, uint64) {
 }
 
 // secrets are the current and previous secret, as the query path reads
-// them.
+// them, and the one replaced by a switch between a random and a
+// configured secret (Keys.Replace), accepted until a time.
 type secrets struct {
 	cur, prev [2]uint64
 	hasPrev   bool
+	// old is accepted while now is before oldUntil (Unix seconds).
+	old      [2]uint64
+	oldUntil uint32
+	hasOld   bool
+}
+
+// keepOld carries o's replaced secret (Keys.Replace) over into s.
+func (s *secrets) keepOld(o *secrets) {
+	if o != nil && o.hasOld {
+		s.old, s.oldUntil, s.hasOld = o.old, o.oldUntil, true
+	}
+}
+
+// oldAccepted reports whether s has a replaced secret still accepted
+// at now (serial arithmetic on Unix seconds, as the cookies' own).
+func (s *secrets) oldAccepted(now uint32) bool {
+	return s.hasOld && int32(s.oldUntil-now) > 0
 }
 
 // Keys holds the server's secrets; it is safe for concurrent use: the
@@ -78,7 +96,7 @@ type Keys struct {
 // NewKeys returns Keys with a random secret.
 func NewKeys() *Keys {
 	k := &Keys{}
-	k.Rotate(randomSecret())
+	k.Rotate(RandomSecret())
 	return k
 }
 
@@ -91,16 +109,42 @@ const MaxSecrets = 2
 // before (RFC 9018 §4.5: its cookies stay valid until they expire), or
 // the next one, staged on every server of an anycast set before any
 // makes cookies with it (NSD's staging secret). Secrets past
-// MaxSecrets are ignored; with none, Keys are left as they are.
+// MaxSecrets are ignored; with none, Keys are left as they are. A
+// secret Replace keeps stays accepted until its time.
 func (k *Keys) Set(list []Secret) {
 	if len(list) == 0 {
 		return
 	}
+	k.p.Store(k.set(list, k.p.Load()))
+}
+
+// set is Set's new secrets: list's, with old's replaced secret.
+func (k *Keys) set(list []Secret, old *secrets) *secrets {
 	next := &secrets{}
 	next.cur[0], next.cur[1] = list[0].words()
 	if len(list) > 1 {
 		next.prev[0], next.prev[1] = list[1].words()
 		next.hasPrev = true
+	}
+	next.keepOld(old)
+	return next
+}
+
+// Replace is Set, for a switch between the random secret and a
+// configured one (a reload adding or removing it): the secret that made
+// cookies until now stays accepted until until (Unix seconds; the
+// secret-lifetime a rotation keeps the previous secret for), so that
+// the cookies clients hold keep working without a BADCOOKIE round trip
+// (RFC 9018 §4.5). It takes the place of a secret an earlier Replace
+// kept. With an empty list, Keys are left as they are.
+func (k *Keys) Replace(list []Secret, until uint32) {
+	if len(list) == 0 {
+		return
+	}
+	old := k.p.Load()
+	next := k.set(list, nil)
+	if old != nil {
+		next.old, next.oldUntil, next.hasOld = old.cur, until, true
 	}
 	k.p.Store(next)
 }
@@ -166,8 +210,8 @@ func ReadSecretFile(path string) ([]Secret, error) {
 	return out, nil
 }
 
-// randomSecret returns 16 random bytes.
-func randomSecret() Secret {
+// RandomSecret returns a new random secret: 16 random bytes.
+func RandomSecret() Secret {
 	var s Secret
 	rand.Read(s[:])
 	return s
@@ -175,18 +219,19 @@ func randomSecret() Secret {
 
 // Rotate makes s the current secret and the current one the previous,
 // still accepted (RFC 9018 §4.5: a cookie made with it stays valid until
-// it expires).
+// it expires). A secret Replace keeps stays accepted until its time.
 func (k *Keys) Rotate(s Secret) {
 	next := &secrets{}
 	next.cur[0], next.cur[1] = s.words()
 	if old := k.p.Load(); old != nil {
 		next.prev, next.hasPrev = old.cur, true
+		next.keepOld(old)
 	}
 	k.p.Store(next)
 }
 
 // RotateRandom rotates to a new random secret.
-func (k *Keys) RotateRandom() { k.Rotate(randomSecret()) }
+func (k *Keys) RotateRandom() { k.Rotate(RandomSecret()) }
 
 // hash is the RFC 9018 §4.4 hash of a server cookie's first eight bytes
 // (version, reserved, timestamp) for client cookie cc and address addr
@@ -231,8 +276,8 @@ const (
 	ClientOnly
 	// Valid: a server cookie of ours, made less than MaxAge ago.
 	Valid
-	// Stale: Valid, but older than RefreshAge or made under the
-	// second secret: replaced by a fresh one.
+	// Stale: Valid, but older than RefreshAge or made under a secret
+	// accepted but no longer making cookies: replaced by a fresh one.
 	Stale
 	// Bad: a server cookie that is not ours, or expired (§5.2.4).
 	Bad
@@ -279,6 +324,10 @@ func check(s *secrets, opt []byte, addr netip.Addr, now uint32) Verdict {
 		// the current secret (as PowerDNS and NSD do), so that the
 		// other can be dropped an hour after it stopped making
 		// cookies.
+		return Stale
+	case s.oldAccepted(now) && hash(s.old, opt, sc[:8], addr) == got:
+		// Made under the secret a switch between random and
+		// configured replaced (Replace): likewise.
 		return Stale
 	}
 	return Bad

@@ -114,3 +114,59 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestReplace: a switch between the random secret and a configured one
+// (Replace) keeps the secret that made cookies accepted until its time,
+// through a Set (a later reload) and a Rotate (the random secret's
+// tick), and not past it; a second Replace takes its place.
+func TestReplace(t *testing.T) {
+	addr := netip.MustParseAddr("192.0.2.1")
+	cc := mustHex(t, "0102030405060708")
+	const now = 1_800_000_000
+	secret := func(b byte) Secret {
+		var s Secret
+		for i := range s {
+			s[i] = b
+		}
+		return s
+	}
+	made := func(k *Keys) []byte {
+		var sc [ServerLen]byte
+		k.Make(sc[:], cc, addr, now)
+		return append(append([]byte(nil), cc...), sc[:]...)
+	}
+	k := &Keys{}
+	k.Set([]Secret{secret(1)})
+	c1 := made(k)
+	k.Replace([]Secret{secret(2), secret(3)}, now+600)
+	c2 := made(k)
+	k.Set([]Secret{secret(3)}) // a reload within the lifetime
+	k.Rotate(secret(4))        // and a rotation
+	for _, c := range []struct {
+		name string
+		opt  []byte
+		at   uint32
+		want Verdict
+	}{
+		{"replaced secret's cookie, in time", c1, now + 599, Stale},
+		{"replaced secret's cookie, at its time", c1, now + 600, Bad},
+		{"replaced secret's cookie, after it", c1, now + 1200, Bad},
+		{"a secret Set dropped", c2, now + 10, Bad},
+	} {
+		if v := k.Check(c.opt, addr, c.at); v != c.want {
+			t.Errorf("%s: %v, want %v", c.name, v, c.want)
+		}
+	}
+	c4 := made(k)
+	k.Replace([]Secret{secret(5)}, now+600)
+	if v := k.Check(c4, addr, now+10); v != Stale {
+		t.Errorf("second replace: the replaced secret's cookie is %v, want stale", v)
+	}
+	if v := k.Check(c1, addr, now+10); v != Bad {
+		t.Errorf("second replace: the first replaced secret's cookie is %v, want bad (one kept)", v)
+	}
+	k.Replace(nil, now+600)
+	if v := k.Check(made(k), addr, now); v != Valid {
+		t.Errorf("empty replace changed the secret: %v", v)
+	}
+}
