@@ -210,6 +210,9 @@ type Cache struct {
 	seed   maphash.Seed
 	opt    Options
 	stale  int64 // nanoseconds an expired entry is kept
+	// dnames counts the DNAME RRsets the shards hold, live or not
+	// (HasDNAME). It is written only when one is stored or removed.
+	dnames atomic.Int64
 }
 
 // shard is a part of the cache with its own lock and budget.
@@ -224,7 +227,9 @@ type shard struct {
 	// rrsets and negative count the entries of m by kind (Positive;
 	// NXDomain and NoData), for Stats.
 	rrsets, negative int
-	_                [64]byte // keeps the next shard's lock off this one's cache line
+	// dnames is the cache's count of DNAME RRsets (Cache.dnames).
+	dnames *atomic.Int64
+	_      [64]byte // keeps the next shard's lock off this one's cache line
 }
 
 // entry is one stored RRset or negative answer. Its fields are never
@@ -295,6 +300,7 @@ func New(opt Options) *Cache {
 	for i := range c.shards {
 		c.shards[i].m = map[string]*entry{}
 		c.shards[i].limit = opt.Size / int64(n)
+		c.shards[i].dnames = &c.dnames
 	}
 	return c
 }
@@ -468,6 +474,9 @@ func nameLen(b []byte) int {
 
 func (e *entry) cost() int64 { return int64(len(e.data)) + overhead }
 
+// qtype is the type of e's key (0 for an NXDOMAIN).
+func (e *entry) qtype() uint16 { return binary.BigEndian.Uint16(e.raw()[e.keyLen-2:]) }
+
 // raw returns e's data as bytes, to read only (binary.BigEndian and
 // dns.UnpackRR take slices; neither writes).
 func (e *entry) raw() []byte { return unsafe.Slice(unsafe.StringData(e.data), len(e.data)) }
@@ -485,6 +494,9 @@ func (s *shard) remove(e *entry) {
 func (s *shard) count(e *entry, d int) {
 	if e.kind == Positive {
 		s.rrsets += d
+		if e.qtype() == dns.TypeDNAME {
+			s.dnames.Add(int64(d))
+		}
 	} else {
 		s.negative += d
 	}
@@ -634,6 +646,14 @@ func (c *Cache) RData(name string, qtype uint16, fn func(rdata []byte)) bool {
 	return true
 }
 
+// HasDNAME reports whether the cache may hold a DNAME RRset: when it
+// does not, GetExact and RData of type DNAME miss, for any name. The
+// resolver looks for a DNAME at every ancestor of a name it is asked
+// (RFC 6672 §2.3) that the cache does not answer (three of the ten
+// lookups of a cold resolution of a name two labels below a TLD), and
+// DNAMEs are rare: it asks this first. It writes nothing shared.
+func (c *Cache) HasDNAME() bool { return c.dnames.Load() > 0 }
+
 // GetStale is Get that also returns an entry past its TTL but within the
 // stale window (Options.Stale), with Stale set and TTL StaleTTL (RFC
 // 8767 §4): for answering when every authority failed. Without a stale
@@ -706,7 +726,7 @@ func (c *Cache) lookup(k []byte, now int64, stale bool) *entry {
 // decode converts e's records to dns.RR with the given owner and TTL.
 func (e *entry) decode(owner string, ttl uint32, out *Entry) error {
 	d := e.raw()
-	qtype := binary.BigEndian.Uint16(d[e.keyLen-2:])
+	qtype := e.qtype()
 	off := int(e.keyLen)
 	if e.n > 0 {
 		out.Records = make([]dns.RR, 0, e.n)

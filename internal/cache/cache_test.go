@@ -641,3 +641,39 @@ func TestRData(t *testing.T) {
 		t.Error("the NS RRset expired with the addresses")
 	}
 }
+
+// TestHasDNAME: HasDNAME is false until a DNAME RRset is stored (a
+// NODATA for type DNAME is not one), true while one is held, replaced
+// or not, and false again once eviction has taken every one.
+func TestHasDNAME(t *testing.T) {
+	const size = 1 << 20
+	c := New(Options{Size: size})
+	soa := "example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 300"
+	c.Put("a.example.com.", dns.TypeDNAME, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+	putA(t, c, 1)
+	if c.HasDNAME() {
+		t.Fatal("HasDNAME without a DNAME")
+	}
+	dname := func(i int) {
+		name := fmt.Sprintf("d%d.example.com.", i)
+		c.Put(name, dns.TypeDNAME, Entry{Records: rrs(t, name+" 300 IN DNAME example.net."), Rank: RankAuthAnswer})
+	}
+	dname(1)
+	dname(1) // a replacement
+	dname(2)
+	if !c.HasDNAME() {
+		t.Fatal("HasDNAME false with two DNAMEs held")
+	}
+	if got := c.dnames.Load(); got != 2 {
+		t.Errorf("%d DNAMEs counted, 2 held", got)
+	}
+	for i := 0; i < 50000 && c.HasDNAME(); i++ {
+		putA(t, c, i)
+	}
+	if c.HasDNAME() {
+		t.Fatalf("HasDNAME after the DNAMEs were evicted (%d counted)", c.dnames.Load())
+	}
+	if _, ok := c.GetExact("d1.example.com.", dns.TypeDNAME); ok {
+		t.Error("a DNAME still held")
+	}
+}

@@ -57,9 +57,11 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 			return m, name, true
 		}
 	}
+	dnames := c.HasDNAME()
 	// RFC 6672 §2.3: a DNAME of an ancestor redirects name; resolve
-	// makes the CNAME from it, as from an authority's answer.
-	for z := name; z != "."; {
+	// makes the CNAME from it, as from an authority's answer. The
+	// ancestors are looked up only when the cache may hold a DNAME.
+	for z := name; z != "." && dnames; {
 		z = parent(z)
 		if e, ok := c.GetExact(z, dns.TypeDNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
