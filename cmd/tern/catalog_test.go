@@ -282,3 +282,59 @@ func TestCatalogConsume(t *testing.T) {
 	}
 	stopC()
 }
+
+// TestCatalogMaxMembers: a consumer with catalog-max-members = 2
+// serves a catalog of two members; the producer's next version, of
+// three, is refused (logged, the two still served, the third not);
+// the version after it, two again, is interpreted. Producer on
+// 127.0.1.80, consumer on 127.0.1.81 (port 5300).
+func TestCatalogMaxMembers(t *testing.T) {
+	const prodAddr, consAddr = "127.0.1.80:5300", "127.0.1.81:5300"
+	pdir, cdir := t.TempDir(), t.TempDir()
+	memberZones(t, pdir, "a.test", "b.test", "c.test")
+	pcfg := filepath.Join(pdir, "tern.toml")
+	ptext := "[server]\nlisten = [\"" + prodAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+		"[[remote]]\nname = \"c\"\naddress = [\"" + consAddr + "\"]\n" +
+		"[[acl]]\nname = \"xfr\"\naddress = [\"127.0.0.0/8\"]\naction = [\"transfer\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nacl = [\"xfr\"]\nnotify = [\"c\"]\n"
+	for _, z := range []string{"a.test", "b.test"} {
+		ptext += "[[zone]]\norigin = \"" + z + "\"\nfile = \"" + z + ".zone\"\nacl = [\"xfr\"]\ncatalog = \"catalog.example\"\n"
+	}
+	if err := os.WriteFile(pcfg, []byte(ptext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ccfg := filepath.Join(cdir, "tern.toml")
+	ctext := "[server]\nlisten = [\"" + consAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+		"[[remote]]\nname = \"p\"\naddress = [\"" + prodAddr + "\"]\n" +
+		"[[acl]]\nname = \"from-p\"\naddress = [\"127.0.1.80\"]\naction = [\"notify\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nprimary = [\"p\"]\nacl = [\"from-p\"]\ncatalog-role = \"interpret\"\ncatalog-max-members = 2\n"
+	if err := os.WriteFile(ccfg, []byte(ctext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serveStoppable(t, serveAddr, "-c", pcfg)
+	_, clogs, _ := serveStoppable(t, serveAddr, "-c", ccfg)
+	defer func() {
+		if t.Failed() {
+			t.Logf("consumer's log:\n%s", clogs)
+		}
+	}()
+	waitSerial(t, consAddr, "a.test.", 1)
+	waitSerial(t, consAddr, "b.test.", 1)
+
+	ctlOK(t, pcfg, "zone-add", "c.test", "--file", filepath.Join(pdir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example")
+	const refused = "3 members, more than catalog-max-members = 2"
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(clogs.String(), refused); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the consumer's log", refused)
+		}
+	}
+	for z, want := range map[string]int{"a.test.": 1, "b.test.": 1, "c.test.": -dns.RcodeRefused} {
+		if got := soaSerial(t, consAddr, z); got != want {
+			t.Errorf("%s after the version over the limit: %d, want %d", z, got, want)
+		}
+	}
+
+	ctlOK(t, pcfg, "zone-remove", "a.test")
+	waitSerial(t, consAddr, "c.test.", 1)
+	waitSerial(t, consAddr, "a.test.", -dns.RcodeRefused)
+}

@@ -198,10 +198,20 @@ func (rl *reloader) setInterpret() {
 	rl.interpret.Store(&m)
 }
 
+// memberLimit refuses next, a version of the catalog cat consumed,
+// when it lists more members than catalog-max-members: a producer
+// cannot make the consumer serve any number of zones.
+func memberLimit(cat config.Zone, next *catalog.Catalog) error {
+	if n, most := len(next.Members), cat.MaxMembers(); n > most {
+		return fmt.Errorf("catalog %s: %d members, more than catalog-max-members = %d", cat.Origin, n, most)
+	}
+	return nil
+}
+
 // consume interprets the version of the catalog origin served (on the
 // main loop): its changes against the last version interpreted are
-// made and the new state stored. A version catalog.Parse refuses
-// changes nothing (logged).
+// made and the new state stored. A version catalog.Parse refuses, or
+// one over catalog-max-members, changes nothing (logged).
 func (rl *reloader) consume(ctx context.Context, origin string) {
 	i := slices.IndexFunc(rl.current.Zones, func(zc config.Zone) bool {
 		return zc.Origin == origin && zc.CatalogRole == config.CatalogInterpret
@@ -218,6 +228,9 @@ func (rl *reloader) consume(ctx context.Context, origin string) {
 	var next *catalog.Catalog
 	if err == nil {
 		next, err = catalog.Parse(origin, rrs)
+	}
+	if err == nil {
+		err = memberLimit(cat, next)
 	}
 	if err != nil {
 		rl.log.Error("catalog: version not interpreted, the members stay as they were", "zone", origin, "serial", z.Serial, "err", err)

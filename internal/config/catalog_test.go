@@ -34,6 +34,11 @@ func TestCatalogKeys(t *testing.T) {
 			`t.toml:1: zone "cat.test.": catalog-role = "interpret" needs primary`},
 		{"bad role", "[[zone]]\norigin = \"cat.test\"\nfile = \"c\"\ncatalog-role = \"consume\"\n",
 			`t.toml:1: zone "cat.test.": catalog-role "consume" (want "generate" or "interpret")`},
+		{"consumer with a member limit", remote + "[[zone]]\norigin = \"cat.test\"\nprimary = [\"p\"]\ncatalog-role = \"interpret\"\ncatalog-max-members = 2\n", ""},
+		{"member limit on a producer", "[[zone]]\norigin = \"cat.test\"\ncatalog-role = \"generate\"\ncatalog-max-members = 2\n",
+			`t.toml:1: zone "cat.test.": catalog-max-members is for a catalog consumed`},
+		{"member limit 0", remote + "[[zone]]\norigin = \"cat.test\"\nprimary = [\"p\"]\ncatalog-role = \"interpret\"\ncatalog-max-members = 0\n",
+			`t.toml:4: zone "cat.test.": catalog-max-members 0 is less than 1`},
 		{"no file, no members", "[[zone]]\norigin = \"a.test\"\n", `t.toml:1: zone "a.test.": missing file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -229,6 +229,10 @@ type Zone struct {
 	// left it keeps its stored copy (file, timers, journal) before it is
 	// deleted; it stops being served at once. Default 1h.
 	CatalogGrace *Duration `toml:"catalog-grace"`
+	// CatalogMaxMembers is the most members a consumed catalog may
+	// list: a version listing more is not interpreted (the members stay
+	// as they were). Default DefaultCatalogMaxMembers.
+	CatalogMaxMembers *int `toml:"catalog-max-members"`
 	// MemberOf is set by Tern, not by a key: the catalog consumed
 	// that listed this zone (one added at run time as its member).
 	MemberOf string `toml:"-"`
@@ -256,6 +260,20 @@ func (z *Zone) Grace() time.Duration {
 		return DefaultCatalogGrace
 	}
 	return z.CatalogGrace.Duration
+}
+
+// DefaultCatalogMaxMembers is catalog-max-members' default: generous
+// (a producer's catalog of ten thousand zones is served), yet a bound
+// on the secondary zones a producer can make a consumer serve.
+const DefaultCatalogMaxMembers = 10000
+
+// MaxMembers is the most members the consumed catalog z may list:
+// catalog-max-members, else DefaultCatalogMaxMembers.
+func (z *Zone) MaxMembers() int {
+	if z.CatalogMaxMembers == nil {
+		return DefaultCatalogMaxMembers
+	}
+	return *z.CatalogMaxMembers
 }
 
 // Catalog roles (Zone.CatalogRole).

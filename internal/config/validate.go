@@ -219,6 +219,12 @@ func (v *validator) validateCatalog(at zoneAt, name string, i int) {
 	if z.CatalogGrace != nil && z.CatalogGrace.Duration < 0 {
 		v.addZone(at, "%s: catalog-grace %s is negative", name, z.CatalogGrace.Duration)
 	}
+	if z.CatalogMaxMembers != nil && z.CatalogRole != CatalogInterpret {
+		v.addZone(at, "%s: catalog-max-members is for a catalog consumed (catalog-role = %q)", name, CatalogInterpret)
+	}
+	if z.CatalogMaxMembers != nil && *z.CatalogMaxMembers < 1 {
+		v.addZone(at, "%s: catalog-max-members %d is less than 1", name, *z.CatalogMaxMembers)
+	}
 	if z.Catalog == "" {
 		return
 	}
