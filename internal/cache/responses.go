@@ -27,10 +27,11 @@ import (
 // query with no larger limit than it was built for.
 //
 // As auth.Cache (the authoritative engine's) it is four-way
-// set-associative with LRU in the set (Set), but a hash has two sets (its
-// top bits pick one, its low bits the other): a hit looks in the first,
-// then the second; a new response goes to the set that has its key or an
-// empty slot, else to the one whose oldest slot is older. With one set
+// set-associative with LRU in the set (Set), and a hash has two sets
+// (Choices: its top bits pick one, its low bits the other): a hit looks
+// in the first, then the second; a new response goes to the set that has
+// its key, else to the one with more empty slots, else to the one whose
+// oldest slot is older (PlaceSecond). With one set
 // per hash the sets that five or more keys of a working set fell into
 // missed on every round of them: 3.5% of 10,000 questions cycled through
 // 32768 slots (bench/run.sh's res-hits), each miss a resolution; two
@@ -53,7 +54,7 @@ import (
 // page in on almost every Put of a cold resolution (46% of its page
 // faults, 1.2 per answer).
 type Responses struct {
-	shift uint // a hash's set is its top bits: h >> shift
+	sets2 Choices // where a hash's two sets are
 	seed  maphash.Seed
 	sets  []respSet
 	// ring holds the entries: a slot's key, response and TTL offsets at
@@ -125,12 +126,8 @@ func NewResponses(size int) *Responses {
 // newResponses is NewResponses with a ring of ring bytes (at least
 // minRing).
 func newResponses(size, ring int) *Responses {
-	sets, shift := 1, uint(64)
-	for sets*Ways < size {
-		sets *= 2
-		shift--
-	}
-	r := &Responses{shift: shift, seed: maphash.MakeSeed()}
+	sets2, sets := NewChoices(size)
+	r := &Responses{sets2: sets2, seed: maphash.MakeSeed()}
 	// The sets and the ring hold no pointers: both are mapped beside
 	// the Go heap (mapped), where the collector neither scans them nor
 	// lets GOGC's share of garbage grow with them.
@@ -209,27 +206,11 @@ func (r *Responses) hash(q *wire.Query, v uint8) uint64 {
 	return h*0x9E3779B97F4A7C15 | 1
 }
 
-// alt is the second set of a hash (two-choice placement, see
-// Responses): its low bits, where the first set takes its top ones (bit 0
-// is always set: it is skipped).
-func (r *Responses) alt(h uint64) uint64 { return h >> 1 & uint64(len(r.sets)-1) }
-
 // place returns the set of a hash's two that a new response of it goes
-// to: the one that holds the hash already, else one with an empty slot
-// (the first set before the second), else the one whose least recently
-// used slot was used longer ago (in ticks of each set's clock).
+// to (PlaceSecond).
 func (r *Responses) place(h uint64) *respSet {
-	a, b := &r.sets[h>>r.shift], &r.sets[r.alt(h)]
-	switch {
-	case a.Way(h) >= 0:
-		return a
-	case b.Way(h) >= 0:
-		return b
-	case a.Way(0) >= 0: // an empty slot
-		return a
-	case b.Way(0) >= 0:
-		return b
-	case b.Oldest() > a.Oldest():
+	a, b := &r.sets[r.sets2.First(h)], &r.sets[r.sets2.Second(h)]
+	if PlaceSecond(&a.Set, &b.Set, h) {
 		return b
 	}
 	return a
@@ -247,10 +228,10 @@ func (r *Responses) place(h uint64) *respSet {
 func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out []byte) (resp []byte, refresh bool) {
 	v := respVariant(q, limit)
 	h := r.hash(q, v)
-	set := &r.sets[h>>r.shift]
+	set := &r.sets[r.sets2.First(h)]
 	w := set.Way(h)
 	if w < 0 {
-		set = &r.sets[r.alt(h)]
+		set = &r.sets[r.sets2.Second(h)]
 		if w = set.Way(h); w < 0 {
 			return nil, false
 		}
