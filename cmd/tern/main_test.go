@@ -256,7 +256,7 @@ func TestServePartialLoad(t *testing.T) {
 func TestHandlerCache(t *testing.T) {
 	resp := auth.New(nil, auth.Options{})
 	for _, tc := range []struct{ size, udp int }{{0, 0}, {1, 4}, {100, 128}, {8192, 8192}} {
-		h := handler(resp, tc.size, nil, nil, nil)
+		h := handler(resp, tc.size, nil, nil)
 		if got := h.NewWorker(false).(*auth.Worker).CacheSize(); got != tc.udp {
 			t.Errorf("response-cache %d: UDP worker caches %d, want %d", tc.size, got, tc.udp)
 		}

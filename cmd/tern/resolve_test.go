@@ -135,7 +135,7 @@ w2.test. RRSIG A 13 2 3600 20300101000000 20200101000000 1 . AAAA
 // 127.0.0.1.
 func serveRoot(t *testing.T, z *zone.Zone) (port, hints string) {
 	t.Helper()
-	srv := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, handler(auth.New(zone.NewSet(z), auth.Options{}), 0, nil, nil, nil))
+	srv := server.New(server.Config{Listen: []string{"127.0.0.1:0"}, Workers: 1}, handler(auth.New(zone.NewSet(z), auth.Options{}), 0, nil, nil))
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog), tap), cfg.Server.UDPPayload)))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), tapped(tap, limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cfg.Server.UDPPayload))))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -1110,20 +1110,27 @@ func warned(ws []zone.Warning) string {
 // handler serves resp on the server's sockets: each UDP worker with a
 // response cache of cacheSize responses (server.response-cache; 0: none),
 // each worker counting its answers in a Shard of counters of its own
-// (nil: none), logging one in every of its answers on qlog (nil:
-// none) and recording every answer into tap ([dnstap]; nil: none).
-func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *sampledLog, tap *dnstap.Tap) server.Handler {
+// (nil: none) and logging one in every of its answers on qlog (nil:
+// none).
+func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *sampledLog) server.Handler {
 	return server.HandlerFunc(func(tcp bool) server.Worker {
 		w := resp.NewWorker(tcp, cacheSize)
 		w.CountIn(metrics.Attach(counters, w, metrics.Auth))
 		if qlog != nil {
 			w.LogQueries(qlog.log, qlog.every)
 		}
-		if tap != nil {
-			w.TapInto(tap)
-		}
 		return w
 	})
+}
+
+// tapped is the authoritative listeners' h with every answer sent
+// recorded into tap ([dnstap]; nil: h): put around DNS cookies and RRL,
+// it records the answers as they amend them.
+func tapped(tap *dnstap.Tap, h server.Handler) server.Handler {
+	if tap == nil {
+		return h
+	}
+	return dnstap.Handler(h, tap, dnstap.Auth)
 }
 
 // openTap opens [dnstap]'s output; nil without the table. log gets the

@@ -10,7 +10,8 @@ import (
 	"github.com/tern-dns/tern/internal/server"
 )
 
-// TestDnstapZeroAllocs: with dnstap on, answering (UDP batches and TCP
+// TestDnstapZeroAllocs: with dnstap on (a dnstap.Worker around the
+// Worker, as tern serve puts it around cookies and RRL), answering (UDP batches and TCP
 // answers) still allocates nothing, the records filling the worker's
 // ring and then dropped (and counted), never waited for; everything
 // queued is written at Close.
@@ -23,14 +24,12 @@ func TestDnstapZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	udp := r.NewWorker(false, 0)
-	udp.TapInto(tap)
+	udp := dnstap.NewWorker(r.NewWorker(false, 0), tap, dnstap.Auth, false)
 	tb := newTestBatch(len(pkts))
 	if n := testing.AllocsPerRun(50, func() { tb.answer(udp, pkts) }); n != 0 {
 		t.Errorf("udp: %v allocations per batch with dnstap on, want 0", n)
 	}
-	tcp := r.NewWorker(true, 0)
-	tcp.TapInto(tap)
+	tcp := dnstap.NewWorker(r.NewWorker(true, 0), tap, dnstap.Auth, true)
 	req := server.NewRequest(pkts[0], netip.MustParseAddrPort("192.0.2.7:5353"), true, nil)
 	out := make([]byte, 0, BufferSize)
 	if n := testing.AllocsPerRun(100, func() {

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/wire"
@@ -30,8 +29,6 @@ type Worker struct {
 	// until the next. nil: no query log.
 	qlog          *slog.Logger
 	qevery, qleft int
-	// tap records every answer for dnstap (TapInto); nil: none.
-	tap *dnstap.Ring
 }
 
 // NewWorker returns a Worker answering over UDP, or with TCP's size limit
@@ -58,13 +55,13 @@ func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	resp := w.r.Answer(&w.scr, req.Packet, out, w.tcp)
 	w.observe(req, resp)
 	if m := w.m; m != nil {
-		m.Flush() // after observe: dnstap may count a drop
+		m.Flush()
 	}
 	return resp
 }
 
-// observe counts resp, the answer to req, for the metrics, the query log
-// and dnstap, each when configured (a nil check each when not). It runs
+// observe counts resp, the answer to req, for the metrics and the query
+// log, each when configured (a nil check each when not). It runs
 // right after the answer, while w.scr still holds req's question.
 //
 // The metrics' count of an answer is written out here, not in a
@@ -87,9 +84,6 @@ func (w *Worker) observe(req *server.Request, resp []byte) {
 	}
 	if w.qlog != nil {
 		w.logQuery(req, resp)
-	}
-	if w.tap != nil {
-		w.record(req, resp)
 	}
 }
 

@@ -29,7 +29,7 @@ func newTestBatch(n int) *testBatch {
 }
 
 // answer has w answer pkts as one batch, the responses in tb.outs.
-func (tb *testBatch) answer(w *Worker, pkts [][]byte) {
+func (tb *testBatch) answer(w server.Batcher, pkts [][]byte) {
 	for i := range pkts {
 		tb.outs[i] = tb.bufs[i][:0]
 		tb.reqs[i].Packet = pkts[i]
@@ -204,8 +204,9 @@ func BenchmarkWorkerBatch(b *testing.B) {
 				set = metrics.New()
 			}
 			r := New(cacheResponder(b).Zones(), Options{Metrics: set})
-			w := r.NewWorker(false, bc.cache)
-			w.CountIn(set.Shard(metrics.Auth))
+			aw := r.NewWorker(false, bc.cache)
+			aw.CountIn(set.Shard(metrics.Auth))
+			var w server.Batcher = aw
 			if bc.tap {
 				// The writer drains on its own goroutine: the
 				// worker's CPU (cpu-ns/answer) leaves it out.
@@ -214,7 +215,7 @@ func BenchmarkWorkerBatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer tap.Close()
-				w.TapInto(tap)
+				w = dnstap.NewWorker(aw, tap, dnstap.Auth, false)
 			}
 			tb := newTestBatch(len(pkts))
 			dnstest.CPUPerAnswer(b, len(pkts), func() { tb.answer(w, pkts) })

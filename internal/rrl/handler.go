@@ -56,6 +56,10 @@ func NewWorker(inner server.Worker, l *Limiter) *Worker {
 	return w
 }
 
+// Metrics is the inner Worker's metrics Shard (nil: none), for a layer
+// put around this one (dnstap's).
+func (w *Worker) Metrics() *metrics.Shard { return w.m }
+
 // Answer answers req through the inner Worker and limits the response.
 func (w *Worker) Answer(req *server.Request, out []byte) []byte {
 	resp := w.inner.Answer(req, out)
