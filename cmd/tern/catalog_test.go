@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -207,34 +208,8 @@ func memberZones(t *testing.T, dir string, names ...string) {
 // 127.0.0.137, consumer on 127.0.0.138 (port 5300).
 func TestCatalogConsume(t *testing.T) {
 	const prodAddr, consAddr = "127.0.0.137:5300", "127.0.0.138:5300"
-	pdir, cdir := t.TempDir(), t.TempDir()
-	memberZones(t, pdir, "a.test", "b.test", "c.test")
-	pcfg := filepath.Join(pdir, "tern.toml")
-	ptext := "[server]\nlisten = [\"" + prodAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
-		"[[remote]]\nname = \"c\"\naddress = [\"" + consAddr + "\"]\n" +
-		"[[acl]]\nname = \"xfr\"\naddress = [\"127.0.0.0/8\"]\naction = [\"transfer\"]\n" +
-		"[[zone]]\norigin = \"catalog.example\"\nacl = [\"xfr\"]\nnotify = [\"c\"]\n"
-	for _, z := range []string{"a.test", "b.test"} {
-		ptext += "[[zone]]\norigin = \"" + z + "\"\nfile = \"" + z + ".zone\"\nacl = [\"xfr\"]\ncatalog = \"catalog.example\"\n"
-	}
-	if err := os.WriteFile(pcfg, []byte(ptext), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ccfg := filepath.Join(cdir, "tern.toml")
-	ctext := "[server]\nlisten = [\"" + consAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
-		"[[remote]]\nname = \"p\"\naddress = [\"" + prodAddr + "\"]\n" +
-		"[[acl]]\nname = \"from-p\"\naddress = [\"127.0.0.137\"]\naction = [\"notify\"]\n" +
-		"[[zone]]\norigin = \"catalog.example\"\nprimary = [\"p\"]\nacl = [\"from-p\"]\ncatalog-role = \"interpret\"\ncatalog-grace = \"1s\"\n"
-	if err := os.WriteFile(ccfg, []byte(ctext), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	serveStoppable(t, serveAddr, "-c", pcfg)
-	_, clogs, stopC := serveStoppable(t, serveAddr, "-c", ccfg)
-	defer func() {
-		if t.Failed() {
-			t.Logf("consumer's log:\n%s", clogs)
-		}
-	}()
+	p := startCatalogPair(t, prodAddr, consAddr, "catalog-grace = \"1s\"\n")
+	pcfg, pdir, ccfg, ctext, cdir, stopC := p.pcfg, p.pdir, p.ccfg, p.ctext, p.cdir, p.stopC
 	followCatalog(t, pcfg, pdir, consAddr)
 	stored := filepath.Join(cdir, "data", "a.test.zone")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
@@ -290,9 +265,47 @@ func TestCatalogConsume(t *testing.T) {
 // 127.0.1.80, consumer on 127.0.1.81 (port 5300).
 func TestCatalogMaxMembers(t *testing.T) {
 	const prodAddr, consAddr = "127.0.1.80:5300", "127.0.1.81:5300"
-	pdir, cdir := t.TempDir(), t.TempDir()
-	memberZones(t, pdir, "a.test", "b.test", "c.test")
-	pcfg := filepath.Join(pdir, "tern.toml")
+	p := startCatalogPair(t, prodAddr, consAddr, "catalog-max-members = 2\n")
+	waitSerial(t, consAddr, "a.test.", 1)
+	waitSerial(t, consAddr, "b.test.", 1)
+
+	ctlOK(t, p.pcfg, "zone-add", "c.test", "--file", filepath.Join(p.pdir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example")
+	waitLog(t, p.clogs, regexp.MustCompile("3 members, more than catalog-max-members = 2"), 1, func() string { return "" })
+	for z, want := range map[string]int{"a.test.": 1, "b.test.": 1, "c.test.": -dns.RcodeRefused} {
+		if got := soaSerial(t, consAddr, z); got != want {
+			t.Errorf("%s after the version over the limit: %d, want %d", z, got, want)
+		}
+	}
+
+	ctlOK(t, p.pcfg, "zone-remove", "a.test")
+	waitSerial(t, consAddr, "c.test.", 1)
+	waitSerial(t, consAddr, "a.test.", -dns.RcodeRefused)
+}
+
+// catalogPair is a Tern producing catalog.example and one consuming it.
+type catalogPair struct {
+	// pcfg and pdir are the producer's config file and directory
+	// (zone files of a.test, b.test, c.test).
+	pcfg, pdir string
+	// ccfg, ctext and cdir are the consumer's config file, its text
+	// and its directory.
+	ccfg, ctext, cdir string
+	// clogs is the consumer's log (shown when the test fails).
+	clogs *dnstest.LogBuffer
+	// stopC stops the consumer.
+	stopC func()
+}
+
+// startCatalogPair starts a Tern at prodAddr producing catalog.example
+// of members a.test and b.test (NOTIFY to the consumer), and one at
+// consAddr consuming it from the first (catalog-role = "interpret",
+// NOTIFY taken from the producer's address) with consExtra added to
+// the catalog's [[zone]].
+func startCatalogPair(t *testing.T, prodAddr, consAddr, consExtra string) *catalogPair {
+	t.Helper()
+	p := &catalogPair{pdir: t.TempDir(), cdir: t.TempDir()}
+	memberZones(t, p.pdir, "a.test", "b.test", "c.test")
+	p.pcfg = filepath.Join(p.pdir, "tern.toml")
 	ptext := "[server]\nlisten = [\"" + prodAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
 		"[[remote]]\nname = \"c\"\naddress = [\"" + consAddr + "\"]\n" +
 		"[[acl]]\nname = \"xfr\"\naddress = [\"127.0.0.0/8\"]\naction = [\"transfer\"]\n" +
@@ -300,41 +313,24 @@ func TestCatalogMaxMembers(t *testing.T) {
 	for _, z := range []string{"a.test", "b.test"} {
 		ptext += "[[zone]]\norigin = \"" + z + "\"\nfile = \"" + z + ".zone\"\nacl = [\"xfr\"]\ncatalog = \"catalog.example\"\n"
 	}
-	if err := os.WriteFile(pcfg, []byte(ptext), 0o644); err != nil {
+	if err := os.WriteFile(p.pcfg, []byte(ptext), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ccfg := filepath.Join(cdir, "tern.toml")
-	ctext := "[server]\nlisten = [\"" + consAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
+	prodHost, _, _ := strings.Cut(prodAddr, ":")
+	p.ccfg = filepath.Join(p.cdir, "tern.toml")
+	p.ctext = "[server]\nlisten = [\"" + consAddr + "\"]\nworkers = 1\ncontrol = \"ctl.sock\"\ndata-dir = \"data\"\n" +
 		"[[remote]]\nname = \"p\"\naddress = [\"" + prodAddr + "\"]\n" +
-		"[[acl]]\nname = \"from-p\"\naddress = [\"127.0.1.80\"]\naction = [\"notify\"]\n" +
-		"[[zone]]\norigin = \"catalog.example\"\nprimary = [\"p\"]\nacl = [\"from-p\"]\ncatalog-role = \"interpret\"\ncatalog-max-members = 2\n"
-	if err := os.WriteFile(ccfg, []byte(ctext), 0o644); err != nil {
+		"[[acl]]\nname = \"from-p\"\naddress = [\"" + prodHost + "\"]\naction = [\"notify\"]\n" +
+		"[[zone]]\norigin = \"catalog.example\"\nprimary = [\"p\"]\nacl = [\"from-p\"]\ncatalog-role = \"interpret\"\n" + consExtra
+	if err := os.WriteFile(p.ccfg, []byte(p.ctext), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serveStoppable(t, serveAddr, "-c", pcfg)
-	_, clogs, _ := serveStoppable(t, serveAddr, "-c", ccfg)
-	defer func() {
+	serveStoppable(t, serveAddr, "-c", p.pcfg)
+	_, p.clogs, p.stopC = serveStoppable(t, serveAddr, "-c", p.ccfg)
+	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("consumer's log:\n%s", clogs)
+			t.Logf("consumer's log:\n%s", p.clogs)
 		}
-	}()
-	waitSerial(t, consAddr, "a.test.", 1)
-	waitSerial(t, consAddr, "b.test.", 1)
-
-	ctlOK(t, pcfg, "zone-add", "c.test", "--file", filepath.Join(pdir, "c.test.zone"), "--acl", "xfr", "--catalog", "catalog.example")
-	const refused = "3 members, more than catalog-max-members = 2"
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(clogs.String(), refused); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the consumer's log", refused)
-		}
-	}
-	for z, want := range map[string]int{"a.test.": 1, "b.test.": 1, "c.test.": -dns.RcodeRefused} {
-		if got := soaSerial(t, consAddr, z); got != want {
-			t.Errorf("%s after the version over the limit: %d, want %d", z, got, want)
-		}
-	}
-
-	ctlOK(t, pcfg, "zone-remove", "a.test")
-	waitSerial(t, consAddr, "c.test.", 1)
-	waitSerial(t, consAddr, "a.test.", -dns.RcodeRefused)
+	})
+	return p
 }

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -163,15 +163,7 @@ func TestCookiesConfig(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(cookieS3+"\n"+cookieS2+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := rolled.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(rolled.logs.String(), "reloaded"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload after SIGHUP:\n%s", rolled.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sighup(t, rolled, "reloaded")
 	run(t, []row{
 		{"reloaded: the new secret's echoed", rolled, func() []byte { return made(k3) }, dns.RcodeSuccess, "echo", nil},
 		{"reloaded: the previous secret's accepted", rolled, func() []byte { return made(k2) }, dns.RcodeSuccess, "S3", k3},
@@ -183,16 +175,7 @@ func TestCookiesConfig(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(cookieS1+"\nnot-a-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := rolled.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	want := secretFile + ":2: a secret is 32 hexadecimal digits"
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(rolled.logs.String(), want); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q after SIGHUP:\n%s", want, rolled.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sighup(t, rolled, secretFile+":2: a secret is 32 hexadecimal digits")
 	run(t, []row{
 		{"failed reload: secrets kept", rolled, func() []byte { return made(k3) }, dns.RcodeSuccess, "echo", nil},
 	})
@@ -209,19 +192,21 @@ func TestCookiesConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "random.toml"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := random.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(random.logs.String(), "reloaded"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload after SIGHUP:\n%s", random.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sighup(t, random, "reloaded")
 	run(t, []row{
 		{"configured after random: the random secret's cookie accepted", random, func() []byte { return before }, dns.RcodeSuccess, "S1", k1},
 		{"configured after random: its own echoed", random, func() []byte { return made(k1) }, dns.RcodeSuccess, "echo", nil},
 	})
+}
+
+// sighup sends c a SIGHUP and waits (a minute at most) for want in its
+// log.
+func sighup(t *testing.T, c *child, want string) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c.logs, regexp.MustCompile(regexp.QuoteMeta(want)), 1, func() string { return "" })
 }
 
 // TestCookieRotationBesideReload: the random secret's rotation (a
