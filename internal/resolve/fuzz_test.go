@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/tern-dns/tern/internal/upstream"
 )
 
 // script is an Exchanger whose servers answer the i-th query with the
@@ -25,8 +27,9 @@ func (s *script) Exchange(ctx context.Context, server netip.AddrPort, q dns.Ques
 		return nil, context.DeadlineExceeded
 	}
 	p := s.packets[(s.n-1)%len(s.packets)]
-	m := new(dns.Msg)
-	if err := m.Unpack(p); err != nil {
+	// upstream.Client's parser, with the name asked as its hint.
+	m, err := upstream.Unpack(p, q.Name)
+	if err != nil {
 		return nil, fmt.Errorf("unparseable: %w", err)
 	}
 	// What upstream.Validate guarantees.

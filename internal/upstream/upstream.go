@@ -342,8 +342,8 @@ func (h header) validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error
 // fallback needs to see it). Errors wrap ErrMismatch when the packet
 // parses but does not match.
 func Validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
-	r := new(dns.Msg)
-	if err := r.Unpack(pkt); err != nil {
+	r, err := Unpack(pkt, q.Name)
+	if err != nil {
 		return nil, fmt.Errorf("unparseable answer: %w", err)
 	}
 	switch {

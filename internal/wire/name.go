@@ -94,6 +94,11 @@ func NameText(name []byte) (string, bool) {
 	}
 }
 
+// Escaped reports whether dns.UnpackDomainName escapes the octet c in a
+// label (as \c or \DDD): a reader that makes presentation form without
+// escapes leaves names with such octets to it.
+func Escaped(c byte) bool { return escaped[c] }
+
 // escaped marks the octets dns.UnpackDomainName escapes in a label: the
 // specials it writes after a backslash, and as \DDD those outside
 // printable ASCII.
