@@ -327,17 +327,15 @@ if [[ " $WORKLOADS " == *" bigsigned-do "* ]]; then
 	mv "$DATA/big.signed.zone.tmp" "$DATA/big.signed.zone"
 fi
 
+# shellcheck source=bench/lib/servers.sh
+source "$HERE/lib/servers.sh"
+
 # Ports: one per server, fixed offsets from PORT_BASE.
 declare -A PORT=([tern]=0 [nsd]=1 [knot]=2 [bind]=3 [pdns]=4 [echo]=5 [echosz]=6 [unbound]=7 [pdnsrec]=8)
 for s in "${!PORT[@]}"; do
 	PORT[$s]=$((PORT_BASE + PORT[$s]))
-	if ss -Hlnu "sport = :${PORT[$s]}" | grep -q . || ss -Hlnt "sport = :${PORT[$s]}" | grep -q .; then
-		echo "port ${PORT[$s]} (for $s) is in use; set BENCH_PORT_BASE" >&2
-		exit 1
-	fi
+	port_free "${PORT[$s]}" "$s" || exit 1
 done
-
-source "$HERE/lib/servers.sh"
 
 # ternperf_has_tcp: does this tern perf take -T? (Its -h exits non-zero,
 # which pipefail would count against a pipe into grep.)

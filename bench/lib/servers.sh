@@ -1,27 +1,39 @@
+# shellcheck shell=bash
 # bench/lib/servers.sh - how the harness starts each DNS server.
 #
-# Sourced by bench/run.sh. One function per server:
+# Sourced by bench/run.sh (and, for Knot and NSD, by
+# bench/manyzones/bench-manyzones.sh and bench/xfr/bench-xfr.sh). One
+# function per server:
 #
 #   start_<name> WORKDIR PORT ZONE...      ZONE is ORIGIN=FILE (absolute path)
 #
 # Each writes a throw-away config into WORKDIR, starts the server in the
 # foreground (so its PID is the process the harness measures) pinned to
-# CPU 0 with one worker, listening on 127.0.0.1:PORT only, and prints the
-# PID in STARTED_PID (no subshell, so run.sh stays its parent and can
-# wait for it). The server's stdout/stderr go to WORKDIR/log.
+# CPU 0 (PIN, bench/lib/common.sh) with one worker, listening on
+# 127.0.0.1:PORT only, and prints the PID in STARTED_PID (no subshell, so
+# run.sh stays its parent and can wait for it). The server's
+# stdout/stderr go to WORKDIR/log. NSD's and Knot's two halves are
+# functions of their own (nsd_conf and nsd_run, knot_conf and knot_run),
+# so that a benchmark timing the start can write the config first.
 #
 # Every config is written so that the server sends no traffic anywhere:
 # no NOTIFY (BIND would notify the root zone's real NS hosts), no
 # recursion, no security polling (PowerDNS), no zone transfers.
 
-SERVER_CPU=${SERVER_CPU:-0}
+# shellcheck disable=SC2034 # STARTED_PID is for the callers
+# shellcheck source=bench/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # zone_origin ZONE / zone_file ZONE: split ORIGIN=FILE.
 zone_origin() { printf '%s' "${1%%=*}"; }
 zone_file() { printf '%s' "${1#*=}"; }
 
-start_nsd() {
-	local dir=$1 port=$2; shift 2
+# nsd_conf WORKDIR PORT ZONE...: WORKDIR/nsd.conf. The zones' entries
+# are written without a command substitution per zone: the many-zones
+# benchmark lists 100,000.
+nsd_conf() {
+	local dir=$1 port=$2 z
+	shift 2
 	{
 		cat <<-EOF
 		server:
@@ -47,30 +59,51 @@ start_nsd() {
 		  control-enable: no
 		EOF
 		for z in "$@"; do
-			printf 'zone:\n  name: "%s"\n  zonefile: "%s"\n' "$(zone_origin "$z")" "$(zone_file "$z")"
+			printf 'zone:\n  name: "%s"\n  zonefile: "%s"\n' "${z%%=*}" "${z#*=}"
 		done
 	} >"$dir/nsd.conf"
-	taskset -c "$SERVER_CPU" nsd -d -c "$dir/nsd.conf" >"$dir/log" 2>&1 &
+}
+
+# nsd_run WORKDIR: NSD on WORKDIR/nsd.conf.
+nsd_run() {
+	"${PIN[@]}" nsd -d -c "$1/nsd.conf" >"$1/log" 2>&1 &
 	STARTED_PID=$!
 }
 
-start_knot() {
-	local dir=$1 port=$2; shift 2
+start_nsd() {
+	nsd_conf "$@"
+	nsd_run "$1"
+}
+
+# knot_head WORKDIR PORT: the server, database, control and log sections
+# of a knot.conf in WORKDIR, listening on 127.0.0.1@PORT with one worker
+# of each kind (bench-xfr.sh adds its keys, remotes and ACLs to it).
+knot_head() {
+	cat <<-EOF
+	server:
+	  rundir: "$1"
+	  listen: 127.0.0.1@$2
+	  udp-workers: 1
+	  tcp-workers: 1
+	  background-workers: 1
+	database:
+	  storage: "$1/db"
+	control:
+	  listen: "$1/knot.sock"
+	log:
+	  - target: stderr
+	    any: notice
+	EOF
+}
+
+# knot_conf WORKDIR PORT ZONE...: WORKDIR/knot.conf serving the zones from
+# their files, never writing them back, with no journal.
+knot_conf() {
+	local dir=$1 port=$2 z
+	shift 2
 	{
+		knot_head "$dir" "$port"
 		cat <<-EOF
-		server:
-		  rundir: "$dir"
-		  listen: 127.0.0.1@$port
-		  udp-workers: 1
-		  tcp-workers: 1
-		  background-workers: 1
-		database:
-		  storage: "$dir/db"
-		control:
-		  listen: "$dir/knot.sock"
-		log:
-		  - target: stderr
-		    any: notice
 		template:
 		  - id: default
 		    storage: "$dir"
@@ -81,11 +114,20 @@ start_knot() {
 		zone:
 		EOF
 		for z in "$@"; do
-			printf '  - domain: "%s"\n    file: "%s"\n' "$(zone_origin "$z")" "$(zone_file "$z")"
+			printf '  - domain: "%s"\n    file: "%s"\n' "${z%%=*}" "${z#*=}"
 		done
 	} >"$dir/knot.conf"
-	taskset -c "$SERVER_CPU" knotd -c "$dir/knot.conf" >"$dir/log" 2>&1 &
+}
+
+# knot_run WORKDIR: knotd on WORKDIR/knot.conf.
+knot_run() {
+	"${PIN[@]}" knotd -c "$1/knot.conf" >"$1/log" 2>&1 &
 	STARTED_PID=$!
+}
+
+start_knot() {
+	knot_conf "$@"
+	knot_run "$1"
 }
 
 start_bind() {
@@ -112,7 +154,7 @@ start_bind() {
 		done
 	} >"$dir/named.conf"
 	# -g: foreground, log to stderr; -n 1: one worker thread.
-	taskset -c "$SERVER_CPU" named -g -n 1 -c "$dir/named.conf" >"$dir/log" 2>&1 &
+	"${PIN[@]}" named -g -n 1 -c "$dir/named.conf" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -149,7 +191,7 @@ start_pdns() {
 			pdnsutil --config-dir="$dir" set-presigned "$(zone_origin "$z")" >>"$dir/log" 2>&1
 		fi
 	done
-	taskset -c "$SERVER_CPU" pdns_server --config-dir="$dir" >>"$dir/log" 2>&1 &
+	"${PIN[@]}" pdns_server --config-dir="$dir" >>"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -159,13 +201,13 @@ start_tern() {
 	for z in "$@"; do
 		args+=(--zone "$z")
 	done
-	taskset -c "$SERVER_CPU" "$BIN/tern" serve --listen "127.0.0.1:$port" "${args[@]}" --workers 1 >"$dir/log" 2>&1 &
+	"${PIN[@]}" "$BIN/tern" serve --listen "127.0.0.1:$port" "${args[@]}" --workers 1 >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
 start_echo() {
 	local dir=$1 port=$2
-	taskset -c "$SERVER_CPU" "$BIN/echo" 127.0.0.1 "$port" >"$dir/log" 2>&1 &
+	"${PIN[@]}" "$BIN/echo" 127.0.0.1 "$port" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -173,7 +215,7 @@ start_echo() {
 # average size of Tern's answers in the workload being measured.
 start_echosz() {
 	local dir=$1 port=$2
-	taskset -c "$SERVER_CPU" "$BIN/echo" 127.0.0.1 "$port" "$ECHO_SIZE" >"$dir/log" 2>&1 &
+	"${PIN[@]}" "$BIN/echo" 127.0.0.1 "$port" "$ECHO_SIZE" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -230,7 +272,7 @@ start_res_unbound() {
 	  control-interface: "$dir/unbound.ctl"
 	  control-use-cert: no
 	EOF
-	taskset -c "$SERVER_CPU" unbound -d -c "$dir/unbound.conf" >"$dir/log" 2>&1 &
+	"${PIN[@]}" unbound -d -c "$dir/unbound.conf" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -270,7 +312,7 @@ start_res_pdnsrec() {
 	max-packetcache-entries=2000000
 	webserver=no
 	EOF
-	taskset -c "$SERVER_CPU" pdns_recursor --config-dir="$dir" >"$dir/log" 2>&1 &
+	"${PIN[@]}" pdns_recursor --config-dir="$dir" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 
@@ -316,7 +358,7 @@ start_res_tern() {
 	# outstanding; Unbound and PowerDNS Recursor have no such limit on
 	max-per-client = 1024
 	EOF
-	taskset -c "$SERVER_CPU" "$BIN/tern" serve -c "$dir/tern.toml" >"$dir/log" 2>&1 &
+	"${PIN[@]}" "$BIN/tern" serve -c "$dir/tern.toml" >"$dir/log" 2>&1 &
 	STARTED_PID=$!
 }
 

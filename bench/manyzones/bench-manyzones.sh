@@ -26,40 +26,25 @@ export PATH="$PATH:/usr/sbin"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+# shellcheck source=bench/lib/servers.sh
+source "$HERE/../lib/servers.sh"
 N=${1:-100000}
 DURATION=${DURATION:-10}
 SERVERS=${SERVERS:-tern knot nsd}
 PORT_BASE=${BENCH_PORT_BASE:-25300}
 P_TERN=$((PORT_BASE + 30)) P_KNOT=$((PORT_BASE + 31)) P_NSD=$((PORT_BASE + 32))
-WORK=$(mktemp -d /tmp/tern-bench-manyzones.XXXXXX)
-PIN=()
-CPIN=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c 0) CPIN=(taskset -c 1); fi
-TCK=$(getconf CLK_TCK)
+bench_work manyzones
 
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-for p in $P_TERN $P_KNOT $P_NSD; do
-	if ss -Hlnu "sport = :$p" | grep -q .; then
-		echo "port $p is in use; set BENCH_PORT_BASE" >&2
-		exit 1
-	fi
-done
+for p in $P_TERN $P_KNOT $P_NSD; do port_free "$p" || exit 1; done
 for b in dnsperf kdig; do
 	command -v $b >/dev/null || { echo "$b is needed (Debian: dnsperf, knot-dnsutils)" >&2; exit 1; }
 done
 
 echo "# many zones: $N zones of 4 records; work dir $WORK" >&2
 mkdir -p "$WORK/zones"
-# The zones, the servers' zone lists and the queries, by awk (a shell
-# loop over 100,000 zones forks too much).
+# The zones, Tern's zone list, the list of ORIGIN=FILE that Knot's and
+# NSD's configs are written from (bench/lib/servers.sh) and the queries,
+# by awk (a shell loop over 100,000 zones forks too much).
 awk -v n="$N" -v d="$WORK/zones" -v w="$WORK" 'BEGIN {
 	for (i = 0; i < n; i++) {
 		o = "z" i ".test."
@@ -67,8 +52,7 @@ awk -v n="$N" -v d="$WORK/zones" -v w="$WORK" 'BEGIN {
 		printf "$ORIGIN %s\n$TTL 3600\n@ SOA ns1 host 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 10.%d.%d.%d\n", o, int(i / 65536), int(i / 256) % 256, i % 256 > f
 		close(f)
 		printf "[[zone]]\norigin = \"%s\"\nfile = \"%s\"\n", o, f > (w "/tern-zones.toml")
-		printf "  - domain: \"%s\"\n    file: \"%s\"\n", o, f > (w "/knot-zones.conf")
-		printf "zone:\n  name: \"%s\"\n  zonefile: \"%s\"\n", o, f > (w "/nsd-zones.conf")
+		printf "%s=%s\n", o, f > (w "/zones.list")
 	}
 	srand(1)
 	for (q = 0; q < 200000; q++) printf "www.z%d.test. A\n", int(rand() * n) > (w "/queries")
@@ -76,118 +60,47 @@ awk -v n="$N" -v d="$WORK/zones" -v w="$WORK" 'BEGIN {
 LAST="www.z$((N - 1)).test."
 WANT="10.$(((N - 1) / 65536)).$((((N - 1) / 256) % 256)).$(((N - 1) % 256))"
 
-if [ -n "${TERN_BIN:-}" ]; then
-	mkdir -p "$WORK/bin"; cp "$TERN_BIN" "$WORK/bin/tern"
-else
-	(cd "$REPO" && go build -o "$WORK/bin/tern" ./cmd/tern)
-fi
-TERN_REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+mapfile -t ZONES <"$WORK/zones.list"
+mkdir -p "$WORK/bin"
+tern_binary "$WORK/bin/tern"
 
-now() { date +%s%N; }
-ms() { echo $((($2 - $1) / 1000000)); }
-# tree PID: PID and its descendants.
-tree() {
-	local c
-	echo "$1"
-	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree "$c"; done
-}
-# cpu PID: user+system CPU ticks of PID's process tree (and reaped children).
-cpu() {
-	local p t=0
-	for p in $(tree "$1"); do t=$((t + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
-	echo "$t"
-}
 # pss PID: the PSS of PID's process tree in kB.
 pss() {
 	local p t=0
 	for p in $(tree "$1"); do t=$((t + $(awk '$1 == "Pss:" {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done
 	echo "$t"
 }
-secs() { awk -v t="$1" -v k="$TCK" 'BEGIN {printf "%.2f", t / k}'; }
 
 # answered PORT: the address served for the last zone's www, or nothing.
-answered() { "${CPIN[@]}" kdig @127.0.0.1 -p "$1" +short +timeout=1 +retry=0 "$LAST" A 2>/dev/null | head -1; }
+answered() { "${OPIN[@]}" kdig @127.0.0.1 -p "$1" +short +timeout=1 +retry=0 "$LAST" A 2>/dev/null | head -1; }
 
-# wait_answer PORT PID: until PORT answers the last zone (at most 30
-# minutes); false if PID died or it never did.
-wait_answer() {
-	local i
-	for i in $(seq 36000); do
-		[ "$(answered "$1")" = "$WANT" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+# prepare SERVER: its config in WORK/SERVER, written before the clock
+# starts (it lists N zones); PORT: its port.
+prepare() {
+	mkdir -p "$WORK/$1"
+	case $1 in
+	tern)
+		{
+			printf '[server]\nlisten = ["127.0.0.1:%s"]\nworkers = 1\ncontrol = "%s"\ndata-dir = "%s"\n' "$P_TERN" "$WORK/tern/ctl.sock" "$WORK/tern/data"
+			cat "$WORK/tern-zones.toml"
+		} >"$WORK/tern/tern.toml"
+		PORT=$P_TERN
+		;;
+	knot) knot_conf "$WORK/knot" "$P_KNOT" "${ZONES[@]}" && PORT=$P_KNOT ;;
+	nsd) nsd_conf "$WORK/nsd" "$P_NSD" "${ZONES[@]}" && PORT=$P_NSD ;;
+	esac
 }
 
-start_tern() {
-	mkdir -p "$WORK/tern"
-	{
-		printf '[server]\nlisten = ["127.0.0.1:%s"]\nworkers = 1\ncontrol = "%s"\ndata-dir = "%s"\n' "$P_TERN" "$WORK/tern/ctl.sock" "$WORK/tern/data"
-		cat "$WORK/tern-zones.toml"
-	} >"$WORK/tern/tern.toml"
-	"${PIN[@]}" "$WORK/bin/tern" serve -c "$WORK/tern/tern.toml" >"$WORK/tern/log" 2>&1 &
-	STARTED=$! PORT=$P_TERN
-}
-
-start_knot() {
-	mkdir -p "$WORK/knot"
-	{
-		cat <<-EOF
-		server:
-		  rundir: "$WORK/knot"
-		  listen: 127.0.0.1@$P_KNOT
-		  udp-workers: 1
-		  tcp-workers: 1
-		  background-workers: 1
-		database:
-		  storage: "$WORK/knot/db"
-		log:
-		  - target: stderr
-		    any: notice
-		template:
-		  - id: default
-		    storage: "$WORK/knot"
-		    zonefile-sync: -1
-		    zonefile-load: whole
-		    journal-content: none
-		    semantic-checks: off
-		zone:
-		EOF
-		cat "$WORK/knot-zones.conf"
-	} >"$WORK/knot/knot.conf"
-	"${PIN[@]}" knotd -c "$WORK/knot/knot.conf" >"$WORK/knot/log" 2>&1 &
-	STARTED=$! PORT=$P_KNOT
-}
-
-start_nsd() {
-	mkdir -p "$WORK/nsd"
-	{
-		cat <<-EOF
-		server:
-		  ip-address: 127.0.0.1@$P_NSD
-		  port: $P_NSD
-		  server-count: 1
-		  do-ip6: no
-		  username: ""
-		  chroot: ""
-		  database: ""
-		  zonesdir: "$WORK/nsd"
-		  pidfile: "$WORK/nsd/nsd.pid"
-		  xfrdfile: "$WORK/nsd/xfrd.state"
-		  zonelistfile: "$WORK/nsd/zone.list"
-		  logfile: "$WORK/nsd/nsd.log"
-		  verbosity: 1
-		  zonefiles-check: no
-		  rrl-ratelimit: 0
-		  rrl-whitelist-ratelimit: 0
-		remote-control:
-		  control-enable: no
-		EOF
-		cat "$WORK/nsd-zones.conf"
-	} >"$WORK/nsd/nsd.conf"
-	"${PIN[@]}" nsd -d -c "$WORK/nsd/nsd.conf" >"$WORK/nsd/log" 2>&1 &
-	STARTED=$! PORT=$P_NSD
+# launch SERVER: starts it (bench/lib/servers.sh); STARTED_PID.
+launch() {
+	case $1 in
+	tern)
+		"${PIN[@]}" "$WORK/bin/tern" serve -c "$WORK/tern/tern.toml" >"$WORK/tern/log" 2>&1 &
+		STARTED_PID=$!
+		;;
+	knot) knot_run "$WORK/knot" ;;
+	nsd) nsd_run "$WORK/nsd" ;;
+	esac
 }
 
 version() {
@@ -205,13 +118,15 @@ for s in $SERVERS; do
 	nsd) command -v nsd >/dev/null || { echo "!!! nsd not installed" >&2; continue; } ;;
 	esac
 	echo "# $(version "$s")" >&2
+	prepare "$s"
 	t0=$(now)
-	"start_$s"
-	PIDS+=("$STARTED")
-	if ! wait_answer "$PORT" "$STARTED"; then
+	launch "$s"
+	STARTED=$STARTED_PID
+	track "$STARTED"
+	# until it answers the last zone (at most 30 minutes)
+	if ! wait_for "$STARTED" 36000 0.05 "$WANT" answered "$PORT"; then
 		echo "!!! $s never answered $LAST with $WANT; log: $(tail -3 "$WORK/$s/log" | tr '\n' ' ')" >&2
-		kill -TERM "$STARTED" 2>/dev/null || true
-		wait "$STARTED" 2>/dev/null || true
+		stop "$STARTED"
 		continue
 	fi
 	t1=$(now)
@@ -220,7 +135,7 @@ for s in $SERVERS; do
 	mem=$(pss "$STARTED")
 	echo "  load: $(ms "$t0" "$t1") ms to answer $LAST, CPU $(secs "$lcpu") s, PSS $mem kB" >&2
 	a=$(cpu "$STARTED")
-	"${CPIN[@]}" dnsperf -s 127.0.0.1 -p "$PORT" -d "$WORK/queries" -l "$DURATION" -c 8 -q 100 -t 1 >"$WORK/$s.dnsperf" 2>&1 || true
+	"${OPIN[@]}" dnsperf -s 127.0.0.1 -p "$PORT" -d "$WORK/queries" -l "$DURATION" -c 8 -q 100 -t 1 >"$WORK/$s.dnsperf" 2>&1 || true
 	b=$(cpu "$STARTED")
 	qps=$(awk '/Queries per second:/ {print $4}' "$WORK/$s.dnsperf")
 	done_q=$(awk '/Queries completed:/ {print $3}' "$WORK/$s.dnsperf")
@@ -240,8 +155,7 @@ for s in $SERVERS; do
 		fi
 	fi
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$N" "$(ms "$t0" "$t1")" "$(secs "$lcpu")" "$mem" "${qps:-}" "${lost:-}" "${noerr:-}" "$cpq" "$add" >>"$WORK/raw.tsv"
-	kill -TERM "$STARTED" 2>/dev/null || true
-	wait "$STARTED" 2>/dev/null || true
+	stop "$STARTED"
 done
 
 echo

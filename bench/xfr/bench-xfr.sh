@@ -25,6 +25,8 @@ export PATH="$PATH:/usr/sbin"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+# shellcheck source=bench/lib/servers.sh
+source "$HERE/../lib/servers.sh"
 N=${1:-1000000}
 REPS=${REPS:-3}
 PHASES=${PHASES:-out in}
@@ -32,27 +34,9 @@ PORT_BASE=${BENCH_PORT_BASE:-25300}
 P_PRIMARY=$((PORT_BASE + 20)) P_TERN=$((PORT_BASE + 21)) P_KNOT=$((PORT_BASE + 22))
 ORIGIN=xfr.test
 SECRET=c2VjcmV0IGtleSBmb3IgdGhlIGV4YW1wbGUgb25seQ==
-WORK=$(mktemp -d /tmp/tern-bench-xfr.XXXXXX)
-PIN=()
-KPIN=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c 0) KPIN=(taskset -c 1); fi
-TCK=$(getconf CLK_TCK)
+bench_work xfr
 
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-for p in $P_PRIMARY $P_TERN $P_KNOT; do
-	if ss -Hlnt "sport = :$p" | grep -q .; then
-		echo "port $p is in use; set BENCH_PORT_BASE" >&2
-		exit 1
-	fi
-done
+for p in $P_PRIMARY $P_TERN $P_KNOT; do port_free "$p" || exit 1; done
 command -v knotd >/dev/null && command -v kdig >/dev/null || {
 	echo "knotd and kdig are needed (Debian: knot, knot-dnsutils)" >&2
 	exit 1
@@ -61,114 +45,91 @@ command -v knotd >/dev/null && command -v kdig >/dev/null || {
 echo "# zone transfers: $N records ($ORIGIN), $REPS repeats; work dir $WORK" >&2
 "$HERE/../sign/gen-zone.sh" "$ORIGIN" "$N" >"$WORK/zone"
 RECORDS=$(grep -vc '^\$' "$WORK/zone")
-if [ -n "${TERN_BIN:-}" ]; then
-	cp "$TERN_BIN" "$WORK/tern"
-else
-	(cd "$REPO" && go build -o "$WORK/tern" ./cmd/tern)
-fi
-TERN_REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+tern_binary "$WORK/tern"
 
-# cpu PID: user+system CPU ticks of PID and its reaped children.
-cpu() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
 # kb PID FIELD: a /proc/PID/status field in kB (VmRSS, VmHWM).
 kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
-secs() { awk -v t="$1" -v k="$TCK" 'BEGIN {printf "%.2f", t / k}'; }
-now() { date +%s%N; }
-ms() { echo $((($2 - $1) / 1000000)); }
 
 # serial PORT: the SOA serial served on PORT, or nothing.
-serial() { "${KPIN[@]}" kdig @127.0.0.1 -p "$1" +short +timeout=1 +retry=0 "$ORIGIN" SOA 2>/dev/null | awk '{print $3}'; }
+serial() { "${OPIN[@]}" kdig @127.0.0.1 -p "$1" +short +timeout=1 +retry=0 "$ORIGIN" SOA 2>/dev/null | awk '{print $3}'; }
 WANT=$(awk '$2 == "IN" && $3 == "SOA" {print $6; exit}' "$WORK/zone")
 
 # wait_serial PORT PID: wait until PORT serves the zone's serial (at most
 # 10 minutes); false if PID died or it never did.
-wait_serial() {
-	local i
-	for i in $(seq 6000); do
-		[ "$(serial "$1")" = "$WANT" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+wait_serial() { wait_for "$2" 6000 0.1 "$WANT" serial "$1"; }
 
-stop() {
-	kill -TERM "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
-
-tern_primary() {
-	cat >"$WORK/tern-out.toml" <<-EOF
+# tern_head DATADIR: the [server] table of Tern's configs, one worker on
+# P_TERN, no control socket.
+tern_head() {
+	cat <<-EOF
 	[server]
 	listen = ["127.0.0.1:$P_TERN"]
 	workers = 1
-	data-dir = "$WORK/tern-out-data"
+	data-dir = "$1"
 	control = ""
-	[[key]]
-	name = "xfr"
-	algorithm = "hmac-sha256"
-	secret = "$SECRET"
-	[[acl]]
-	name = "local"
-	address = ["127.0.0.0/8"]
-	action = ["transfer"]
-	[[acl]]
-	name = "key"
-	key = ["xfr"]
-	action = ["transfer"]
-	[[zone]]
-	origin = "$ORIGIN"
-	file = "$WORK/zone"
-	acl = ["local", "key"]
 	EOF
+}
+
+tern_primary() {
+	{
+		tern_head "$WORK/tern-out-data"
+		cat <<-EOF
+		[[key]]
+		name = "xfr"
+		algorithm = "hmac-sha256"
+		secret = "$SECRET"
+		[[acl]]
+		name = "local"
+		address = ["127.0.0.0/8"]
+		action = ["transfer"]
+		[[acl]]
+		name = "key"
+		key = ["xfr"]
+		action = ["transfer"]
+		[[zone]]
+		origin = "$ORIGIN"
+		file = "$WORK/zone"
+		acl = ["local", "key"]
+		EOF
+	} >"$WORK/tern-out.toml"
 	"${PIN[@]}" "$WORK/tern" serve -c "$WORK/tern-out.toml" >"$WORK/tern-out.log" 2>&1 &
 	STARTED=$!
 }
 
-# knot_conf DIR PORT ZONECLAUSE: a knot.conf in DIR listening on PORT.
-knot_conf() {
+# xfr_knot DIR PORT ZONECLAUSE [other]: knotd on a DIR/knot.conf with the
+# key, the primary and the ACLs, listening on PORT, pinned to CPU 0 (PIN),
+# or with "other" to the other CPU (OPIN); STARTED.
+xfr_knot() {
 	mkdir -p "$1"
-	cat >"$1/knot.conf" <<-EOF
-	server:
-	    rundir: "$1"
-	    listen: 127.0.0.1@$2
-	    udp-workers: 1
-	    tcp-workers: 1
-	    background-workers: 1
-	database:
-	    storage: "$1/db"
-	log:
-	  - target: stderr
-	    any: notice
-	key:
-	  - id: xfr
-	    algorithm: hmac-sha256
-	    secret: $SECRET
-	remote:
-	  - id: primary
-	    address: 127.0.0.1@$P_PRIMARY
-	acl:
-	  - id: local
-	    address: 127.0.0.0/8
-	    action: transfer
-	  - id: key
-	    key: xfr
-	    action: transfer
-	template:
-	  - id: default
-	    storage: "$1"
-	    semantic-checks: off
-	zone:
-	EOF
-	printf '%s\n' "$3" >>"$1/knot.conf"
-}
-
-knot_server() { # knot_server DIR PORT ZONECLAUSE [CPU]: CPU 0 unless given
-	knot_conf "$1" "$2" "$3"
-	local pin=("${PIN[@]}")
-	[ -n "${4:-}" ] && pin=("${KPIN[@]}")
-	"${pin[@]}" knotd -c "$1/knot.conf" >"$1/log" 2>&1 &
-	STARTED=$!
+	{
+		knot_head "$1" "$2"
+		cat <<-EOF
+		key:
+		  - id: xfr
+		    algorithm: hmac-sha256
+		    secret: $SECRET
+		remote:
+		  - id: primary
+		    address: 127.0.0.1@$P_PRIMARY
+		acl:
+		  - id: local
+		    address: 127.0.0.0/8
+		    action: transfer
+		  - id: key
+		    key: xfr
+		    action: transfer
+		template:
+		  - id: default
+		    storage: "$1"
+		    semantic-checks: off
+		zone:
+		EOF
+		printf '%s\n' "$3"
+	} >"$1/knot.conf"
+	local PIN=("${PIN[@]}")
+	[ -z "${4:-}" ] || PIN=("${OPIN[@]}")
+	knot_run "$1"
+	STARTED=$STARTED_PID
 }
 
 printf '%s\n' "direction	server	mode	rep	records	wall_ms	server_cpu_s	mem_kb" >"$WORK/raw.tsv"
@@ -184,7 +145,7 @@ out_runs() { # out_runs NAME PORT PID
 			echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || true
 			a=$(cpu "$pid")
 			t0=$(now)
-			n=$("${KPIN[@]}" kdig @127.0.0.1 -p "$port" "${y[@]}" +noall +answer "$ORIGIN" AXFR 2>"$WORK/kdig.err" | grep -c . || true)
+			n=$("${OPIN[@]}" kdig @127.0.0.1 -p "$port" "${y[@]}" +noall +answer "$ORIGIN" AXFR 2>"$WORK/kdig.err" | grep -c . || true)
 			t1=$(now)
 			b=$(cpu "$pid")
 			hwm=$(kb "$pid" VmHWM)
@@ -201,14 +162,14 @@ out_runs() { # out_runs NAME PORT PID
 if [[ " $PHASES " == *" out "* ]]; then
 echo "# out: Tern ($TERN_REV)" >&2
 tern_primary
-PIDS+=("$STARTED")
+track "$STARTED"
 wait_serial "$P_TERN" "$STARTED" || { echo "tern did not serve the zone: $(tail -3 "$WORK/tern-out.log")" >&2; exit 1; }
 out_runs tern "$P_TERN" "$STARTED"
 stop "$STARTED"
 
 echo "# out: Knot $(knotd -V 2>&1 | awk '{print $NF}')" >&2
-knot_server "$WORK/knot-out" "$P_KNOT" "$(printf '  - domain: %s\n    file: %s\n    zonefile-sync: -1\n    journal-content: none\n    acl: [local, key]' "$ORIGIN" "$WORK/zone")"
-PIDS+=("$STARTED")
+xfr_knot "$WORK/knot-out" "$P_KNOT" "$(printf '  - domain: %s\n    file: %s\n    zonefile-sync: -1\n    journal-content: none\n    acl: [local, key]' "$ORIGIN" "$WORK/zone")"
+track "$STARTED"
 wait_serial "$P_KNOT" "$STARTED" || { echo "knot did not serve the zone: $(tail -3 "$WORK/knot-out/log")" >&2; exit 1; }
 out_runs knot "$P_KNOT" "$STARTED"
 stop "$STARTED"
@@ -217,9 +178,9 @@ fi
 # --- in: a Knot primary sends, the secondary receives -----------------------
 if [[ " $PHASES " == *" in "* ]]; then
 echo "# in: from a Knot primary" >&2
-knot_server "$WORK/knot-primary" "$P_PRIMARY" "$(printf '  - domain: %s\n    file: %s\n    zonefile-sync: -1\n    journal-content: none\n    acl: [local]' "$ORIGIN" "$WORK/zone")" other
+xfr_knot "$WORK/knot-primary" "$P_PRIMARY" "$(printf '  - domain: %s\n    file: %s\n    zonefile-sync: -1\n    journal-content: none\n    acl: [local]' "$ORIGIN" "$WORK/zone")" other
 PRIMARY=$STARTED
-PIDS+=("$PRIMARY")
+track "$PRIMARY"
 wait_serial "$P_PRIMARY" "$PRIMARY" || { echo "the knot primary did not serve the zone" >&2; exit 1; }
 
 in_run() { # in_run NAME PORT REP (STARTED: the secondary, started at T0)
@@ -239,29 +200,27 @@ in_run() { # in_run NAME PORT REP (STARTED: the secondary, started at T0)
 
 for rep in $(seq "$REPS"); do
 	rm -rf "$WORK/tern-in-data"
-	cat >"$WORK/tern-in.toml" <<-EOF
-	[server]
-	listen = ["127.0.0.1:$P_TERN"]
-	workers = 1
-	data-dir = "$WORK/tern-in-data"
-	control = ""
-	[[remote]]
-	name = "primary"
-	address = ["127.0.0.1:$P_PRIMARY"]
-	[[zone]]
-	origin = "$ORIGIN"
-	primary = ["primary"]
-	EOF
+	{
+		tern_head "$WORK/tern-in-data"
+		cat <<-EOF
+		[[remote]]
+		name = "primary"
+		address = ["127.0.0.1:$P_PRIMARY"]
+		[[zone]]
+		origin = "$ORIGIN"
+		primary = ["primary"]
+		EOF
+	} >"$WORK/tern-in.toml"
 	T0=$(now)
 	"${PIN[@]}" "$WORK/tern" serve -c "$WORK/tern-in.toml" >"$WORK/tern-in.log" 2>&1 &
 	STARTED=$!
-	PIDS+=("$STARTED")
+	track "$STARTED"
 	in_run tern "$P_TERN" "$rep"
 
 	rm -rf "$WORK/knot-in"
 	T0=$(now)
-	knot_server "$WORK/knot-in" "$P_KNOT" "$(printf '  - domain: %s\n    file: %s\n    master: primary' "$ORIGIN" "$WORK/knot-in/$ORIGIN.zone")"
-	PIDS+=("$STARTED")
+	xfr_knot "$WORK/knot-in" "$P_KNOT" "$(printf '  - domain: %s\n    file: %s\n    master: primary' "$ORIGIN" "$WORK/knot-in/$ORIGIN.zone")"
+	track "$STARTED"
 	in_run knot "$P_KNOT" "$rep"
 done
 fi
