@@ -417,6 +417,17 @@ func entryTTL(e *Entry) (uint32, bool) {
 // encode packs e's records after the key k into a new entry.
 func encode(k []byte, e *Entry) (*entry, error) {
 	ne := &entry{keyLen: uint16(len(k)), kind: e.Kind, rank: e.Rank}
+	if data, n, ok := encodeRData(k, e); ok {
+		ne.data, ne.n = data, n
+		ne.wholeOff = uint32(len(data))
+		return ne, nil
+	}
+	return encodePacked(ne, k, e)
+}
+
+// encodePacked is encode for any entry: each record packed by
+// dns.PackRR, and its RDATA kept (Positive) or the whole record.
+func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
 	size := len(k)
 	for _, rr := range e.Records {
 		size += dns.Len(rr)
@@ -461,6 +472,70 @@ func encode(k []byte, e *Entry) (*entry, error) {
 	// The stored copy is exactly as long as it needs.
 	ne.data = string(buf[:n])
 	return ne, nil
+}
+
+// encodeRData is encode's data for the usual RRset, positive and
+// without RRSIGs, of address records or of one name (NS, CNAME, DNAME),
+// written on the stack, RDATA by RDATA, and copied once into the string
+// it is stored as: dns.PackRR packed the whole record into a buffer of
+// the heap first (owner, header and all, a third of a cold resolution's
+// Put). ok is false for others, which encode packs.
+func encodeRData(k []byte, e *Entry) (string, uint16, bool) {
+	if e.Kind != Positive || len(e.Sigs) > 0 || len(e.Records) > 0xFFFF {
+		return "", 0, false
+	}
+	qtype := binary.BigEndian.Uint16(k[len(k)-2:])
+	var buf [512]byte
+	n := copy(buf[:], k)
+	for _, rr := range e.Records {
+		if rr.Header().Rrtype != qtype {
+			return "", 0, false
+		}
+		var rdata []byte
+		var name string
+		switch rr := rr.(type) {
+		case *dns.A:
+			if rdata = rr.A.To4(); rdata == nil {
+				return "", 0, false
+			}
+		case *dns.AAAA:
+			// dns.PackRR writes a 16-octet address as it is (an IPv4
+			// one as ::ffff:a.b.c.d), and refuses other lengths.
+			if len(rr.AAAA) != 16 {
+				return "", 0, false
+			}
+			rdata = rr.AAAA
+		case *dns.NS:
+			name = rr.Ns
+		case *dns.CNAME:
+			name = rr.Target
+		case *dns.DNAME:
+			name = rr.Target
+		default:
+			return "", 0, false
+		}
+		if rdata != nil {
+			if n+2+len(rdata) > len(buf) {
+				return "", 0, false
+			}
+			binary.BigEndian.PutUint16(buf[n:], uint16(len(rdata)))
+			n += 2 + copy(buf[n+2:], rdata)
+			continue
+		}
+		// A name in presentation form is at most one octet shorter in
+		// wire form than in presentation form (escapes only make it
+		// longer); the root is one octet.
+		if n+2+len(name)+1 > len(buf) {
+			return "", 0, false
+		}
+		end, err := dns.PackDomainName(name, buf[:n+2+len(name)+1], n+2, nil, false)
+		if err != nil {
+			return "", 0, false
+		}
+		binary.BigEndian.PutUint16(buf[n:], uint16(end-n-2))
+		n = end
+	}
+	return string(buf[:n]), uint16(len(e.Records)), true
 }
 
 // nameLen is the length of the uncompressed name at the start of b.

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -675,5 +676,53 @@ func TestHasDNAME(t *testing.T) {
 	}
 	if _, ok := c.GetExact("d1.example.com.", dns.TypeDNAME); ok {
 		t.Error("a DNAME still held")
+	}
+}
+
+// TestEncodeRData: the RRsets encode writes RDATA by RDATA (address
+// records, NS, CNAME, DNAME) are stored byte for byte as dns.PackRR's
+// path stores them (SetValidated compares the two), escapes, case, the
+// root and IPv4 addresses in 16 octets included; the others are left to
+// that path.
+func TestEncodeRData(t *testing.T) {
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61) + "."
+	for _, tc := range []struct {
+		qtype  uint16
+		rrs    []dns.RR
+		direct bool
+	}{
+		{dns.TypeA, rrs(t, "x.test. 300 IN A 192.0.2.1", "x.test. 300 IN A 192.0.2.2"), true},
+		{dns.TypeA, []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "x.test.", Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IP{192, 0, 2, 3}}}, true},
+		{dns.TypeA, []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "x.test.", Rrtype: dns.TypeA, Class: dns.ClassINET}}}, false},
+		{dns.TypeAAAA, rrs(t, "x.test. 300 IN AAAA 2001:db8::1", "x.test. 300 IN AAAA ::ffff:192.0.2.1"), true},
+		{dns.TypeNS, rrs(t, "x.test. 300 IN NS ns1.X.test.", `x.test. 300 IN NS a\.b\065\255.test.`, "x.test. 300 IN NS ."), true},
+		{dns.TypeNS, rrs(t, "x.test. 300 IN NS "+long), true},
+		{dns.TypeCNAME, rrs(t, "x.test. 300 IN CNAME y.test."), true},
+		{dns.TypeDNAME, rrs(t, "x.test. 300 IN DNAME Y.test."), true},
+		{dns.TypeNS, []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: "x.test.", Rrtype: dns.TypeNS, Class: dns.ClassINET}, Ns: "not.qualified"}}, false},
+		{dns.TypeA, rrs(t, "x.test. 300 IN AAAA 2001:db8::1"), false},
+		{dns.TypeMX, rrs(t, "x.test. 300 IN MX 10 mx.test."), false},
+	} {
+		e := Entry{Records: tc.rrs, Rank: RankAnswer}
+		k := key("x.test.", tc.qtype)
+		data, n, direct := encodeRData(k, &e)
+		if direct != tc.direct {
+			t.Errorf("%v: written directly %v, want %v", tc.rrs, direct, tc.direct)
+		}
+		packed, err := encodePacked(&entry{keyLen: uint16(len(k))}, k, &e)
+		if !direct {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: packed: %v", tc.rrs, err)
+		}
+		if data != packed.data || n != packed.n || packed.whole != 0 {
+			t.Errorf("%v:\n% x (%d records), packed\n% x (%d, %d whole)", tc.rrs, data, n, packed.data, packed.n, packed.whole)
+		}
+	}
+	e := Entry{Records: rrs(t, "x.test. 300 IN A 192.0.2.1"), Rank: RankAnswer}
+	k := key("x.test.", dns.TypeA)
+	if n := testing.AllocsPerRun(100, func() { encode(k, &e) }); n != 2 {
+		t.Errorf("%v allocations per encode, want 2 (the entry, its data)", n)
 	}
 }

@@ -280,17 +280,37 @@ func onChain(answer []dns.RR, q dns.Question) (out []dns.RR, dname bool) {
 		add(rrsetKey{cur, dns.TypeCNAME})
 		cur = canonical(cn.(*dns.CNAME).Target)
 	}
-	for _, rr := range answer {
-		h := rr.Header()
-		t := h.Rrtype
-		if sig, ok := rr.(*dns.RRSIG); ok {
-			t = sig.TypeCovered
-		}
-		if slices.Contains(keep, rrsetKey{canonical(h.Name), t}) {
-			out = append(out, rr)
+	// The usual answer is all on the chain: answer itself, not a copy
+	// of it (store keeps nothing of the slice).
+	for i, rr := range answer {
+		if !onKept(rr, keep) {
+			out = make([]dns.RR, i, len(answer)-1)
+			copy(out, answer[:i])
+			for _, rr := range answer[i+1:] {
+				if onKept(rr, keep) {
+					out = append(out, rr)
+				}
+			}
+			return out, dname
 		}
 	}
-	return out, dname
+	return answer, dname
+}
+
+// onKept reports whether rr belongs to one of the RRsets keep, an RRSIG
+// to the RRset it covers.
+func onKept(rr dns.RR, keep []rrsetKey) bool {
+	h := rr.Header()
+	t := h.Rrtype
+	if sig, ok := rr.(*dns.RRSIG); ok {
+		t = sig.TypeCovered
+	}
+	for _, k := range keep {
+		if k.t == t && equalFold(k.name, h.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // rrsetKey names an RRset: its owner (canonical) and type.
