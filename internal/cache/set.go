@@ -1,9 +1,11 @@
 package cache
 
-import "slices"
-
 // Ways is the slots of a Set.
 const Ways = 4
+
+// Way and remembers are written out for four ways: this fails to compile
+// if Ways changes.
+var _ = [1]struct{}{}[Ways-4]
 
 // Set is the bookkeeping of one set of a four-way set-associative cache
 // owned by one goroutine, as Responses and the authoritative engine's
@@ -38,10 +40,17 @@ type Set struct {
 
 // Way returns the slot holding hash h, or -1.
 func (s *Set) Way(h uint64) int {
-	for w := range s.Hash {
-		if s.Hash[w] == h {
-			return w
-		}
+	// Written out (Ways is 4): the loop cost a lookup that misses 36
+	// instructions, this about 17 (callgrind, auth's BenchmarkCacheMiss).
+	switch h {
+	case s.Hash[0]:
+		return 0
+	case s.Hash[1]:
+		return 1
+	case s.Hash[2]:
+		return 2
+	case s.Hash[3]:
+		return 3
 	}
 	return -1
 }
@@ -63,7 +72,7 @@ func (s *Set) Touch(w int) {
 // TestCachePlacement).
 func Admit(a, b *Set, h uint64, now uint32) bool {
 	f := uint32(h>>32^h) | 1 // 0 marks a place never used
-	if slices.Contains(a.seen[:], f) || slices.Contains(b.seen[:], f) {
+	if a.remembers(f) || b.remembers(f) {
 		return true
 	}
 	s := a
@@ -81,6 +90,12 @@ func Admit(a, b *Set, h uint64, now uint32) bool {
 	s.seen[s.seenNext], s.seenAt[s.seenNext] = f, now
 	s.seenNext = (s.seenNext + 1) % Ways
 	return false
+}
+
+// remembers reports whether fingerprint f is among the set's last
+// misses (written out, as Way).
+func (s *Set) remembers(f uint32) bool {
+	return s.seen[0] == f || s.seen[1] == f || s.seen[2] == f || s.seen[3] == f
 }
 
 // Victim returns the slot to store the key of hash h in: its own, else an
