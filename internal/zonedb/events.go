@@ -22,20 +22,23 @@ type entry struct {
 	// reload of the configuration leaves it.
 	dynamic bool
 
-	// ctx ends when the zone is removed or the Manager closed: the
-	// zone's events see it end (a transfer in progress stops).
-	ctx    context.Context
-	cancel context.CancelFunc
-
 	// events counts the events queued or running, of every zone
 	// (Close waits for them).
 	events *sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   []func()
-	running bool                   // an event runs (on some goroutine)
-	gone    bool                   // removed: no event is accepted
-	timers  map[string]*time.Timer // the timed events, one per kind
+	running bool // an event runs (on some goroutine)
+	// gone: removed, or the Manager closed: no event is accepted, and
+	// the context of the event running has ended.
+	gone bool
+	// stop ends the context of the event running (run), nil when none:
+	// close calls it, so that a transfer in progress stops. A zone
+	// keeps no context of its own, whose cancellation would cost each
+	// of a hundred thousand zones a map of children and a channel
+	// (about 600 bytes) for as long as it is served.
+	stop   context.CancelFunc
+	timers map[string]*time.Timer // the timed events, one per kind; nil when none
 
 	// Owned by the zone's events (one at a time).
 	signed *signedZone
@@ -50,10 +53,12 @@ type entry struct {
 	loading atomic.Int32
 }
 
-func newEntry(parent context.Context, events *sync.WaitGroup, zc config.Zone, dynamic bool) *entry {
-	e := &entry{origin: originKey(zc.Origin), dynamic: dynamic, timers: map[string]*time.Timer{}, events: events}
-	e.ctx, e.cancel = context.WithCancel(parent)
-	e.gone = e.ctx.Err() != nil // the Manager closed
+// newEntry returns the entry of zone zc; closed is the Manager's
+// context, which has ended when the Manager is closed (the entry is then
+// gone from the start: Close closed the others).
+func newEntry(closed context.Context, events *sync.WaitGroup, zc config.Zone, dynamic bool) *entry {
+	e := &entry{origin: originKey(zc.Origin), dynamic: dynamic, events: events}
+	e.gone = closed.Err() != nil
 	e.conf.Store(&zc)
 	e.state.Store(&loadState{})
 	return e
@@ -141,13 +146,28 @@ func (e *entry) do(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 }
 
-// run calls fn with a context that ends with ctx or with the zone, and
-// marks it as e's event.
+// run calls fn with a context that ends with ctx or with the zone (when
+// it is removed or the Manager closed), and marks it as e's event. Events
+// run one at a time (start), so e.stop is the one running's; should one
+// ever run within another, the outer's is put back after it.
 func (e *entry) run(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, eventKey{}, e))
 	defer cancel()
-	stop := context.AfterFunc(e.ctx, cancel)
-	defer stop()
+	e.mu.Lock()
+	outer := e.stop
+	e.stop = cancel
+	if e.gone {
+		cancel()
+	}
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.stop = outer
+		if e.gone && outer != nil {
+			outer()
+		}
+		e.mu.Unlock()
+	}()
 	return fn(ctx)
 }
 
@@ -164,9 +184,12 @@ func (e *entry) at(kind string, d time.Duration, fn func(ctx context.Context)) {
 	if t := e.timers[kind]; t != nil {
 		t.Stop()
 	}
+	if e.timers == nil {
+		e.timers = map[string]*time.Timer{}
+	}
 	e.timers[kind] = time.AfterFunc(max(d, 0), func() {
 		e.start(func() {
-			_ = e.run(e.ctx, func(ctx context.Context) error { fn(ctx); return nil })
+			_ = e.run(context.Background(), func(ctx context.Context) error { fn(ctx); return nil })
 		})
 	})
 }
@@ -185,14 +208,16 @@ func (e *entry) cancelTimer(kind string) {
 // posted from now on. Events already queued still run (they find their
 // context ended).
 func (e *entry) close() {
-	e.cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.gone = true
-	for k, t := range e.timers {
-		t.Stop()
-		delete(e.timers, k)
+	if e.stop != nil {
+		e.stop()
 	}
+	for _, t := range e.timers {
+		t.Stop()
+	}
+	e.timers = nil
 }
 
 // loadState is what the Manager remembers of a zone's loads for State.

@@ -301,3 +301,46 @@ func TestAddRemoveZone(t *testing.T) {
 		t.Errorf("Install into a removed zone: %v", err)
 	}
 }
+
+// TestEventEndsWithZone: the context of a zone's event running (a
+// transfer waiting on a primary) ends when the zone is removed and when
+// the Manager is closed, and the zone accepts no event after; the other
+// zone's events are unaffected by a.test.'s removal.
+func TestEventEndsWithZone(t *testing.T) {
+	for _, end := range []string{"remove", "close"} {
+		t.Run(end, func(t *testing.T) {
+			m, _, _ := twoZones(t)
+			e := m.entry("a.test.")
+			started, done := make(chan struct{}), make(chan struct{})
+			var err error
+			go func() {
+				defer close(done)
+				err = e.do(context.Background(), func(ctx context.Context) error {
+					close(started)
+					<-ctx.Done()
+					return ctx.Err()
+				})
+			}()
+			bound(t, "event start", started)
+			switch end {
+			case "remove":
+				if err := m.RemoveZone("a.test."); err != nil {
+					t.Fatal(err)
+				}
+				ran := false
+				if err := m.entry("b.test.").do(context.Background(), func(context.Context) error { ran = true; return nil }); err != nil || !ran {
+					t.Errorf("b.test.'s event after a.test. removed: ran %v, %v", ran, err)
+				}
+			case "close":
+				m.Close()
+			}
+			bound(t, "event end", done)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("event: %v, want its context canceled", err)
+			}
+			if err := e.do(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, errGone) {
+				t.Errorf("event after the zone ended: %v, want errGone", err)
+			}
+		})
+	}
+}

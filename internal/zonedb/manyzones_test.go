@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -13,6 +15,23 @@ import (
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/zone"
 )
+
+// smallZoneAddr is www's address in small zone i.
+func smallZoneAddr(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255) }
+
+// writeSmallZone writes zone file i of a hosting provider's small
+// zones (bench/manyzones's: SOA, NS, ns1 and www addresses) into dir,
+// origin zI.test., and returns its configuration.
+func writeSmallZone(tb testing.TB, dir string, i int) config.Zone {
+	tb.Helper()
+	origin := fmt.Sprintf("z%d.test.", i)
+	file := filepath.Join(dir, origin+"zone")
+	text := fmt.Sprintf("$ORIGIN %s\n$TTL 3600\n@ SOA ns1 host %d 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A %s\n", origin, i+1, smallZoneAddr(i))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return config.Zone{Origin: origin, File: file}
+}
 
 // manyZonesN is the number of zones TestManyZones loads (bench/manyzones
 // loads 100,000 with the servers); 1,000 under the race detector.
@@ -26,16 +45,7 @@ var manyZonesN = map[bool]int{false: 10000, true: 1000}[raceEnabled]
 // not.
 func TestManyZones(t *testing.T) {
 	dir := t.TempDir()
-	addr := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255) }
-	write := func(i int) config.Zone {
-		origin := fmt.Sprintf("z%d.test.", i)
-		file := filepath.Join(dir, origin+"zone")
-		text := fmt.Sprintf("$ORIGIN %s\n$TTL 3600\n@ SOA ns1 host %d 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A %s\n", origin, i+1, addr(i))
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return config.Zone{Origin: origin, File: file}
-	}
+	write := func(i int) config.Zone { return writeSmallZone(t, dir, i) }
 	zs := make([]config.Zone, manyZonesN)
 	for i := range zs {
 		zs[i] = write(i)
@@ -68,8 +78,8 @@ func TestManyZones(t *testing.T) {
 		if r.Rcode != dns.RcodeSuccess || !r.Authoritative || len(r.Answer) != 1 {
 			t.Fatalf("%s: %v", name, r)
 		}
-		if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != addr(i) {
-			t.Fatalf("%s: answer %v, want %s", name, r.Answer[0], addr(i))
+		if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != smallZoneAddr(i) {
+			t.Fatalf("%s: answer %v, want %s", name, r.Answer[0], smallZoneAddr(i))
 		}
 	}
 	for i := range manyZonesN {
@@ -94,4 +104,49 @@ func TestManyZones(t *testing.T) {
 	if pub.set.Len() != manyZonesN {
 		t.Errorf("%d zones published after one added and one removed, want %d", pub.set.Len(), manyZonesN)
 	}
+}
+
+// BenchmarkZoneBytes reports the heap a small zone costs when served
+// (B/zone: the live heap after a collection, less the one before the
+// zones were loaded, per zone), loaded as tern serve loads a
+// configuration of 10,000 of them: the configuration parsed (and kept,
+// as serve keeps the running one), a Manager loading each file, an
+// auth Responder preparing each zone's answers. Deterministic, unlike
+// a server's RSS, for an A/B of what a zone keeps.
+func BenchmarkZoneBytes(b *testing.B) {
+	const n = 10000
+	dir := b.TempDir()
+	var text strings.Builder
+	for i := range n {
+		zc := writeSmallZone(b, dir, i)
+		fmt.Fprintf(&text, "[[zone]]\norigin = %q\nfile = %q\n", zc.Origin, zc.File)
+	}
+	data := []byte(text.String())
+	text.Reset()
+	for b.Loop() {
+		before := liveHeap()
+		cfg, err := config.Parse(filepath.Join(dir, "tern.toml"), data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp := auth.New(nil, auth.Options{})
+		m := New(cfg.Zones, resp.Publish, nil, nil)
+		if serving, err := m.Load(context.Background()); err != nil || serving != n {
+			b.Fatalf("Load: %d serving, %v", serving, err)
+		}
+		after := liveHeap()
+		b.ReportMetric(float64(after-before)/n, "B/zone")
+		runtime.KeepAlive(cfg)
+		m.Close()
+		runtime.KeepAlive(resp)
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
