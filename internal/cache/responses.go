@@ -27,11 +27,11 @@ import (
 // query with no larger limit than it was built for.
 //
 // As auth.Cache (the authoritative engine's) it is four-way
-// set-associative with LRU in the set (Set), and a hash has two sets
+// set-associative with LRU in the set, and a hash has two sets
 // (Choices: its top bits pick one, its low bits the other): a hit looks
 // in the first, then the second; a new response goes to the set that has
 // its key, else to the one with more empty slots, else to the one whose
-// oldest slot is older (PlaceSecond). With one set
+// oldest slot is older (place, as PlaceSecond). With one set
 // per hash the sets that five or more keys of a working set fell into
 // missed on every round of them: 3.5% of 10,000 questions cycled through
 // 32768 slots (bench/run.sh's res-hits), each miss a resolution; two
@@ -43,10 +43,12 @@ import (
 // expires when its smallest TTL has passed, and the offsets of its TTL
 // fields are recorded when it is stored.
 //
-// The sets hold only bookkeeping; the bytes (question, response, TTL
-// offsets) are appended to a ring (a log that wraps), each entry taking
-// its own size: a one-record answer about 110 bytes where a fixed slot
-// took 1536. A slot whose entry the ring has since written over is a
+// The sets hold only what finds an entry: per slot a 32-bit tag of the
+// key's hash, when it was last used and where its entry is, 16 bytes, a
+// set of four in one cache line (respSet). The entries (when stored,
+// TTL, sizes, the response with its question lowercased, TTL offsets)
+// are appended to a ring (a log that wraps), each taking its own size: a
+// one-record answer about 105 bytes where a fixed slot took 1536. A slot whose entry the ring has since written over is a
 // miss. A hit on an entry among the oldest quarter of the ring copies it
 // to the ring's head, so what is asked keeps its place however many new
 // responses pass (TestResponsesRing). Appending fills memory in order, a
@@ -57,6 +59,9 @@ type Responses struct {
 	sets2 Choices // where a hash's two sets are
 	seed  maphash.Seed
 	sets  []respSet
+	// clock ticks at every hit and Put: the sets' use times, on one
+	// clock so that two sets' oldest slots compare (place).
+	clock uint32
 	// ring holds the entries: a slot's key, response and TTL offsets at
 	// ring[pos%len(ring):], pos counting every byte ever appended; head is
 	// the pos of the next entry. The bytes of pos >= head-len(ring) are
@@ -73,7 +78,7 @@ type Responses struct {
 }
 
 // respRoom is the ring's room per response: about four one-record
-// answers (110 bytes each with their question and TTL offsets), or one
+// answers (105 bytes each with their header and TTL offsets), or one
 // with DNSSEC signatures. minRing is the smallest ring; an entry larger
 // than a quarter of the ring is not cached.
 const (
@@ -82,37 +87,86 @@ const (
 )
 
 // DefaultResponses is the responses a worker's cache holds unless
-// configured: 4 MiB of ring and 0.5 MiB of sets per worker when full;
+// configured: 4 MiB of ring and 128 KiB of sets per worker when full;
 // their memory becomes resident as they are written.
 const DefaultResponses = 8192
 
-// respSet is a set's bookkeeping and what its four slots hold, in four
-// cache lines (the sets are mapped page-aligned): a hit reads the first,
-// where Set keeps the hashes and the use ticks, and the one of its slot
-// (TestResponsesSetLayout). Set's admission memory, which Responses
-// does not use, takes the second.
+// respSet is the bookkeeping of a set's four slots, one cache line (the
+// sets are mapped page-aligned): all a hit reads before the entry
+// (TestResponsesSetLayout). It was four lines, 64 bytes a slot, with
+// the entry's header in the slot: a quarter of the response cache's
+// memory with the mix's responses (bench/run.sh res-mix), all of it
+// resident however few responses were stored, as two sets per hash
+// spread them over every page.
 type respSet struct {
-	Set
-	_    [128 - unsafe.Sizeof(Set{})]byte
-	slot [Ways]respSlot
+	// tag is the tag of the key each slot holds (tagOf); 0: empty.
+	tag [Ways]uint32
+	// used is the Responses' clock at each slot's last use.
+	used [Ways]uint32
+	// pos is where each slot's entry starts in the ring.
+	pos [Ways]uint64
 }
 
-type respSlot struct {
-	pos    uint64 // where its entry starts in the ring
-	stored int64  // when, unix nanoseconds
-	// ttl is its smallest TTL: it expires ttl seconds after stored;
-	// the prefetch threshold is a tenth of it.
-	ttl      uint32
-	nameLen  uint16
-	respLen  uint16
-	nTTL     uint16
-	limit    uint16 // the size limit the response was built for
-	variant  uint8
-	reported bool // a hit reported it for prefetch
+// way returns the slot holding tag, or -1.
+func (s *respSet) way(tag uint32) int {
+	for w, t := range s.tag {
+		if t == tag {
+			return w
+		}
+	}
+	return -1
 }
 
-// expire is when the slot's response expires, unix nanoseconds.
-func (sl *respSlot) expire() int64 { return sl.stored + int64(sl.ttl)*int64(time.Second) }
+// empty counts the set's empty slots.
+func (s *respSet) empty() int {
+	n := 0
+	for _, t := range s.tag {
+		if t == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// oldest returns how long ago, in ticks of clock, the set's least
+// recently used slot was used.
+func (s *respSet) oldest(clock uint32) uint32 {
+	age := uint32(0)
+	for _, u := range s.used {
+		age = max(age, clock-u)
+	}
+	return age
+}
+
+// victim returns the slot a new entry of tag goes to: its own, else an
+// empty one, else the one unused longest (ages are differences of
+// ticks, right across the clock's wrap).
+func (s *respSet) victim(tag, clock uint32) int {
+	w, age := 0, uint32(0)
+	for j, t := range s.tag {
+		if t == tag || t == 0 {
+			return j
+		}
+		if a := clock - s.used[j]; a > age {
+			w, age = j, a
+		}
+	}
+	return w
+}
+
+// An entry in the ring: a header, the response (its question's name
+// lowercased: the key's name), and the offsets of its TTL fields, two
+// bytes each. The header's fields, little-endian:
+const (
+	hStored   = 0  // int64: when it was stored, unix nanoseconds
+	hTTL      = 8  // uint32: its smallest TTL; it expires ttl seconds after stored, the prefetch threshold a tenth of it
+	hRespLen  = 12 // uint16: the response's length
+	hNTTL     = 14 // uint16: the TTL offsets
+	hLimit    = 16 // uint16: the size limit the response was built for
+	hVariant  = 18 // uint8: respVariant
+	hReported = 19 // uint8: 1 once a hit reported it for prefetch
+	entryHead = 20
+)
 
 // NewResponses returns an empty cache of about size responses (rounded up
 // to a power of two, at least four); size <= 0 means DefaultResponses.
@@ -138,8 +192,13 @@ func newResponses(size, ring int) *Responses {
 	return r
 }
 
-// Clear empties the cache.
+// Clear empties the cache. An empty cache is left as it is: the sets of
+// one never written are not resident, and stay so (the resolver's
+// workers clear theirs at their first query).
 func (r *Responses) Clear() {
+	if r.entries == 0 {
+		return
+	}
 	clear(r.sets)
 	r.entries = 0
 	r.publish()
@@ -199,18 +258,39 @@ func respVariant(q *wire.Query, limit int) uint8 {
 	return v
 }
 
-// hash is the hash of a key; never 0, which marks an empty slot.
+// hash is the hash of a key.
 func (r *Responses) hash(q *wire.Query, v uint8) uint64 {
 	h := maphash.Bytes(r.seed, q.Name()) ^ uint64(q.QType)<<48 ^ uint64(q.QClass)<<32 ^ uint64(v)
 	// The multiply spreads the bits over the high ones, which pick the set.
-	return h*0x9E3779B97F4A7C15 | 1
+	return h * 0x9E3779B97F4A7C15
 }
 
+// tagOf is the tag a slot keeps of a hash: 32 bits of it mixed anew, so
+// that keys that share a set (by its top or its low bits) do not share
+// their tag's bits too; never 0, which marks an empty slot. Two keys of
+// one tag in a set are one key to the set (the newer replaces the older);
+// a hit confirms the bytes.
+func tagOf(h uint64) uint32 { return uint32((h^h>>29)*0xBF58476D1CE4E5B9>>32) | 1 }
+
 // place returns the set of a hash's two that a new response of it goes
-// to (PlaceSecond).
-func (r *Responses) place(h uint64) *respSet {
+// to, as PlaceSecond picks for Set: the one that holds its tag already,
+// else the one with more empty slots (the first if as many), else the
+// one whose least recently used slot was used longer ago.
+func (r *Responses) place(h uint64, tag uint32) *respSet {
 	a, b := &r.sets[r.sets2.First(h)], &r.sets[r.sets2.Second(h)]
-	if PlaceSecond(&a.Set, &b.Set, h) {
+	switch {
+	case a.way(tag) >= 0:
+		return a
+	case b.way(tag) >= 0:
+		return b
+	}
+	if ea, eb := a.empty(), b.empty(); ea+eb > 0 {
+		if eb > ea {
+			return b
+		}
+		return a
+	}
+	if b.oldest(r.clock) > a.oldest(r.clock) {
 		return b
 	}
 	return a
@@ -228,60 +308,70 @@ func (r *Responses) place(h uint64) *respSet {
 func (r *Responses) Get(q *wire.Query, pkt []byte, limit int, now time.Time, out []byte) (resp []byte, refresh bool) {
 	v := respVariant(q, limit)
 	h := r.hash(q, v)
+	tag := tagOf(h)
 	set := &r.sets[r.sets2.First(h)]
-	w := set.Way(h)
+	w := set.way(tag)
 	if w < 0 {
 		set = &r.sets[r.sets2.Second(h)]
-		if w = set.Way(h); w < 0 {
+		if w = set.way(tag); w < 0 {
 			return nil, false
 		}
 	}
-	sl := &set.slot[w]
+	pos := set.pos[w]
+	if r.head-pos > uint64(len(r.ring)) {
+		// Written over since.
+		return nil, false
+	}
+	d := r.ring[pos%uint64(len(r.ring)):]
 	t := now.UnixNano()
 	name := q.Name()
-	n := int(sl.nameLen)
-	expire := sl.expire()
-	if sl.variant != v || n != len(name) || expire <= t || int(sl.respLen) > cap(out) || int(sl.respLen) > limit || q.QuestionEnd-wire.HeaderLen != n+4 ||
-		r.head-sl.pos > uint64(len(r.ring)) {
+	n := len(name)
+	stored := int64(binary.LittleEndian.Uint64(d[hStored:]))
+	ttl := binary.LittleEndian.Uint32(d[hTTL:])
+	respLen := int(binary.LittleEndian.Uint16(d[hRespLen:]))
+	expire := stored + int64(ttl)*int64(time.Second)
+	if d[hVariant] != v || expire <= t || respLen > cap(out) || respLen > limit || q.QuestionEnd-wire.HeaderLen != n+4 || respLen < q.QuestionEnd {
 		return nil, false
 	}
-	d := r.ring[sl.pos%uint64(len(r.ring)):]
-	if !bytes.Equal(d[:n], name) || binary.BigEndian.Uint16(d[n:]) != q.QType || binary.BigEndian.Uint16(d[n+2:]) != q.QClass {
+	src := d[entryHead : entryHead+respLen]
+	qd := src[wire.HeaderLen:q.QuestionEnd]
+	if !bytes.Equal(qd[:n], name) || binary.BigEndian.Uint16(qd[n:]) != q.QType || binary.BigEndian.Uint16(qd[n+2:]) != q.QClass {
 		return nil, false
 	}
-	src := d[n+4 : n+4+int(sl.respLen)]
 	// A truncated response is not for a client that takes more than it
 	// was truncated for.
-	if src[2]&(wire.FlagTC>>8) != 0 && limit > int(sl.limit) {
+	if src[2]&(wire.FlagTC>>8) != 0 && limit > int(binary.LittleEndian.Uint16(d[hLimit:])) {
 		return nil, false
 	}
-	set.Touch(w)
-	resp = out[:sl.respLen]
+	r.clock++
+	set.used[w] = r.clock
+	resp = out[:respLen]
 	copy(resp, src)
 	resp[0], resp[1] = pkt[0], pkt[1]
 	// The question as the client wrote it: answers whose owners point
 	// at it echo its case too.
 	copy(resp[wire.HeaderLen:], pkt[wire.HeaderLen:q.QuestionEnd])
 	age := uint32(0)
-	if t > sl.stored {
-		age = uint32((t - sl.stored) / int64(time.Second))
+	if t > stored {
+		age = uint32((t - stored) / int64(time.Second))
 	}
-	offs := d[n+4+int(sl.respLen):]
-	for j := 0; j < int(sl.nTTL); j++ {
+	nTTL := int(binary.LittleEndian.Uint16(d[hNTTL:]))
+	offs := d[entryHead+respLen:]
+	for j := 0; j < nTTL; j++ {
 		o := binary.BigEndian.Uint16(offs[2*j:])
 		ttl := binary.BigEndian.Uint32(src[o:])
 		binary.BigEndian.PutUint32(resp[o:], ttl-min(ttl, age))
 	}
-	if !sl.reported && (expire-t)*10 < int64(sl.ttl)*int64(time.Second) {
-		sl.reported = true
+	if d[hReported] == 0 && (expire-t)*10 < int64(ttl)*int64(time.Second) {
+		d[hReported] = 1
 		refresh = true
 	}
-	if r.head-sl.pos > uint64(len(r.ring))/4*3 {
+	if r.head-pos > uint64(len(r.ring))/4*3 {
 		// Among the oldest quarter: move it ahead of what the ring
 		// writes over next.
-		e := d[:n+4+int(sl.respLen)+2*int(sl.nTTL)]
+		e := d[:entryHead+respLen+2*nTTL]
 		var to []byte
-		sl.pos, to = r.reserve(len(e))
+		set.pos[w], to = r.reserve(len(e))
 		copy(to, e) // a memmove: e may overlap to
 	}
 	return resp, refresh
@@ -321,7 +411,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	if r.offs, ok = wire.TTLOffsets(resp, r.offs[:0]); !ok || len(r.offs) == 0 {
 		return
 	}
-	size := len(name) + 4 + len(resp) + 2*len(r.offs)
+	size := entryHead + len(resp) + 2*len(r.offs)
 	if size > len(r.ring)/4 || len(resp) > 0xFFFF {
 		return
 	}
@@ -332,27 +422,29 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	if ttl == 0 {
 		return
 	}
-	set := r.place(h)
-	w := set.Victim(h)
-	if set.Hash[w] == 0 {
+	tag := tagOf(h)
+	set := r.place(h, tag)
+	w := set.victim(tag, r.clock)
+	if set.tag[w] == 0 {
 		r.entries++
 	}
 	pos, d := r.reserve(size)
-	n := copy(d, name)
-	binary.BigEndian.PutUint16(d[n:], q.QType)
-	binary.BigEndian.PutUint16(d[n+2:], q.QClass)
-	n += 4
-	n += copy(d[n:], resp)
+	binary.LittleEndian.PutUint64(d[hStored:], uint64(now.UnixNano()))
+	binary.LittleEndian.PutUint32(d[hTTL:], ttl)
+	binary.LittleEndian.PutUint16(d[hRespLen:], uint16(len(resp)))
+	binary.LittleEndian.PutUint16(d[hNTTL:], uint16(len(r.offs)))
+	binary.LittleEndian.PutUint16(d[hLimit:], uint16(min(limit, 0xFFFF)))
+	d[hVariant], d[hReported] = v, 0
+	n := entryHead + copy(d[entryHead:], resp)
+	// The key's name, lowercased, in place of the question's (equal but
+	// for case, checked above): what a hit compares.
+	copy(d[entryHead+wire.HeaderLen:], name)
 	for _, o := range r.offs {
 		binary.BigEndian.PutUint16(d[n:], o)
 		n += 2
 	}
-	t := now.UnixNano()
-	set.slot[w] = respSlot{
-		pos: pos, stored: t, ttl: ttl, variant: v,
-		nameLen: uint16(len(name)), respLen: uint16(len(resp)), nTTL: uint16(len(r.offs)), limit: uint16(min(limit, 0xFFFF)),
-	}
-	set.Fill(w, h)
+	r.clock++
+	set.tag[w], set.used[w], set.pos[w] = tag, r.clock, pos
 	r.publish()
 }
 

@@ -270,16 +270,27 @@ func TestResponsesPrefetchOnce(t *testing.T) {
 func TestResponsesConfirmBytes(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	a := respQuery{name: "www.example.com.", qtype: dns.TypeA, rd: true}
-	b := respQuery{name: "www.example.net.", qtype: dns.TypeA, rd: true}
-	c := NewResponses(4) // one set
-	apkt, _ := a.pack(t)
-	stored(t, c, a, reply(t, apkt, dns.RcodeSuccess, rrs(t, "www.example.com. 100 IN A 192.0.2.1"), nil, nil), t0)
-	bpkt, bq := b.pack(t)
-	// Forge the collision: the slot of a now claims b's hash.
-	set := &c.sets[0]
-	set.Hash[set.Way(c.hash(mustQuery(t, apkt), respVariant(bq, 512)))] = c.hash(bq, respVariant(bq, 512))
-	if got, _ := c.Get(bq, bpkt, 512, t0, make([]byte, 0, 512)); got != nil {
-		t.Errorf("a colliding hash answered www.example.net. with %x", got)
+	for _, b := range []respQuery{
+		{name: "www.example.net.", qtype: dns.TypeA, rd: true},
+		{name: "www.example.com.", qtype: dns.TypeAAAA, rd: true},
+		// a question longer than the stored response's, and shorter
+		{name: "a-much-longer-name-than-the-stored-one.example.com.", qtype: dns.TypeA, rd: true},
+		{name: "x.", qtype: dns.TypeA, rd: true},
+	} {
+		c := NewResponses(4) // one set
+		apkt, _ := a.pack(t)
+		stored(t, c, a, reply(t, apkt, dns.RcodeSuccess, rrs(t, "www.example.com. 100 IN A 192.0.2.1"), nil, nil), t0)
+		bpkt, bq := b.pack(t)
+		// Forge the collision: the slot of a now claims b's tag.
+		set := &c.sets[0]
+		w := set.way(tagOf(c.hash(mustQuery(t, apkt), respVariant(bq, 512))))
+		if w < 0 {
+			t.Fatal("a not stored")
+		}
+		set.tag[w] = tagOf(c.hash(bq, respVariant(bq, 512)))
+		if got, _ := c.Get(bq, bpkt, 512, t0, make([]byte, 0, 512)); got != nil {
+			t.Errorf("a colliding tag answered %s %s with %x", b.name, dns.Type(b.qtype), got)
+		}
 	}
 }
 
@@ -389,7 +400,7 @@ func TestResponsesTooLarge(t *testing.T) {
 	}
 	c := newResponses(64, minRing)
 	c.Put(q, pkt, 65535, reply(t, pkt, dns.RcodeSuccess, an, nil, nil), t0)
-	if c.head != 0 || c.sets[0].Hash != [Ways]uint64{} {
+	if c.head != 0 || c.sets[0].tag != [Ways]uint32{} {
 		t.Errorf("a response of more than %d bytes stored (ring head %d)", minRing/4, c.head)
 	}
 }
@@ -459,7 +470,7 @@ func TestResponsesHeld(t *testing.T) {
 	put("n3.example.")
 	want := 0
 	for i := range c.sets {
-		for _, h := range c.sets[i].Hash {
+		for _, h := range c.sets[i].tag {
 			if h != 0 {
 				want++
 			}
@@ -573,21 +584,14 @@ func BenchmarkResponsesHitWide(b *testing.B) {
 	b.ReportMetric(float64(misses)/float64(b.N), "misses/op")
 }
 
-// TestResponsesSetLayout: a set is four cache lines, a hit reading two:
-// the first (the hashes, the use ticks and the set's clock: Set's first
-// 52 bytes) and one with its slot (two slots a line, none across one).
-// Before, a set took 280 bytes and a hit could read four lines.
+// TestResponsesSetLayout: a set is one cache line, all a hit reads
+// before the entry. Before, a set took four lines (64 bytes a slot, the
+// entry's header in its slot) and a hit read two.
 func TestResponsesSetLayout(t *testing.T) {
 	var s respSet
 	const line = 64
-	if size := unsafe.Sizeof(s); size != 4*line {
-		t.Errorf("respSet: %d bytes, want %d", size, 4*line)
-	}
-	if end := unsafe.Offsetof(s.Set.clock) + unsafe.Sizeof(s.Set.clock); end > line {
-		t.Errorf("Set's hashes, use ticks and clock end at byte %d, past the first line", end)
-	}
-	if off, size := unsafe.Offsetof(s.slot), unsafe.Sizeof(s.slot[0]); off%line != 0 || line%size != 0 {
-		t.Errorf("slots at byte %d, %d bytes each: one crosses a line", off, size)
+	if size := unsafe.Sizeof(s); size != line {
+		t.Errorf("respSet: %d bytes, want %d", size, line)
 	}
 	b := mapped(NewResponses(64), int(unsafe.Sizeof(s)))
 	if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%line != 0 {

@@ -8,8 +8,9 @@ const Ways = 4
 var _ = [1]struct{}{}[Ways-4]
 
 // Set is the bookkeeping of one set of a four-way set-associative cache
-// owned by one goroutine, as Responses and the authoritative engine's
-// response cache (auth.Cache) are: the hash of the key each slot holds,
+// owned by one goroutine, as the authoritative engine's response cache
+// (auth.Cache) is (Responses keeps the same rules in a set of its own,
+// one cache line: respSet): the hash of the key each slot holds,
 // when each was last used (a tick of the set's clock), and the last four
 // keys that missed in it. A key has two sets (Choices): it is looked for
 // in both, and a new one goes to the set PlaceSecond picks. auth.Cache admits a
