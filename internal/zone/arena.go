@@ -3,6 +3,8 @@ package zone
 // Arenas and slabs the compiler allocates nodes, RRsets and wire form
 // from: few large allocations instead of one per record.
 
+import "unsafe"
+
 // intern copies a wire name into the arena of small RRsets' wire form
 // (see appendWire): a zone file gives a name's records right after it, so
 // the name and its records' wire form share a cache line, and an answer
@@ -75,4 +77,55 @@ func carve(arena *[]byte, n int) []byte {
 // names.
 func slabSize(last, least, most int) int {
 	return min(max(2*last, least), most)
+}
+
+// trimArenas moves a small zone's names and wire form out of arena
+// chunks mostly empty into copies of the size they use: a zone of a few
+// records (a hosting provider's, by the hundred thousand) fills 170
+// bytes of the first 512-byte chunk, and the rest would stay allocated
+// as long as the zone is served. The copies keep the layout (a name
+// beside its records' wire form). Only zones of at most trimNodes nodes
+// are walked for the slices to move, so a large zone's load pays
+// nothing; a slice missed would only keep the old chunk alive, still
+// holding the same bytes.
+func (c *compiler) trimArenas() {
+	const trimNodes, leastSaving = 64, 64
+	if len(c.list)+len(c.nsec3) > trimNodes {
+		return
+	}
+	var old, fresh [2][]byte
+	for i, a := range [2][]byte{c.wires, c.signedWires} {
+		if len(a) > 0 && cap(a)-len(a) >= leastSaving {
+			old[i], fresh[i] = a, append(make([]byte, 0, len(a)), a...)
+		}
+	}
+	if fresh[0] == nil && fresh[1] == nil {
+		return
+	}
+	move := func(b []byte) []byte {
+		if cap(b) == 0 {
+			return b
+		}
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		for i, a := range old {
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+			if fresh[i] == nil || p < base || p >= base+uintptr(len(a)) {
+				continue
+			}
+			// carve keeps every slice's capacity within the arena's
+			// length: the copy holds it all.
+			at := int(p - base)
+			return fresh[i][at : at+len(b) : at+cap(b)]
+		}
+		return b
+	}
+	for _, nodes := range [2][]*Node{c.list, c.nsec3} {
+		for _, n := range nodes {
+			n.Name = move(n.Name)
+			for i := range n.RRsets {
+				n.RRsets[i].Wire = move(n.RRsets[i].Wire)
+			}
+		}
+	}
+	c.wires, c.signedWires = nil, nil
 }

@@ -225,6 +225,7 @@ func (c *compiler) finish() (*Zone, error) {
 	z.Warnings = c.warnings()
 	z.files = c.files
 	c.buildDNSSEC()
+	c.trimArenas()
 	c.nodes.fit()
 	z.index = c.nodes
 	z.Names = c.nodes.count
