@@ -340,6 +340,10 @@ func clampTTLs(c *cache.Cache, m *dns.Msg) {
 // store puts the RRsets of rrs in the cache, each with the RRSIGs that
 // cover it (RRSIGs of records not in rrs are not stored).
 func (ru *run) store(rrs []dns.RR, rank cache.Rank) {
+	if len(rrs) == 0 {
+		// Most of learn's calls: grouping nothing cost a map's set-up.
+		return
+	}
 	if name, t, ok := oneRRset(rrs); ok {
 		// The common case, one RRset without signatures (an answer's):
 		// stored as it is, without grouping.
@@ -382,6 +386,9 @@ func oneRRset(rrs []dns.RR) (string, uint16, bool) {
 // glue returns the address records of extra owned by the names of the NS
 // records ns and within zone's bailiwick (RFC 2181 §5.4.1).
 func glue(extra []dns.RR, zone string, ns []dns.RR) []dns.RR {
+	if len(extra) == 0 || len(ns) == 0 {
+		return nil
+	}
 	names := map[string]bool{}
 	for _, rr := range ns {
 		names[canonical(rr.(*dns.NS).Ns)] = true

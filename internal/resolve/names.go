@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"encoding/binary"
 	"strings"
+	"unsafe"
 
 	"github.com/miekg/dns"
 )
@@ -69,13 +71,32 @@ func lower(c byte) byte {
 // presented from the wire do not have: miekg/dns escapes them) goes to
 // dns.CanonicalName, which would replace invalid UTF-8.
 func canonical(name string) string {
-	if !dns.IsFqdn(name) {
+	if !dns.IsFqdn(name) || !lowerASCII(name) {
 		return dns.CanonicalName(name)
 	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; ('A' <= c && c <= 'Z') || c >= 0x80 {
-			return dns.CanonicalName(name)
+	return name
+}
+
+// lowerASCII reports whether s has no ASCII capital and no octet over
+// 0x7F, eight octets at a time (a resolution makes its names canonical
+// some ten times; octet by octet it was 2% of a cold one's instructions).
+func lowerASCII(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// With every octet under 0x80, adding 0x80-'A' to each sets
+		// its top bit when it is 'A' or more, adding 0x80-'Z'-1 when it
+		// is over 'Z', neither carrying into the next octet.
+		if x&highs != 0 || (x+(0x80-'A')*ones)&^(x+(0x80-'Z'-1)*ones)&highs != 0 {
+			return false
 		}
 	}
-	return name
+	for ; i < len(s); i++ {
+		if c := s[i]; ('A' <= c && c <= 'Z') || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -60,6 +60,18 @@ func TestCanonical(t *testing.T) {
 			t.Errorf("canonical(%q) = %q, dns.CanonicalName %q", n, got, want)
 		}
 	}
+	// Every octet at every place of a name of two words and a tail,
+	// and of one shorter than a word.
+	for _, base := range []string{"abcdefghijklmnopq.", "abcdef."} {
+		for i := range len(base) - 1 {
+			for c := range 256 {
+				n := base[:i] + string([]byte{byte(c)}) + base[i+1:]
+				if got, want := canonical(n), dns.CanonicalName(n); got != want {
+					t.Fatalf("canonical(%q) = %q, dns.CanonicalName %q", n, got, want)
+				}
+			}
+		}
+	}
 	if n := testing.AllocsPerRun(100, func() { canonical("www.example.tld.") }); n != 0 {
 		t.Errorf("%v allocations", n)
 	}
