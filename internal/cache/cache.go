@@ -4,12 +4,16 @@
 // and negative entry keeps what the validator found of it (Validated),
 // and data found bogus goes after Options.BogusTTL.
 //
-// The RRset cache is split into shards by a hash of the name and type,
-// each with its own lock and its own byte budget, so that concurrent
-// lookups of different names rarely meet. A lookup takes its shard's read
-// lock (one atomic add on a lock shared with a sixteenth per CPU of
-// the names) and writes
-// nothing else shared once an entry is popular: an entry's use counter
+// The RRset cache is split into shards by a hash of the name, each with
+// its own lock and its own byte budget, so that concurrent lookups of
+// different names rarely meet. A shard's map is keyed by name alone, and
+// the entries of a name's types (at most MaxTypes) are chained from it:
+// one lookup (Lookup) finds every type of a name, where a resolution
+// asks for several (the type asked, the name's NXDOMAIN, its CNAME; NS,
+// A and AAAA of a server's name). A lookup takes its shard's read lock
+// (one atomic add on a lock shared with a sixteenth per CPU of the
+// names) and writes nothing else shared once an entry is popular: an
+// entry's use counter
 // stops being written when it saturates. Eviction is CLOCK with a two-bit
 // use counter per entry (as S3-FIFO and CLOCK-Pro approximate LFU): the
 // hand lowers the counters of the entries it passes and evicts one found
@@ -217,7 +221,10 @@ type Cache struct {
 
 // shard is a part of the cache with its own lock and budget.
 type shard struct {
-	mu    sync.RWMutex
+	mu sync.RWMutex
+	// m holds the newest entry of each name, keyed by its name (its
+	// key without the type), the name's other entries chained from it
+	// (entry.next).
 	m     map[string]*entry
 	ring  []*entry // CLOCK order; nil slots are free
 	free  []int32  // free slots of ring
@@ -233,8 +240,8 @@ type shard struct {
 }
 
 // entry is one stored RRset or negative answer. Its fields are never
-// written after it is stored but use (and slot, under the shard's write
-// lock): a replacement is a new entry.
+// written after it is stored but use, val and next (and slot, under the
+// shard's write lock): a replacement is a new entry.
 type entry struct {
 	// data is the key (the canonical name then the type, two bytes)
 	// followed by the records: Positive, each RRset record's RDATA
@@ -242,20 +249,25 @@ type entry struct {
 	// whole uncompressed records, TTLs ignored. A string, not a slice:
 	// the header's eight bytes less bring the struct from Go's 80-byte
 	// size class to its 64 (TestEntrySize); raw gives its bytes to read.
-	data     string
+	data   string
+	expire int64 // unix nanoseconds
+	// val is what the validator found of data, set once it has
+	// (SetValidated), nil before.
+	val atomic.Pointer[validation]
+	// next is the next entry of the same name in its shard's chain
+	// (shard.m), written under the shard's write lock; read without
+	// it by a Name, which may so see an entry just replaced or evicted,
+	// as a Get that found it a moment earlier would have.
+	next     atomic.Pointer[entry]
+	slot     int32
+	use      atomic.Uint32 // 0-3: CLOCK's use counter
+	wholeOff uint32        // offset in data of the whole records
 	keyLen   uint16
+	qtype    uint16 // the key's type (0: an NXDOMAIN)
 	n        uint16 // RDATA records (Positive)
 	whole    uint16 // whole records after them
 	kind     Kind
 	rank     Rank
-	ttl      uint32 // as stored, clamped
-	expire   int64  // unix nanoseconds
-	slot     int32
-	use      atomic.Uint32 // 0-3: CLOCK's use counter
-	wholeOff uint32        // offset in data of the whole records
-	// val is what the validator found of data, set once it has
-	// (SetValidated), nil before.
-	val atomic.Pointer[validation]
 }
 
 // end is when e stops being live: its TTL's end, or sooner for data found
@@ -308,14 +320,14 @@ func New(opt Options) *Cache {
 // Now returns the cache's clock.
 func (c *Cache) Now() time.Time { return c.opt.Now() }
 
-// key returns the key of name (in any case) and type; name must be
-// fully qualified.
-func key(name string, qtype uint16) []byte {
-	return appendKey(make([]byte, 0, len(name)+2), name, qtype)
+// appendKey appends the key of name (in any case) and type to k; name
+// must be fully qualified.
+func appendKey(k []byte, name string, qtype uint16) []byte {
+	return binary.BigEndian.AppendUint16(appendName(k, name), qtype)
 }
 
-// appendKey appends the key of name and type to k.
-func appendKey(k []byte, name string, qtype uint16) []byte {
+// appendName appends name, lower-cased, to k: a key without its type.
+func appendName(k []byte, name string) []byte {
 	for i := 0; i < len(name); i++ {
 		b := name[i]
 		if 'A' <= b && b <= 'Z' {
@@ -323,11 +335,25 @@ func appendKey(k []byte, name string, qtype uint16) []byte {
 		}
 		k = append(k, b)
 	}
-	return binary.BigEndian.AppendUint16(k, qtype)
+	return k
 }
 
-func (c *Cache) shardOf(k []byte) *shard {
-	return &c.shards[maphash.Bytes(c.seed, k)&c.mask]
+// shardOf returns the shard of a lower-cased name.
+func (c *Cache) shardOf(name []byte) *shard {
+	return &c.shards[maphash.Bytes(c.seed, name)&c.mask]
+}
+
+// name is e's owner name as stored: its key without the type.
+func (e *entry) name() string { return e.data[:e.keyLen-2] }
+
+// find returns the entry of type qtype chained from head, or nil.
+func find(head *entry, qtype uint16) *entry {
+	for e := head; e != nil; e = e.next.Load() {
+		if e.qtype == qtype {
+			return e
+		}
+	}
+	return nil
 }
 
 // Put stores e for name and type, unless a live entry of a higher rank is
@@ -347,24 +373,29 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 		return
 	}
 	ttl = c.Clamp(e.Kind, ttl)
-	k := key(name, qtype)
+	var kb [256 + 2]byte // on the stack but for names with escapes (Lookup)
+	k := appendKey(kb[:0], name, qtype)
 	ne, err := encode(k, &e)
 	if err != nil {
 		return
 	}
-	ne.ttl = ttl
 	now := c.opt.Now().UnixNano()
 	ne.expire = now + int64(ttl)*int64(time.Second)
-	s := c.shardOf(k)
+	s := c.shardOf(k[:len(k)-2])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.m[string(k)]; old != nil {
+	head := s.m[ne.name()]
+	if old := find(head, qtype); old != nil {
 		if old.end() > now && old.rank > ne.rank {
 			return
 		}
 		s.remove(old)
+		head = s.m[ne.name()]
 	}
-	s.m[ne.data[:ne.keyLen]] = ne
+	// The newest first: a Name that finds the new head finds ne before
+	// any entry of its type it replaced.
+	ne.next.Store(head)
+	s.m[ne.name()] = ne
 	if n := len(s.free); n > 0 {
 		ne.slot = s.free[n-1]
 		s.free = s.free[:n-1]
@@ -375,8 +406,24 @@ func (c *Cache) Put(name string, qtype uint16, e Entry) {
 	}
 	s.bytes += ne.cost()
 	s.count(ne, 1)
+	// A name's chain is bounded: the entry beyond MaxTypes, the least
+	// recently stored, goes.
+	i := 0
+	for e := ne; e != nil; e = e.next.Load() {
+		if i++; i > MaxTypes {
+			s.remove(e)
+			break
+		}
+	}
 	s.evict(ne, now-c.stale)
 }
+
+// MaxTypes bounds the entries the cache holds for one name (its types'
+// RRsets and NODATAs, and its NXDOMAIN): a lookup walks them (Name), and
+// a client asking every type of a name would otherwise make the walk as
+// long as it likes. Storing one more drops the least recently stored.
+// Real names have a few types; a zone's apex, signed, about ten.
+const MaxTypes = 32
 
 // Clamp returns ttl within the bounds of the Options for an entry of
 // kind k: [MinTTL, MaxTTL] for an RRset, [MinTTL, MaxNegativeTTL] for a
@@ -416,7 +463,8 @@ func entryTTL(e *Entry) (uint32, bool) {
 
 // encode packs e's records after the key k into a new entry.
 func encode(k []byte, e *Entry) (*entry, error) {
-	ne := &entry{keyLen: uint16(len(k)), kind: e.Kind, rank: e.Rank}
+	qtype := binary.BigEndian.Uint16(k[len(k)-2:])
+	ne := &entry{keyLen: uint16(len(k)), qtype: qtype, kind: e.Kind, rank: e.Rank}
 	if data, n, ok := encodeRData(k, e); ok {
 		ne.data, ne.n = data, n
 		ne.wholeOff = uint32(len(data))
@@ -428,6 +476,7 @@ func encode(k []byte, e *Entry) (*entry, error) {
 // encodePacked is encode for any entry: each record packed by
 // dns.PackRR, and its RDATA kept (Positive) or the whole record.
 func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
+	qtype := ne.qtype
 	size := len(k)
 	for _, rr := range e.Records {
 		size += dns.Len(rr)
@@ -439,7 +488,6 @@ func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
 	n := copy(buf, k)
 	whole := e.Sigs
 	if e.Kind == Positive {
-		qtype := binary.BigEndian.Uint16(k[len(k)-2:])
 		for _, rr := range e.Records {
 			if rr.Header().Rrtype != qtype {
 				return nil, fmt.Errorf("a %s record in the %s RRset", dns.Type(rr.Header().Rrtype), dns.Type(qtype))
@@ -549,16 +597,30 @@ func nameLen(b []byte) int {
 
 func (e *entry) cost() int64 { return int64(len(e.data)) + overhead }
 
-// qtype is the type of e's key (0 for an NXDOMAIN).
-func (e *entry) qtype() uint16 { return binary.BigEndian.Uint16(e.raw()[e.keyLen-2:]) }
-
 // raw returns e's data as bytes, to read only (binary.BigEndian and
 // dns.UnpackRR take slices; neither writes).
 func (e *entry) raw() []byte { return unsafe.Slice(unsafe.StringData(e.data), len(e.data)) }
 
-// remove takes e out of s.
+// remove takes e out of s: out of its name's chain (e.next is left as
+// it is, for a Name reading the chain from e), and out of the ring.
 func (s *shard) remove(e *entry) {
-	delete(s.m, e.data[:e.keyLen])
+	switch head := s.m[e.name()]; {
+	case head == e:
+		if next := e.next.Load(); next != nil {
+			// Assigning to a present key stores the key given: the
+			// map keeps no part of e.
+			s.m[next.name()] = next
+		} else {
+			delete(s.m, e.name())
+		}
+	default:
+		for p := head; p != nil; p = p.next.Load() {
+			if p.next.Load() == e {
+				p.next.Store(e.next.Load())
+				break
+			}
+		}
+	}
 	s.ring[e.slot] = nil
 	s.free = append(s.free, e.slot)
 	s.bytes -= e.cost()
@@ -569,7 +631,7 @@ func (s *shard) remove(e *entry) {
 func (s *shard) count(e *entry, d int) {
 	if e.kind == Positive {
 		s.rrsets += d
-		if e.qtype() == dns.TypeDNAME {
+		if e.qtype == dns.TypeDNAME {
 			s.dnames.Add(int64(d))
 		}
 	} else {
@@ -612,15 +674,16 @@ func (c *Cache) SetValidated(name string, qtype uint16, e Entry, v Validated) bo
 	if e.Kind == NXDomain {
 		qtype = 0
 	}
-	k := key(name, qtype)
+	var kb [256 + 2]byte // on the stack but for names with escapes (Lookup)
+	k := appendKey(kb[:0], name, qtype)
 	want, err := encode(k, &e)
 	if err != nil {
 		return false
 	}
 	now := c.opt.Now().UnixNano()
-	s := c.shardOf(k)
+	s := c.shardOf(k[:len(k)-2])
 	s.mu.RLock()
-	got := s.m[string(k)]
+	got := find(s.m[string(k[:len(k)-2])], qtype)
 	s.mu.RUnlock()
 	if got == nil || got.end() <= now || got.kind != e.Kind || !sameData(got, want) {
 		return false
@@ -682,17 +745,15 @@ func (e *entry) units() []string {
 // Get returns the live entry for name and type: the RRset, a NODATA for
 // the type, or an NXDOMAIN for the name.
 func (c *Cache) Get(name string, qtype uint16) (Entry, bool) {
-	return c.get(name, qtype, false, false)
+	return c.Lookup(name).Get(qtype)
 }
 
 // GetExact is Get without the NXDOMAIN of the name: the entry stored for
-// this type alone (an RRset, or a NODATA), found with one lookup where
-// Get, missing it, makes a second for the NXDOMAIN. It is for callers
-// that use RRsets only (the resolver's probes for a CNAME, a DNAME or a
-// zone's NS records: a cold resolution made five such lookups, each with
-// its key, hash, lock and clock).
+// this type alone (an RRset, or a NODATA). It is for callers that use
+// RRsets only (the resolver's probes for a CNAME, a DNAME or a zone's NS
+// records).
 func (c *Cache) GetExact(name string, qtype uint16) (Entry, bool) {
-	return c.get(name, qtype, false, true)
+	return c.Lookup(name).GetExact(qtype)
 }
 
 // RData calls fn with the RDATA of each record of the live RRset of name
@@ -703,22 +764,7 @@ func (c *Cache) GetExact(name string, qtype uint16) (Entry, bool) {
 // addresses: through Get, five allocations and an unpacking of each
 // record per cold resolution.
 func (c *Cache) RData(name string, qtype uint16, fn func(rdata []byte)) bool {
-	if !dns.IsFqdn(name) {
-		return false
-	}
-	var buf [256 + 2]byte
-	e := c.lookup(appendKey(buf[:0], name, qtype), c.opt.Now().UnixNano(), false)
-	if e == nil || e.kind != Positive {
-		return false
-	}
-	d := e.raw()
-	off := int(e.keyLen)
-	for range e.n {
-		end := off + 2 + int(binary.BigEndian.Uint16(d[off:]))
-		fn(d[off+2 : end])
-		off = end
-	}
-	return true
+	return c.Lookup(name).RData(qtype, fn)
 }
 
 // HasDNAME reports whether the cache may hold a DNAME RRset: when it
@@ -734,32 +780,114 @@ func (c *Cache) HasDNAME() bool { return c.dnames.Load() > 0 }
 // 8767 §4): for answering when every authority failed. Without a stale
 // window it is Get.
 func (c *Cache) GetStale(name string, qtype uint16) (Entry, bool) {
-	return c.get(name, qtype, c.stale > 0, false)
+	return c.Lookup(name).GetStale(qtype)
+}
+
+// Name is what the cache holds for one name, found with one lookup
+// (Lookup): its Get, GetExact, GetStale and RData are the Cache's for
+// the name and a type, without a lookup (a key, a hash, a lock and the
+// clock) each. It sees the entries the cache held, and the clock's time,
+// when Lookup made it: it is for one step of a resolution, not to keep.
+// The zero Name holds nothing.
+type Name struct {
+	c    *Cache
+	name string
+	head *entry
+	now  int64
+}
+
+// Lookup returns what the cache holds for name (in any case; a name not
+// fully qualified has nothing).
+func (c *Cache) Lookup(name string) Name {
+	n := Name{c: c, name: name}
+	if !dns.IsFqdn(name) {
+		return n
+	}
+	if lower(name) {
+		// The resolver's names are: the name is its key.
+		s := &c.shards[maphash.String(c.seed, name)&c.mask]
+		s.mu.RLock()
+		n.head = s.m[name]
+		s.mu.RUnlock()
+	} else {
+		n.head = c.headFolded(name)
+	}
+	if n.head != nil {
+		// The clock is read when there is something to find live.
+		n.now = c.opt.Now().UnixNano()
+	}
+	return n
+}
+
+// headFolded returns the head of the chain of name, which has upper-case
+// letters.
+func (c *Cache) headFolded(name string) *entry {
+	// The key is built on the stack: names are at most 255 octets in
+	// wire form, and presented without escapes as long. One with escapes
+	// may be up to four times longer, and its key goes to the heap (the
+	// stack's buffer was once 1026 bytes, for those: zeroed on every
+	// lookup, it was a fifth of the instructions of Get).
+	var buf [256]byte
+	k := appendName(buf[:0], name)
+	s := c.shardOf(k)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m[string(k)]
+}
+
+// lower reports whether name has no upper-case ASCII letter: whether it
+// is its own key (appendName).
+func lower(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Get is Cache.Get of the name.
+func (n Name) Get(qtype uint16) (Entry, bool) { return n.get(qtype, false, false) }
+
+// GetExact is Cache.GetExact of the name.
+func (n Name) GetExact(qtype uint16) (Entry, bool) { return n.get(qtype, false, true) }
+
+// GetStale is Cache.GetStale of the name.
+func (n Name) GetStale(qtype uint16) (Entry, bool) {
+	if n.head == nil {
+		return Entry{}, false
+	}
+	return n.get(qtype, n.c.stale > 0, false)
+}
+
+// RData is Cache.RData of the name.
+func (n Name) RData(qtype uint16, fn func(rdata []byte)) bool {
+	e := n.live(qtype, false)
+	if e == nil || e.kind != Positive {
+		return false
+	}
+	d := e.raw()
+	off := int(e.keyLen)
+	for range e.n {
+		end := off + 2 + int(binary.BigEndian.Uint16(d[off:]))
+		fn(d[off+2 : end])
+		off = end
+	}
+	return true
 }
 
 // get is Get (GetStale with stale, GetExact with exact).
-func (c *Cache) get(name string, qtype uint16, stale, exact bool) (Entry, bool) {
-	if !dns.IsFqdn(name) {
-		return Entry{}, false
-	}
-	now := c.opt.Now().UnixNano()
-	// The key of a lookup is built on the stack: names are at most 255
-	// octets in wire form, and presented without escapes as long. One
-	// with escapes may be up to four times longer, and its key goes to
-	// the heap (the stack's buffer was once 1026 bytes, for those: zeroed
-	// on every lookup, it was a fifth of the instructions of Get).
-	var buf [256 + 2]byte
-	k := appendKey(buf[:0], name, qtype)
-	e := c.lookup(k, now, stale)
+func (n Name) get(qtype uint16, stale, exact bool) (Entry, bool) {
+	e := n.live(qtype, stale)
 	if e == nil && qtype != 0 && !exact {
 		// RFC 2308 §5: an NXDOMAIN is about the name, whatever the
 		// type asked.
-		k = append(k[:len(k)-2], 0, 0)
-		e = c.lookup(k, now, stale)
+		e = n.live(0, stale)
 	}
 	if e == nil {
 		return Entry{}, false
 	}
+	now := n.now
 	out := Entry{Kind: e.kind, Rank: e.rank}
 	if v := e.val.Load(); v != nil {
 		out.Validated = &v.v
@@ -769,20 +897,18 @@ func (c *Cache) get(name string, qtype uint16, stale, exact bool) (Entry, bool) 
 	} else {
 		out.TTL, out.Stale = StaleTTL, true
 	}
-	if err := e.decode(name, out.TTL, &out); err != nil {
+	if err := e.decode(n.name, out.TTL, &out); err != nil {
 		return Entry{}, false
 	}
 	return out, true
 }
 
-// lookup finds the entry of key k live at now (or stale, if allowed) and
-// counts its use.
-func (c *Cache) lookup(k []byte, now int64, stale bool) *entry {
-	s := c.shardOf(k)
-	s.mu.RLock()
-	e := s.m[string(k)]
-	s.mu.RUnlock()
-	if e == nil || (e.expire <= now && (!stale || e.expire <= now-c.stale)) {
+// live returns the name's entry of type qtype live at n.now (or stale,
+// if allowed), and counts its use.
+func (n Name) live(qtype uint16, stale bool) *entry {
+	e := find(n.head, qtype)
+	now := n.now
+	if e == nil || (e.expire <= now && (!stale || e.expire <= now-n.c.stale)) {
 		return nil
 	}
 	if v := e.val.Load(); v != nil && v.dead != 0 && v.dead <= now {
@@ -801,7 +927,7 @@ func (c *Cache) lookup(k []byte, now int64, stale bool) *entry {
 // decode converts e's records to dns.RR with the given owner and TTL.
 func (e *entry) decode(owner string, ttl uint32, out *Entry) error {
 	d := e.raw()
-	qtype := e.qtype()
+	qtype := e.qtype
 	off := int(e.keyLen)
 	if e.n > 0 {
 		out.Records = make([]dns.RR, 0, e.n)

@@ -418,8 +418,8 @@ func TestExpiredEvictedFirst(t *testing.T) {
 	if len(c.shards) != 1 {
 		t.Fatalf("%d shards, want 1", len(c.shards))
 	}
-	s := c.shardOf(key("old.example.", dns.TypeA))
-	if _, ok := s.m[string(key("old.example.", dns.TypeA))]; ok {
+	s := c.shardOf([]byte("old.example."))
+	if find(s.m["old.example."], dns.TypeA) != nil {
 		t.Errorf("the expired entry survived the first eviction")
 	}
 }
@@ -469,10 +469,34 @@ func TestConcurrent(t *testing.T) {
 					t.Errorf("%d records", len(e.Records))
 				}
 				c.GetStale(aName(i%3000), dns.TypeA)
+				// Several types of few names: chains replaced and
+				// evicted while others walk them.
+				name := fmt.Sprintf("t%d.example.", i%17)
+				qt := uint16(1000 + (i*g)%40)
+				c.Put(name, qt, Entry{Records: rrs(t, fmt.Sprintf("%s 300 IN TYPE%d \\# 1 %02x", name, qt, i%256)), Rank: RankAuthAnswer})
+				n := c.Lookup(fmt.Sprintf("t%d.example.", (i+g)%17))
+				for q := uint16(1000); q < 1040; q += 3 {
+					if e, ok := n.Get(q); ok && (len(e.Records) != 1 || e.Records[0].Header().Rrtype != q) {
+						t.Errorf("type %d: %v", q, e.Records)
+					}
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	checkChains(t, c)
+	held := 0
+	for i := 0; i < 17; i++ {
+		n := c.Lookup(fmt.Sprintf("t%d.example.", i))
+		for q := uint16(1000); q < 1040; q++ {
+			if _, ok := n.Get(q); ok {
+				held++
+			}
+		}
+	}
+	if held == 0 {
+		t.Error("no typed entry held")
+	}
 }
 
 // BenchmarkGet is a hit on one of 100k cached A RRsets, from every
@@ -540,13 +564,15 @@ func heldByShards(c *Cache) Stats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
-		for _, e := range s.m {
-			if e.kind == Positive {
-				st.RRsets++
-			} else {
-				st.Negative++
+		for _, head := range s.m {
+			for e := head; e != nil; e = e.next.Load() {
+				if e.kind == Positive {
+					st.RRsets++
+				} else {
+					st.Negative++
+				}
+				st.Bytes += e.cost()
 			}
-			st.Bytes += e.cost()
 		}
 		s.mu.RUnlock()
 	}
@@ -704,12 +730,12 @@ func TestEncodeRData(t *testing.T) {
 		{dns.TypeMX, rrs(t, "x.test. 300 IN MX 10 mx.test."), false},
 	} {
 		e := Entry{Records: tc.rrs, Rank: RankAnswer}
-		k := key("x.test.", tc.qtype)
+		k := appendKey(nil, "x.test.", tc.qtype)
 		data, n, direct := encodeRData(k, &e)
 		if direct != tc.direct {
 			t.Errorf("%v: written directly %v, want %v", tc.rrs, direct, tc.direct)
 		}
-		packed, err := encodePacked(&entry{keyLen: uint16(len(k))}, k, &e)
+		packed, err := encodePacked(&entry{keyLen: uint16(len(k)), qtype: tc.qtype}, k, &e)
 		if !direct {
 			continue
 		}
@@ -721,8 +747,130 @@ func TestEncodeRData(t *testing.T) {
 		}
 	}
 	e := Entry{Records: rrs(t, "x.test. 300 IN A 192.0.2.1"), Rank: RankAnswer}
-	k := key("x.test.", dns.TypeA)
+	k := appendKey(nil, "x.test.", dns.TypeA)
 	if n := testing.AllocsPerRun(100, func() { encode(k, &e) }); n != 2 {
 		t.Errorf("%v allocations per encode, want 2 (the entry, its data)", n)
+	}
+}
+
+// checkChains checks the shards' index: each map key is its head's name,
+// each chain holds entries of that name only, one per type, each in the
+// ring at its slot, and the ring holds no entry outside the chains.
+func checkChains(t *testing.T, c *Cache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		inChains := 0
+		for k, head := range s.m {
+			if head.name() != k {
+				t.Fatalf("key %q holds a chain of %q", k, head.name())
+			}
+			if got := c.shardOf([]byte(k)); got != s {
+				t.Fatalf("%q in the wrong shard", k)
+			}
+			types := map[uint16]bool{}
+			for e := head; e != nil; e = e.next.Load() {
+				if len(types) == MaxTypes {
+					t.Fatalf("chain of %q longer than %d", k, MaxTypes)
+				}
+				if e.name() != k || types[e.qtype] {
+					t.Fatalf("chain of %q: %q type %d (seen %v)", k, e.name(), e.qtype, types[e.qtype])
+				}
+				types[e.qtype] = true
+				if e.slot < 0 || int(e.slot) >= len(s.ring) || s.ring[e.slot] != e {
+					t.Fatalf("%q type %d not in the ring at its slot %d", k, e.qtype, e.slot)
+				}
+				inChains++
+			}
+		}
+		inRing := 0
+		for _, e := range s.ring {
+			if e != nil {
+				inRing++
+			}
+		}
+		s.mu.RUnlock()
+		if inRing != inChains {
+			t.Fatalf("shard %d: %d entries in the ring, %d in the chains", i, inRing, inChains)
+		}
+	}
+}
+
+// TestNameChains: the entries of a name's types share one map slot,
+// chained; replacing one, an NXDOMAIN beside them, and eviction (of
+// heads, middles and tails of chains) keep the index whole
+// (checkChains), and a Name finds each type as Get does.
+func TestNameChains(t *testing.T) {
+	clk := newClock()
+	c := newCache(clk, Options{Size: 64 << 10})
+	soa := "example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 300"
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, 0}
+	put := func(i int, qtype uint16) {
+		name := fmt.Sprintf("N%d.Example.com.", i%97) // mixed case: one key
+		switch qtype {
+		case dns.TypeA:
+			c.Put(name, qtype, Entry{Records: rrs(t, fmt.Sprintf("%s 300 IN A 192.0.2.%d", name, i%256)), Rank: RankAuthAnswer})
+		case dns.TypeAAAA:
+			c.Put(name, qtype, Entry{Records: rrs(t, fmt.Sprintf("%s 300 IN AAAA 2001:db8::%x", name, i)), Rank: RankAuthAnswer})
+		case dns.TypeTXT:
+			c.Put(name, qtype, Entry{Records: rrs(t, fmt.Sprintf("%s 300 IN TXT \"%d\"", name, i)), Rank: RankAuthAnswer})
+		case dns.TypeMX:
+			c.Put(name, qtype, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+		case 0:
+			c.Put(name, dns.TypeSRV, Entry{Kind: NXDomain, Records: rrs(t, soa), Rank: RankAuthority})
+		}
+	}
+	for i := 0; i < 3000; i++ {
+		put(i, types[(i*7)%len(types)])
+		if i%50 == 0 {
+			checkChains(t, c)
+		}
+	}
+	checkChains(t, c)
+	// The name of the last A stored: each of its types found by one
+	// Name as by Get, whatever the case asked.
+	n := c.Lookup("n42.example.COM.")
+	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeSRV, dns.TypeNS} {
+		got, gok := n.Get(qt)
+		want, wok := c.Get("n42.example.COM.", qt)
+		if gok != wok || fmt.Sprint(got.Records) != fmt.Sprint(want.Records) || got.Kind != want.Kind {
+			t.Errorf("type %d: Name.Get %v %v, Get %v %v", qt, got, gok, want, wok)
+		}
+	}
+	put(3000*97+42, dns.TypeA)
+	if e, ok := c.Lookup("n42.example.com.").Get(dns.TypeA); !ok || e.Records[0].(*dns.A).A.String() != fmt.Sprintf("192.0.2.%d", (3000*97+42)%256) {
+		t.Errorf("after a replacement: %v %v", e, ok)
+	}
+	// Everything evicted: the map and ring empty.
+	clk.advance(time.Hour)
+	for i := 0; i < 3000; i++ {
+		putA(t, c, i)
+	}
+	checkChains(t, c)
+	if _, ok := (Name{}).GetStale(dns.TypeA); ok {
+		t.Error("the zero Name holds something")
+	}
+}
+
+// TestMaxTypes: a name holds at most MaxTypes entries; storing more
+// drops the least recently stored, whatever its type.
+func TestMaxTypes(t *testing.T) {
+	c := New(Options{})
+	soa := "example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 300"
+	const name = "many.example.com."
+	for qt := uint16(1000); qt < 1000+MaxTypes+8; qt++ {
+		c.Put(name, qt, Entry{Kind: NoData, Records: rrs(t, soa), Rank: RankAuthority})
+		checkChains(t, c)
+	}
+	if got := c.Len(); got != MaxTypes {
+		t.Errorf("%d entries held, want %d", got, MaxTypes)
+	}
+	n := c.Lookup(name)
+	for qt := uint16(1000); qt < 1000+MaxTypes+8; qt++ {
+		_, ok := n.GetExact(qt)
+		if want := qt >= 1008; ok != want {
+			t.Errorf("type %d held %v, want %v", qt, ok, want)
+		}
 	}
 }

@@ -29,6 +29,20 @@ func (r *Resolver) Refresh(ctx context.Context, name string, qtype uint16) (*Res
 // RankAnswer or better answers a question: glue and referral NS records
 // are for finding servers, not for clients (RFC 2181 §5.4.1).
 func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
+	return ru.cachedOf(ru.lookup(name), name, qtype)
+}
+
+// lookup returns what the cache holds for name (nothing without a
+// cache): one lookup for all its types.
+func (ru *run) lookup(name string) cache.Name {
+	if ru.r.cache == nil {
+		return cache.Name{}
+	}
+	return ru.r.cache.Lookup(name)
+}
+
+// cachedOf is cached, with here what the cache holds for name.
+func (ru *run) cachedOf(here cache.Name, name string, qtype uint16) (*dns.Msg, string, bool) {
 	c := ru.r.cache
 	if c == nil || (name == ru.fresh.Name && qtype == ru.fresh.Qtype) {
 		return nil, "", false
@@ -36,7 +50,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 	// The message is made on a hit only: most lookups of a cold
 	// resolution miss.
 	newMsg := func() *dns.Msg { return &dns.Msg{MsgHdr: dns.MsgHdr{Authoritative: true}} }
-	if e, ok := c.Get(name, qtype); ok && e.Rank >= cache.RankAnswer {
+	if e, ok := here.Get(qtype); ok && e.Rank >= cache.RankAnswer {
 		m := newMsg()
 		ru.known.note(e)
 		switch e.Kind {
@@ -50,7 +64,7 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 		return m, name, true
 	}
 	if qtype != dns.TypeCNAME {
-		if e, ok := c.GetExact(name, dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
+		if e, ok := here.GetExact(dns.TypeCNAME); ok && e.Kind == cache.Positive && e.Rank >= cache.RankAnswer {
 			ru.known.note(e)
 			m := newMsg()
 			m.Answer = append(e.Records, e.Sigs...)
@@ -76,9 +90,10 @@ func (ru *run) cached(name string, qtype uint16) (*dns.Msg, string, bool) {
 // closest returns the closest enclosing zone of name whose NS records and
 // at least one of whose servers' addresses are cached, and its servers,
 // so that a descent starts there rather than at the root; ok is false
-// when there is none. The servers of a DS record are those of the parent
+// when there is none. here is what the cache holds for name, looked up
+// already (cached). The servers of a DS record are those of the parent
 // (RFC 4035 §3.1.4.1).
-func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server, ok bool) {
+func (ru *run) closest(here cache.Name, name string, qtype uint16) (zone string, servers []Server, ok bool) {
 	c := ru.r.cache
 	if c == nil {
 		return "", nil, false
@@ -88,7 +103,11 @@ func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server
 		z = parent(z)
 	}
 	for {
-		if s, ok := ru.cachedServers(z); ok {
+		zn := here
+		if z != name {
+			zn = c.Lookup(z)
+		}
+		if s, ok := ru.cachedServers(zn, z); ok {
 			return z, s, true
 		}
 		if z == "." {
@@ -98,14 +117,16 @@ func (ru *run) closest(name string, qtype uint16) (zone string, servers []Server
 	}
 }
 
-// cachedServers returns the servers of zone named by its cached NS
-// records (of any rank), with the addresses the cache holds for them (of
-// any rank: glue is what they are for), and whether any has an address.
-// The records are read in wire form (cache.RData), not as dns.RR.
-func (ru *run) cachedServers(zone string) ([]Server, bool) {
+// cachedServers returns the servers of zone (zn: what the cache holds
+// for it) named by its cached NS records (of any rank), with the
+// addresses the cache holds for them (of any rank: glue is what they are
+// for), and whether any has an address. The records are read in wire
+// form (cache.Name.RData), not as dns.RR; each server's name is looked
+// up once for both its types.
+func (ru *run) cachedServers(zn cache.Name, zone string) ([]Server, bool) {
 	c := ru.r.cache
 	var servers []Server
-	c.RData(zone, dns.TypeNS, func(rdata []byte) {
+	zn.RData(dns.TypeNS, func(rdata []byte) {
 		if n, _, err := dns.UnpackDomainName(rdata, 0); err == nil {
 			servers = append(servers, Server{Name: canonical(n)})
 		}
@@ -122,12 +143,13 @@ func (ru *run) cachedServers(zone string) ([]Server, bool) {
 	for i := range servers {
 		s := &servers[i]
 		s.Why = why
-		c.RData(s.Name, dns.TypeA, func(rdata []byte) {
+		sn := c.Lookup(s.Name)
+		sn.RData(dns.TypeA, func(rdata []byte) {
 			if len(rdata) == 4 {
 				s.Addrs = append(s.Addrs, netip.AddrFrom4([4]byte(rdata)))
 			}
 		})
-		c.RData(s.Name, dns.TypeAAAA, func(rdata []byte) {
+		sn.RData(dns.TypeAAAA, func(rdata []byte) {
 			if len(rdata) == 16 {
 				s.Addrs = append(s.Addrs, netip.AddrFrom16([16]byte(rdata)))
 			}
@@ -436,7 +458,8 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 	res := &Result{}
 	cur := name
 	for range ru.r.limits.CNAMEs + 1 {
-		e, ok := c.GetStale(cur, qtype)
+		here := c.Lookup(cur)
+		e, ok := here.GetStale(qtype)
 		if ok && e.Rank >= cache.RankAnswer {
 			res.Stale = res.Stale || e.Stale
 			ru.known.note(e)
@@ -453,7 +476,7 @@ func (ru *run) stale(name string, qtype uint16) (*Result, bool) {
 		if qtype == dns.TypeCNAME {
 			break
 		}
-		e, ok = c.GetStale(cur, dns.TypeCNAME)
+		e, ok = here.GetStale(dns.TypeCNAME)
 		if !ok || e.Kind != cache.Positive || e.Rank < cache.RankAnswer {
 			break
 		}

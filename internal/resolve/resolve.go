@@ -598,14 +598,17 @@ func synthesize(dn *dns.DNAME, name string) (*dns.CNAME, bool) {
 // middleboxes mishandle minimised questions): it must not make the server
 // lame for the zone.
 func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int) (*dns.Msg, string, error) {
-	if m, zone, ok := ru.cached(name, qtype); ok {
+	// What the cache holds for name, looked up once for cached and
+	// closest.
+	here := ru.lookup(name)
+	if m, zone, ok := ru.cachedOf(here, name, qtype); ok {
 		return m, zone, nil
 	}
 	if m, zone, ok := ru.synthesise(name, qtype); ok {
 		ru.synthesised = ru.synthesised || (name == ru.name && qtype == ru.qtype)
 		return m, zone, nil
 	}
-	zone, servers, fromCache := ru.closest(name, qtype)
+	zone, servers, fromCache := ru.closest(here, name, qtype)
 	forward := false
 	if c := ru.r.zoneOf(name, qtype); c != nil && (c.forward || !fromCache || !subDomain(c.zone, zone)) {
 		// A forward zone, or a stub zone deeper than the closest
