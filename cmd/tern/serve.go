@@ -245,7 +245,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
-		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), tapped(tap, limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cfg.Server.UDPPayload))))
+		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), tapped(tap, dnstap.Auth, limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cfg.Server.UDPPayload))))
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver
@@ -257,9 +257,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer stopAnchors()
-		rec.TapInto(tap)
 		rec.LogQueries(log, cfg.Server.QueryLog)
-		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), limited(cfg, cookies.handler(rec, cfg.Server.UDPPayload)))
+		rsrv = server.New(serverConfig(cfg, cfg.Resolver.Listen, log), tapped(tap, dnstap.Client, limited(cfg, cookies.handler(rec, cfg.Server.UDPPayload))))
 	}
 	// SIGHUP is caught from here on: one that arrives while the zones
 	// load must not kill the server (its default action).
@@ -1123,14 +1122,15 @@ func handler(resp *auth.Responder, cacheSize int, counters *metrics.Set, qlog *s
 	})
 }
 
-// tapped is the authoritative listeners' h with every answer sent
-// recorded into tap ([dnstap]; nil: h): put around DNS cookies and RRL,
-// it records the answers as they amend them.
-func tapped(tap *dnstap.Tap, h server.Handler) server.Handler {
+// tapped is h with every answer sent recorded into tap ([dnstap]; nil:
+// h) as kind (dnstap.Auth: the authoritative listeners; dnstap.Client:
+// the resolver's): put around DNS cookies and RRL, it records the
+// answers as they amend them.
+func tapped(tap *dnstap.Tap, kind dnstap.Kind, h server.Handler) server.Handler {
 	if tap == nil {
 		return h
 	}
-	return dnstap.Handler(h, tap, dnstap.Auth)
+	return dnstap.Handler(h, tap, kind)
 }
 
 // openTap opens [dnstap]'s output; nil without the table. log gets the

@@ -192,9 +192,9 @@ func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16
 	p.size, p.tcp = size, req.TCP
 	// A query the inner Worker defers (the resolver's, waiting on a
 	// resolution) gets its cookie when its answer is sent: Deferred.
-	req.SetAmender(w)
+	req.PushAmender(w)
 	resp := w.inner.Answer(req, out)
-	req.SetAmender(nil)
+	req.PopAmender()
 	if resp == nil {
 		return nil
 	}
@@ -206,7 +206,7 @@ func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16
 // answer (the resolver keeps its message for its response cache, which
 // holds no cookie) with the option, under the same rules as an answer
 // made at once. Only a deferred query with a cookie pays for it.
-func (w *Worker) Deferred() func(msg []byte) []byte {
+func (w *Worker) Deferred(*server.Request) func(msg []byte) []byte {
 	p, payload := w.pending, w.payload
 	return func(msg []byte) []byte {
 		out := make([]byte, len(msg), len(msg)+optLen)

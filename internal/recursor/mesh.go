@@ -40,9 +40,8 @@ type waiter struct {
 	// (Recursor.LogQueries): its answer is logged when sent.
 	logged bool
 	client netip.Prefix
-	// from and at are the client's address and the server's, for the
-	// dnstap record of the answer.
-	from, at netip.AddrPort
+	// from is the client's address, for the query log.
+	from netip.AddrPort
 	// to is where the response goes for a response cache (to.box nil:
 	// nowhere).
 	to mailTo
@@ -168,12 +167,12 @@ const (
 )
 
 // join makes the query (a copy of which it keeps) of client address
-// from, sent to the server's address at, wait on the resolution of q, starting it if it is not in flight;
+// from wait on the resolution of q, starting it if it is not in flight;
 // its response is built for limit and also mailed to to (when to.box is
 // not nil). defer is called, under the mesh's lock, only once the query
 // is admitted, and returns the query's reply (nil when it cannot be
 // deferred).
-func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from, at netip.AddrPort, to mailTo, deferReply func() replier) joined {
+func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from netip.AddrPort, to mailTo, deferReply func() replier) joined {
 	client := m.lim.client(from.Addr())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -196,7 +195,7 @@ func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from,
 		m.flights[q] = f
 		m.start(q, false)
 	}
-	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, tcp: tcp, logged: logged, client: client, from: from, at: at, to: to}
+	wt := waiter{reply: reply, query: append([]byte(nil), query...), limit: limit, tcp: tcp, logged: logged, client: client, from: from, to: to}
 	if m.staleAfter > 0 {
 		wt.joined = time.Now()
 		if f.timer == nil {
@@ -261,7 +260,6 @@ func (m *mesh) clientTimeout(q question, f *flight) {
 		if msg := m.r.response(w.query, w.limit, res, nil); msg != nil {
 			w.reply.Send(msg) // a client gone is no concern of ours
 			m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
-			m.r.tapDeferred(&w, msg)
 			m.r.logDeferred(&w, q, msg)
 		}
 		w.reply.Close()
@@ -359,7 +357,6 @@ func (m *mesh) resolve(j job) {
 			if msg != nil {
 				w.reply.Send(msg) // a client gone is no concern of ours
 				m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
-				m.r.tapDeferred(&w, msg)
 				m.r.logDeferred(&w, q, msg)
 			}
 			w.reply.Close()

@@ -53,7 +53,6 @@ import (
 	"weak"
 
 	"github.com/tern-dns/tern/internal/auth"
-	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
@@ -161,9 +160,6 @@ type Recursor struct {
 	// empties its response cache.
 	flushes atomic.Uint64
 	metrics *metrics.Set
-	// tap records the workers' queries and answers for dnstap
-	// (TapInto); nil: none.
-	tap *dnstap.Tap
 	// qlog and qevery are the query log (LogQueries); nil: none.
 	qlog   *slog.Logger
 	qevery int
@@ -202,23 +198,6 @@ func orDefault(n, def int) int {
 		return def
 	}
 	return n
-}
-
-// TapInto makes the workers made from now on record every query as a
-// dnstap CLIENT_QUERY and every answer made at once as a
-// CLIENT_RESPONSE into tap ([dnstap]); call it before the server
-// starts. An answer sent after a resolution (deferred) is recorded by
-// the resolution's goroutine into the Tap's shared ring (tapDeferred).
-func (r *Recursor) TapInto(tap *dnstap.Tap) { r.tap = tap }
-
-// tapDeferred records msg, the answer sent after a resolution to w's
-// query, as a CLIENT_RESPONSE (its CLIENT_QUERY was recorded when the
-// query came) in the Tap's shared ring: the resolution's goroutine has
-// no ring of its own; it is off the workers' path.
-func (r *Recursor) tapDeferred(w *waiter, msg []byte) {
-	if r.tap != nil {
-		r.tap.RecordShared(dnstap.ClientResponse, w.from, w.at, w.tcp, w.query, msg, time.Now().UnixNano())
-	}
 }
 
 // LogQueries makes the workers made from now on log one answer in
@@ -268,10 +247,6 @@ func (r *Recursor) NewWorker(tcp bool) server.Worker {
 	w.m = metrics.Attach(r.metrics, w, metrics.Resolver)
 	if r.qlog != nil {
 		w.qlog, w.qevery, w.qleft = r.qlog, r.qevery, r.qevery
-	}
-	if r.tap != nil {
-		w.tap = r.tap.NewRing()
-		runtime.AddCleanup(w, r.tap.Release, w.tap)
 	}
 	return w
 }

@@ -853,7 +853,7 @@ func TestWaitLimitsNoLeak(t *testing.T) {
 		if i >= 6 {
 			from = netip.MustParseAddr("2001:db8:0:" + strconv.Itoa(i) + "::1") // a /64 each
 		}
-		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, false, false, netip.AddrPortFrom(from, 5353), netip.AddrPort{}, mailTo{}, deferReply)]++
+		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, false, false, netip.AddrPortFrom(from, 5353), mailTo{}, deferReply)]++
 	}
 	if got[deferred] != 5 || got[overClient] != 3 || got[overWaiting] != 4 || made.Load() != 5 {
 		t.Fatalf("joined %v, %d replies made; want 5 deferred, 3 over the client's, 4 over the total, 5 made", got, made.Load())

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
-	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/wire"
@@ -40,8 +39,6 @@ type Worker struct {
 	now time.Time
 	// m counts the answers; nil: not counted.
 	m *metrics.Shard
-	// tap is the worker's dnstap ring (Recursor.TapInto); nil: none.
-	tap *dnstap.Ring
 	// qlog logs one answer in qevery (Recursor.LogQueries), qleft
 	// queries to go until the next; qturn: the query being answered
 	// is the one (a deferred one is logged when its answer is sent).
@@ -134,14 +131,15 @@ func (w *Worker) AnswerBatch(reqs []server.Request, outs [][]byte) {
 // serve answers reqs[i] into outs[i] (nil: no answer now), with the
 // query log when configured, and observes each answer: counted in w.m,
 // with one query in metrics.SampleEvery kept by name and client for the
-// status page, and recorded by dnstap, each when configured (a nil
-// check each when not). Answer and AnswerBatch both answer through it;
-// the caller flushes w.m, after: dnstap may count a drop.
+// status page, when configured (a nil check when not); dnstap records
+// the answers as sent, around DNS cookies and RRL (dnstap.Handler).
+// Answer and AnswerBatch both answer through it; the caller flushes
+// w.m, after.
 //
 // The observing is written out in the loop, not in a function called
 // per answer: such a call was a fifth of what counting cost
 // (BenchmarkCountedHits under callgrind), and no function holding the
-// hooks' three calls is small enough for the compiler to inline.
+// hooks' calls is small enough for the compiler to inline.
 func (w *Worker) serve(reqs []server.Request, outs [][]byte) {
 	m := w.m
 	for i := range reqs {
@@ -161,23 +159,11 @@ func (w *Worker) serve(reqs []server.Request, outs [][]byte) {
 				w.sample(req)
 			}
 		}
-		if w.tap != nil {
-			w.record(req, resp)
-		}
 	}
 }
 
 // sample keeps req's name and client for the status page.
 func (w *Worker) sample(req *server.Request) { w.m.Sample(w.q.Name(), req.Remote().Addr()) }
-
-// record copies req's query and resp, its answer (nil: none now,
-// deferred or dropped: the query alone is recorded), into w's dnstap
-// ring; a record the ring has no room for is counted as a DropDnstap.
-func (w *Worker) record(req *server.Request, resp []byte) {
-	if !w.tap.Record(dnstap.Client, req.Remote(), req.Local(), w.tcp, req.Packet, resp, time.Now().UnixNano()) && w.m != nil {
-		w.m.Dropped(metrics.DropDnstap)
-	}
-}
 
 // clock is the time for the response cache: the batch's, else now.
 func (w *Worker) clock() time.Time {
@@ -374,7 +360,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
 	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, w.qturn, req.Remote(), req.Local(), w.mailTo(), func() replier {
+	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, w.qturn, req.Remote(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}

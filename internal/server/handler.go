@@ -87,29 +87,47 @@ type Request struct {
 	// reply is the Reply Defer gave out, if any: the server then sends
 	// nothing now.
 	reply *Reply
-	// amender, set by a layer over the Worker for the query it passes
-	// down (SetAmender), says what the Reply does to the messages of a
-	// deferred answer.
-	amender Amender
+	// amenders, pushed by the layers over the Worker for the query
+	// they pass down (PushAmender), outermost first, say what the Reply
+	// does to the messages of a deferred answer.
+	amenders [maxAmenders]Amender
+	// namenders is how many of amenders are pushed.
+	namenders uint8
 }
 
-// Amender is a layer wrapping a Worker that changes the answers of the
-// Worker beneath it (the cookie layer adds each client's COOKIE option)
-// and must change them also when that Worker defers the query: Defer
-// calls Deferred once, on the answering goroutine, before Answer
-// returns, and the Reply passes each message it sends through the
-// function Deferred returns (nil: none). It lets the layer copy its
-// state of the query (kept in the layer, reused from query to query)
-// when, and only when, the query is deferred: nothing is allocated for
-// the queries answered at once.
+// maxAmenders bounds the layers that amend a query's deferred answer
+// at once: DNS cookies' and dnstap's (which records the answer as
+// sent, after the other).
+const maxAmenders = 2
+
+// Amender is a layer wrapping a Worker that changes or sees the answers
+// of the Worker beneath it (the cookie layer adds each client's COOKIE
+// option, dnstap's records them) and must do so also when that Worker
+// defers the query: Defer calls Deferred(req) once, on the answering
+// goroutine, before Answer returns, and the Reply passes each message it
+// sends through the function Deferred returns (nil: none), the
+// innermost layer's first. It lets the layer copy its state of the
+// query (kept in the layer, reused from query to query) when, and only
+// when, the query is deferred: nothing is allocated for the queries
+// answered at once.
 type Amender interface {
-	Deferred() func(msg []byte) []byte
+	Deferred(req *Request) func(msg []byte) []byte
 }
 
-// SetAmender makes a (nil: none) the Amender of the query req holds,
-// for the call of the inner Worker's Answer; the layer that sets it
-// sets it back to nil after.
-func (r *Request) SetAmender(a Amender) { r.amender = a }
+// PushAmender makes a an Amender of the query req holds, for the call
+// of the inner Worker's Answer (or AnswerBatch); the layer that pushes
+// it pops it (PopAmender) after. At most two layers push at once
+// (cookies' and dnstap's); a third is a programming error and panics.
+func (r *Request) PushAmender(a Amender) {
+	r.amenders[r.namenders] = a
+	r.namenders++
+}
+
+// PopAmender takes off the Amender pushed last.
+func (r *Request) PopAmender() {
+	r.namenders--
+	r.amenders[r.namenders] = nil
+}
 
 // deferrer is a transport that can send an answer after Answer returns.
 type deferrer interface {
@@ -159,9 +177,14 @@ func (r *Request) Local() netip.AddrPort { return r.local }
 func (r *Request) Defer() *Reply {
 	if r.reply == nil && r.transport != nil {
 		r.reply = r.transport.deferReply(r)
-		if r.amender != nil {
-			// Before anyone holds the Reply: no lock needed.
-			r.reply.amend = r.amender.Deferred()
+		// Before anyone holds the Reply: no lock needed. The innermost
+		// layer's first: an outer one sees what the inner ones made.
+		n := 0
+		for i := int(r.namenders) - 1; i >= 0; i-- {
+			if f := r.amenders[i].Deferred(r); f != nil {
+				r.reply.amend[n] = f
+				n++
+			}
 		}
 	}
 	return r.reply
@@ -189,9 +212,9 @@ type Reply struct {
 	send   func(msg []byte) error
 	once   bool   // a datagram: one message, then done
 	finish func() // run by Close, at most once
-	// amend changes each message before it is sent (Amender); nil:
-	// none.
-	amend func(msg []byte) []byte
+	// amend change each message before it is sent, in order
+	// (Amender); nil: none (the rest nil too).
+	amend [maxAmenders]func(msg []byte) []byte
 }
 
 // Send sends msg, a whole DNS message, to the client, changed by the
@@ -206,8 +229,11 @@ func (r *Reply) Send(msg []byte) error {
 		r.done = true
 		defer r.runFinish()
 	}
-	if r.amend != nil {
-		msg = r.amend(msg)
+	for _, f := range r.amend {
+		if f == nil {
+			break
+		}
+		msg = f(msg)
 	}
 	return r.send(msg)
 }
