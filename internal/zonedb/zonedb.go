@@ -88,7 +88,10 @@ type Manager struct {
 func (m *Manager) CountIn(set *metrics.Set) { m.metrics = set }
 
 // New returns a Manager for the configured zones; now is the clock (nil
-// for time.Now), injectable so rollovers can be tested.
+// for time.Now), injectable so rollovers can be tested. The Manager
+// keeps pointers to the elements of zones (a copy of each would cost a
+// hundred thousand zones 224 bytes apiece beside the configuration
+// that holds them): the caller must not change them after.
 func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now func() time.Time) *Manager {
 	if now == nil {
 		now = time.Now
@@ -99,7 +102,7 @@ func New(zones []config.Zone, publish func(*zone.Set), log *slog.Logger, now fun
 	m := &Manager{publish: publish, log: log, now: now,
 		zones: map[string]*entry{}, pending: map[string]*zone.Zone{}, journals: map[string]*journal.Journal{}}
 	m.ctx, m.stop = context.WithCancel(context.Background())
-	m.setConfig(zones)
+	m.setConfig(pointers(zones))
 	return m
 }
 
@@ -152,7 +155,7 @@ func (m *Manager) entry(origin string) *entry {
 // returned, closed and out of the registry, and the zones to load are
 // returned with their entries, in configuration order. A zone added at
 // run time that the configuration now names becomes configured.
-func (m *Manager) setConfig(zones []config.Zone) (load []*entry, removed []*entry) {
+func (m *Manager) setConfig(zones []*config.Zone) (load []*entry, removed []*entry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	configured := make(map[string]bool, len(zones))
@@ -195,14 +198,14 @@ func (m *Manager) setConfig(zones []config.Zone) (load []*entry, removed []*entr
 // kept) and the failed zones' errors, joined.
 func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 	m.mu.Lock()
-	zones := make([]config.Zone, 0, len(m.order))
+	zones := make([]*config.Zone, 0, len(m.order))
 	for _, e := range m.order {
 		if !e.dynamic {
-			zones = append(zones, *e.conf.Load())
+			zones = append(zones, e.conf.Load())
 		}
 	}
 	m.mu.Unlock()
-	return m.Reload(ctx, zones)
+	return m.reload(ctx, zones)
 }
 
 // Reload re-reads the zones of a (possibly changed) configuration, as
@@ -221,12 +224,27 @@ func (m *Manager) Load(ctx context.Context) (serving int, err error) {
 // a zone added). Until its load has run, its State says Loading.
 // Reload returns how many zones serve data (the late ones: if they serve
 // a version already) and the errors of the zones it loaded, joined.
+// As New, it keeps pointers to the elements of zones.
 func (m *Manager) Reload(ctx context.Context, zones []config.Zone) (serving int, err error) {
+	return m.reload(ctx, pointers(zones))
+}
+
+// pointers returns pointers to the elements of zones.
+func pointers(zones []config.Zone) []*config.Zone {
+	ptrs := make([]*config.Zone, len(zones))
+	for i := range zones {
+		ptrs[i] = &zones[i]
+	}
+	return ptrs
+}
+
+// reload is Reload of the zones configured thus (kept, not copied).
+func (m *Manager) reload(ctx context.Context, zones []*config.Zone) (serving int, err error) {
 	load, removed := m.setConfig(zones)
 	for _, e := range removed {
 		m.remove(e)
 	}
-	byOrigin := make(map[string]config.Zone, len(zones))
+	byOrigin := make(map[string]*config.Zone, len(zones))
 	for _, zc := range zones {
 		byOrigin[originKey(zc.Origin)] = zc
 	}
@@ -319,17 +337,17 @@ func (m *Manager) remove(e *entry) {
 // staged): serving reports whether the zone serves data after it
 // (loaded, or its previous version kept), changed is the zone loaded
 // when its serial is new, err the failure, naming the zone.
-func (m *Manager) loadZone(ctx context.Context, e *entry, zc config.Zone) (serving bool, changed *zone.Zone, err error) {
+func (m *Manager) loadZone(ctx context.Context, e *entry, zc *config.Zone) (serving bool, changed *zone.Zone, err error) {
 	origin := e.origin
 	start := time.Now()
 	prev := e.served.Load()
 	old := e.conf.Load()
 	sameFile := prev != nil && old.File == zc.File
-	settings := prev == nil || !sameSettings(old, &zc)
-	e.conf.Store(&zc)
-	m.journalSettings(origin, &zc)
+	settings := prev == nil || !sameSettings(old, zc)
+	e.conf.Store(zc)
+	m.journalSettings(origin, zc)
 	if h := m.hooks.Load(); settings && h != nil && h.Added != nil {
-		defer h.Added(zc)
+		defer h.Added(*zc)
 	}
 	if zc.Secondary() && prev != nil && (!prev.Unavailable || e.state.Load().expired) && sameFile {
 		// A secondary's data changes by transfers (Install) alone: a
@@ -351,7 +369,7 @@ func (m *Manager) loadZone(ctx context.Context, e *entry, zc config.Zone) (servi
 			return prev != nil && !prev.Unavailable, nil, nil
 		}
 	}
-	z, err := m.load(ctx, e, zc)
+	z, err := m.load(ctx, e, *zc)
 	m.metrics.ZoneEvent(origin, metrics.Load, err, time.Since(start))
 	took := time.Since(start).Round(time.Millisecond)
 	zone.LogWarnings(m.log, origin, zone.Warnings(z, err))
@@ -522,14 +540,14 @@ func (m *Manager) AddZone(ctx context.Context, zc config.Zone) error {
 		m.mu.Unlock()
 		return fmt.Errorf("zone %s: %w", zc.Origin, ErrExists)
 	}
-	e := newEntry(m.ctx, &m.events, zc, true)
+	e := newEntry(m.ctx, &m.events, &zc, true)
 	m.zones[zc.Origin] = e
 	m.order = append(m.order, e)
 	m.mu.Unlock()
 	var changed *zone.Zone
 	err := e.do(ctx, func(ctx context.Context) error {
 		var err error
-		_, changed, err = m.loadZone(ctx, e, zc)
+		_, changed, err = m.loadZone(ctx, e, &zc)
 		return err
 	})
 	if err != nil {
@@ -638,7 +656,7 @@ func (m *Manager) ReloadZone(ctx context.Context, origin string) (State, error) 
 	var lerr error
 	err := e.do(ctx, func(ctx context.Context) error {
 		var changed *zone.Zone
-		_, changed, lerr = m.loadZone(ctx, e, *e.conf.Load())
+		_, changed, lerr = m.loadZone(ctx, e, e.conf.Load())
 		m.flush()
 		m.announce(changed)
 		return nil
