@@ -846,6 +846,60 @@ func lower(name string) bool {
 	return true
 }
 
+// LookupWire is Lookup of the name at the start of wire, uncompressed
+// wire form (a name's RDATA, from RData), without making a string of it:
+// its presentation form, lower-cased, is written on the stack. plain is
+// false, and the Name zero, for a name with octets other than letters,
+// digits, '-' and '_' (those a presentation form escapes) or not well
+// formed: the caller looks it up by its presentation form. When the
+// cache holds the name, Owner is the name as it holds it; else "". The
+// resolver reads a delegation's NS names so: the names of servers whose
+// addresses the cache holds cost no allocation.
+func (c *Cache) LookupWire(wire []byte) (n Name, plain bool) {
+	var buf [256]byte
+	k := buf[:0]
+	for i := 0; ; {
+		if i >= len(wire) {
+			return Name{}, false
+		}
+		l := int(wire[i])
+		i++
+		if l == 0 {
+			break
+		}
+		if l > 63 || i+l > len(wire) || len(k)+l+1 > 255 {
+			return Name{}, false
+		}
+		for _, b := range wire[i : i+l] {
+			switch {
+			case 'A' <= b && b <= 'Z':
+				b += 'a' - 'A'
+			case 'a' <= b && b <= 'z', '0' <= b && b <= '9', b == '-', b == '_':
+			default:
+				return Name{}, false
+			}
+			k = append(k, b)
+		}
+		k = append(k, '.')
+		i += l
+	}
+	if len(k) == 0 {
+		k = append(k, '.')
+	}
+	s := c.shardOf(k)
+	s.mu.RLock()
+	head := s.m[string(k)]
+	s.mu.RUnlock()
+	if head == nil {
+		return Name{}, true
+	}
+	return Name{c: c, name: head.name(), head: head, now: c.opt.Now().UnixNano()}, true
+}
+
+// Owner is the name looked up: as given to Lookup, or for LookupWire as
+// the cache holds it ("" when it holds nothing of it).
+func (n Name) Owner() string { return n.name }
+
 // Get is Cache.Get of the name.
 func (n Name) Get(qtype uint16) (Entry, bool) { return n.get(qtype, false, false) }
 

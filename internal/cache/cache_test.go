@@ -874,3 +874,59 @@ func TestMaxTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupWire: a name in wire form finds what Lookup of its
+// presentation form finds, in any case, with Owner the name as held;
+// a name the cache does not hold is plain with no Owner; names with
+// octets a presentation form escapes, and malformed ones, are not plain.
+// A lookup allocates nothing.
+func TestLookupWire(t *testing.T) {
+	c := New(Options{})
+	c.Put("ns1.example.com.", dns.TypeA, Entry{Records: rrs(t, "ns1.example.com. 300 IN A 192.0.2.1"), Rank: RankAdditional})
+	c.Put("x_y-1.example.com.", dns.TypeAAAA, Entry{Records: rrs(t, "x_y-1.example.com. 300 IN AAAA 2001:db8::1"), Rank: RankAdditional})
+	c.Put(".", dns.TypeNS, Entry{Records: rrs(t, ". 300 IN NS a.root."), Rank: RankAdditional})
+	wire := func(name string) []byte {
+		b := make([]byte, 256)
+		n, err := dns.PackDomainName(name, b, 0, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b[:n]
+	}
+	for _, tc := range []struct {
+		wire  []byte
+		owner string
+		qtype uint16
+		plain bool
+	}{
+		{wire("ns1.example.com."), "ns1.example.com.", dns.TypeA, true},
+		{wire("NS1.Example.COM."), "ns1.example.com.", dns.TypeA, true},
+		{wire("X_Y-1.example.com."), "x_y-1.example.com.", dns.TypeAAAA, true},
+		{wire("."), ".", dns.TypeNS, true},
+		{wire("ns2.example.com."), "", 0, true},
+		{wire(`ns\.1.example.com.`), "", 0, false},
+		{wire(`ns\0001.example.com.`), "", 0, false},
+		{wire("ns1*.example.com."), "", 0, false},
+		{wire("ns1.example.com.")[:5], "", 0, false},            // cut short
+		{[]byte{0xC0, 0x0C}, "", 0, false},                      // a pointer
+		{append([]byte{64}, make([]byte, 65)...), "", 0, false}, // a label too long
+	} {
+		n, plain := c.LookupWire(tc.wire)
+		if plain != tc.plain || n.Owner() != tc.owner {
+			t.Errorf("% x: plain %v, owner %q; want %v, %q", tc.wire, plain, n.Owner(), tc.plain, tc.owner)
+			continue
+		}
+		if tc.qtype == 0 {
+			continue
+		}
+		got, ok := n.GetExact(tc.qtype)
+		want, _ := c.GetExact(tc.owner, tc.qtype)
+		if !ok || fmt.Sprint(got.Records) != fmt.Sprint(want.Records) {
+			t.Errorf("%q: %v %v, Get %v", tc.owner, got.Records, ok, want.Records)
+		}
+	}
+	w := wire("NS1.example.com.")
+	if a := testing.AllocsPerRun(100, func() { c.LookupWire(w) }); a != 0 {
+		t.Errorf("%v allocations per LookupWire", a)
+	}
+}

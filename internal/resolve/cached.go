@@ -122,28 +122,32 @@ func (ru *run) closest(here cache.Name, name string, qtype uint16) (zone string,
 // addresses the cache holds for them (of any rank: glue is what they are
 // for), and whether any has an address. The records are read in wire
 // form (cache.Name.RData), not as dns.RR; each server's name is looked
-// up once for both its types.
+// up once for both its types, from its wire form (cache.LookupWire): a
+// server whose addresses are cached is named by the cache's own string
+// of its name, not a new one.
 func (ru *run) cachedServers(zn cache.Name, zone string) ([]Server, bool) {
 	c := ru.r.cache
-	var servers []Server
-	zn.RData(dns.TypeNS, func(rdata []byte) {
-		if n, _, err := dns.UnpackDomainName(rdata, 0); err == nil {
-			servers = append(servers, Server{Name: canonical(n)})
-		}
-	})
-	if len(servers) == 0 {
-		return nil, false
-	}
 	why := ""
 	if ru.r.trace != nil {
 		// Only the trace shows it.
 		why = "cached delegation of " + zone
 	}
+	var servers []Server
 	any := false
-	for i := range servers {
-		s := &servers[i]
-		s.Why = why
-		sn := c.Lookup(s.Name)
+	zn.RData(dns.TypeNS, func(rdata []byte) {
+		sn, plain := c.LookupWire(rdata)
+		name := sn.Owner()
+		if name == "" {
+			n, _, err := dns.UnpackDomainName(rdata, 0)
+			if err != nil {
+				return
+			}
+			name = canonical(n)
+			if !plain {
+				sn = c.Lookup(name)
+			}
+		}
+		s := Server{Name: name, Why: why}
 		sn.RData(dns.TypeA, func(rdata []byte) {
 			if len(rdata) == 4 {
 				s.Addrs = append(s.Addrs, netip.AddrFrom4([4]byte(rdata)))
@@ -155,7 +159,8 @@ func (ru *run) cachedServers(zn cache.Name, zone string) ([]Server, bool) {
 			}
 		})
 		any = any || len(s.Addrs) > 0
-	}
+		servers = append(servers, s)
+	})
 	return servers, any
 }
 
