@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -497,6 +498,12 @@ func Parse(path string, data []byte) (*Config, error) {
 	// honouring explicit zero values such as version = "".
 	if err := dec.Decode(c); err != nil {
 		return nil, decodeError(displayPath(path), err)
+	}
+	if cap(c.Zones) > len(c.Zones) {
+		// Decoding grew the list as append does, up to twice its
+		// length; the running configuration keeps it, and the zone
+		// manager points into it: 224 bytes a spare slot.
+		c.Zones = slices.Clone(c.Zones)
 	}
 	c.lines = make(map[string]int)
 	zoneLines := indexLines(data, c.lines)
