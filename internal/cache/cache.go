@@ -570,9 +570,9 @@ func encodeRData(k []byte, e *Entry) (string, uint16, bool) {
 			n += 2 + copy(buf[n+2:], rdata)
 			continue
 		}
-		// A name in presentation form is at most one octet shorter in
-		// wire form than in presentation form (escapes only make it
-		// longer); the root is one octet.
+		// A name's wire form is at most one octet longer than its
+		// presentation form (escapes only make the presentation
+		// longer): "a." is three octets, the root "." one.
 		if n+2+len(name)+1 > len(buf) {
 			return "", 0, false
 		}

@@ -12,8 +12,8 @@ import (
 )
 
 // Responses remembers whole responses to recursive queries, for one
-// worker: the resolver's hot path. A hit is one hash, one set of four
-// slots probed, the stored question compared byte for byte, and one copy
+// worker: the resolver's hot path. A hit is one hash, one or two sets of
+// four slots probed, the stored question compared byte for byte, and one copy
 // with the query's ID and question (the client's case) put in and every
 // TTL decremented by the time the response spent cached. It is owned by
 // one goroutine and takes no lock; a hit allocates nothing
