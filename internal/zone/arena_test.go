@@ -1,10 +1,13 @@
-package zone
+package zone_test
 
 import (
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tern-dns/tern/internal/dnstest"
+	"github.com/tern-dns/tern/internal/zone"
 )
 
 // TestSmallZoneBytes: a compiled small zone (SOA, NS, two addresses, as
@@ -19,16 +22,16 @@ func TestSmallZoneBytes(t *testing.T) {
 	for i := range texts {
 		texts[i] = fmt.Sprintf("$ORIGIN z%d.test.\n$TTL 3600\n@ SOA ns1 host 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 10.0.%d.%d\n", i, (i>>8)&255, i&255)
 	}
-	zs := make([]*Zone, n)
-	before := liveHeap()
+	zs := make([]*zone.Zone, n)
+	before := dnstest.LiveHeap()
 	for i := range zs {
-		z, err := Read(strings.NewReader(texts[i]), "zone", fmt.Sprintf("z%d.test.", i))
+		z, err := zone.Read(strings.NewReader(texts[i]), "zone", fmt.Sprintf("z%d.test.", i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		zs[i] = z
 	}
-	per := (liveHeap() - before) / n
+	per := (dnstest.LiveHeap() - before) / n
 	runtime.KeepAlive(zs)
 	if per > smallZoneBytes {
 		t.Errorf("%d bytes of heap per small zone, want at most %d", per, smallZoneBytes)
@@ -36,13 +39,4 @@ func TestSmallZoneBytes(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("%d bytes per small zone", per)
 	}
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/config"
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -124,7 +125,7 @@ func BenchmarkZoneBytes(b *testing.B) {
 	data := []byte(text.String())
 	text.Reset()
 	for b.Loop() {
-		before := liveHeap()
+		before := dnstest.LiveHeap()
 		cfg, err := config.Parse(filepath.Join(dir, "tern.toml"), data)
 		if err != nil {
 			b.Fatal(err)
@@ -134,19 +135,10 @@ func BenchmarkZoneBytes(b *testing.B) {
 		if serving, err := m.Load(context.Background()); err != nil || serving != n {
 			b.Fatalf("Load: %d serving, %v", serving, err)
 		}
-		after := liveHeap()
+		after := dnstest.LiveHeap()
 		b.ReportMetric(float64(after-before)/n, "B/zone")
 		runtime.KeepAlive(cfg)
 		m.Close()
 		runtime.KeepAlive(resp)
 	}
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }
