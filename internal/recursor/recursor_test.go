@@ -3,6 +3,7 @@ package recursor
 import (
 	"context"
 	"net/netip"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/auth"
 	"github.com/tern-dns/tern/internal/cache"
+	"github.com/tern-dns/tern/internal/dnstap"
 	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
@@ -667,20 +669,37 @@ func BenchmarkCacheHit(b *testing.B) {
 
 // BenchmarkCountedHits is a UDP worker's batch of 32 response-cache hits
 // (A and AAAA questions alternating, as bench/metrics.sh's resolver-hits
-// asks), with the answers counted (metrics) or not: the A/B of what
-// counting costs the resolver per answer, in the thread's CPU time
-// (cpu-ns/answer); under callgrind (instructions per op at two
-// -test.benchtime counts, divided by 32) the deterministic one.
+// asks), plain, with the answers counted (metrics), or recorded by
+// dnstap (the worker wrapped as tern serve wraps it, the Tap's writer
+// draining every 5 ms): the A/B of what counting or recording costs
+// the resolver per answer, in the thread's CPU time (cpu-ns/answer);
+// under callgrind (instructions per op at two -test.benchtime counts,
+// divided by 32) the deterministic one.
 func BenchmarkCountedHits(b *testing.B) {
-	for _, counted := range []bool{false, true} {
-		name := "plain"
+	for _, name := range []string{"plain", "metrics", "dnstap"} {
 		var set *metrics.Set
-		if counted {
-			name, set = "metrics", metrics.New()
+		if name == "metrics" {
+			set = metrics.New()
 		}
 		b.Run(name, func(b *testing.B) {
 			r := newRecursor(b, &fakeResolver{}, Options{ResponseCache: 64, Metrics: set})
 			w := r.NewWorker(false).(*Worker)
+			var bw server.Batcher = w
+			var tap *dnstap.Tap
+			if name == "dnstap" {
+				// Drained every 100 us, each batch waiting (below) for
+				// the writer to have written the last: so that the
+				// records fit, and the benchmark measures recording,
+				// not dropping (the waiting costs the worker's thread
+				// no CPU).
+				var err error
+				tap, err = dnstap.Open(dnstap.Options{File: filepath.Join(b.TempDir(), "d.fstrm"), Interval: 100 * time.Microsecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tap.Close()
+				bw = dnstap.NewWorker(w, tap, dnstap.Client, false)
+			}
 			out := make([]byte, 0, server.BufferSize)
 			var pkts [][]byte
 			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
@@ -702,13 +721,25 @@ func BenchmarkCountedHits(b *testing.B) {
 			for i := range bufs {
 				bufs[i] = make([]byte, 0, server.BufferSize)
 			}
+			var recorded uint64
 			dnstest.CPUPerAnswer(b, len(reqs), func() {
 				for i := range reqs {
 					reqs[i] = *server.NewRequest(pkts[i%2], client, false, nil)
 					outs[i] = bufs[i][:0]
 				}
-				w.AnswerBatch(reqs, outs)
+				bw.AnswerBatch(reqs, outs)
+				if tap != nil {
+					// Two messages per answer, CLIENT_QUERY and
+					// CLIENT_RESPONSE.
+					recorded += 2 * uint64(len(reqs))
+					for tap.Written()+2*tap.Dropped() < recorded {
+						time.Sleep(20 * time.Microsecond)
+					}
+				}
 			})
+			if tap != nil {
+				b.ReportMetric(float64(tap.Dropped())/float64(b.N*len(reqs)), "dropped/answer")
+			}
 			if set != nil && set.Snapshot().CacheHits < uint64(b.N*len(reqs)) {
 				b.Fatalf("%d cache hits counted, want at least %d", set.Snapshot().CacheHits, b.N*len(reqs))
 			}
