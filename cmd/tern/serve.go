@@ -322,7 +322,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				// Kept in the list (tern ctl zone-remove drops it): a
 				// file missing for a while does not lose the zone.
 				log.Error("zone added at run time not served", "zone", zc.Origin, "err", err)
-				rl.added = append(rl.added, zc)
+				rl.keepAdded(zc)
 			}
 		}
 	}
@@ -743,6 +743,9 @@ type reloader struct {
 	// does not name (zoneadd.go).
 	current *config.Config
 	added   []config.Zone
+	// zones indexes current's zones and the added ones (zoneIndex);
+	// nil until an add needs it, and after a reload.
+	zones *config.ZoneIndex
 	// cookies are the listeners' DNS cookie secrets (nil: off): a
 	// reload sets the configured ones.
 	cookies *cookieSecrets

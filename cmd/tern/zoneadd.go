@@ -111,16 +111,15 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	} else if zc.File == "" {
 		return fmt.Errorf("zone %s: no file (--file), and no primary (--primary) to transfer it from", zc.Origin)
 	}
-	eff := rl.effective(rl.current)
-	for _, z := range eff.Zones {
-		if dns.CanonicalName(z.Origin) == zc.Origin {
-			return fmt.Errorf("zone %s: served already", zc.Origin)
-		}
+	zones := rl.zoneIndex()
+	if zones.Has(zc.Origin) {
+		return fmt.Errorf("zone %s: served already", zc.Origin)
 	}
-	eff.Zones = append(eff.Zones, zc)
-	if err := eff.Validate(); err != nil {
+	if err := rl.current.CheckAdd(&zc, zones); err != nil {
 		return fmt.Errorf("zone %s: %w", zc.Origin, err)
 	}
+	eff := rl.effective(rl.current)
+	eff.Zones = append(eff.Zones, zc)
 	if rl.mgr == nil {
 		rl.mgr = rl.newManager(rl.current)
 		go rl.mgr.Run(rl.ctx)
@@ -133,7 +132,7 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 		_ = rl.apply(rl.effective(rl.current))
 		return err
 	}
-	rl.added = append(rl.added, zc)
+	rl.keepAdded(zc)
 	delete(rl.removed, zc.Origin)
 	if rl.secondaries != nil {
 		// Set before the zone was served, its first refresh found no
@@ -160,6 +159,9 @@ func (rl *reloader) removeZone(origin string) error {
 		return err
 	}
 	if i >= 0 {
+		if rl.zones != nil {
+			rl.zones.Remove(&rl.added[i])
+		}
 		rl.added = slices.Delete(rl.added, i, i+1)
 		rl.saveAdded()
 	} else {
@@ -182,6 +184,41 @@ func (rl *reloader) forgetConfigured(cfg *config.Config) {
 	rl.added = slices.DeleteFunc(rl.added, func(zc config.Zone) bool { return named[zc.Origin] })
 	if len(rl.added) != n {
 		rl.saveAdded()
+	}
+	rl.zones = nil
+}
+
+// zoneIndex returns the index of the zones served, configured and
+// added at run time, that an added zone is checked against: made once
+// per configuration (forgetConfigured drops it at a reload), then kept
+// up to date by each add and removal, so that an add beside 100,000
+// zones looks at its own settings, not at theirs.
+func (rl *reloader) zoneIndex() *config.ZoneIndex {
+	if rl.zones == nil {
+		eff := rl.effective(rl.current)
+		added := eff.Zones[len(rl.current.Zones):]
+		rl.zones = rl.current.IndexZones(added, rl.addedZone)
+	}
+	return rl.zones
+}
+
+// addedZone returns the zone of origin added at run time, nil for none.
+func (rl *reloader) addedZone(origin string) *config.Zone {
+	if i := slices.IndexFunc(rl.added, func(zc config.Zone) bool { return zc.Origin == origin }); i >= 0 {
+		return &rl.added[i]
+	}
+	return nil
+}
+
+// keepAdded adds zc to the zones added at run time, and to the index.
+func (rl *reloader) keepAdded(zc config.Zone) {
+	rl.added = append(rl.added, zc)
+	switch {
+	case rl.zones == nil:
+	case rl.zones.Has(dns.CanonicalName(zc.Origin)):
+		rl.zones = nil // one the configuration names (a restart's, kept): made again
+	default:
+		rl.zones.Add(&zc)
 	}
 }
 

@@ -88,16 +88,18 @@ func (v *validator) validateTransfer() {
 			v.addf(at+".key", "%s: a query ACL matches client addresses only, not keys: remove key, or put query in an [[acl]] of its own", name)
 		}
 	}
-	for i, z := range c.Zones {
-		at := "zone[" + strconv.Itoa(i) + "]"
-		name := fmt.Sprintf("zone #%d", i+1)
-		if z.Origin != "" {
-			name = fmt.Sprintf("zone %q", z.Origin)
-		}
-		v.refs(at+".acl", name, "acl", z.ACL, acls)
-		v.refs(at+".notify", name, "remote", z.Notify, remotes)
-		v.refs(at+".primary", name, "remote", z.Primary, remotes)
+	for i := range c.Zones {
+		v.zoneRefs(i, zoneName(i, &c.Zones[i]), &c.Zones[i], acls, remotes)
 	}
+}
+
+// zoneRefs checks that the ACLs and remotes zone i (z, named name)
+// names are defined: acls and remotes are the names defined.
+func (v *validator) zoneRefs(i int, name string, z *Zone, acls, remotes map[string]bool) {
+	at := "zone[" + strconv.Itoa(i) + "]"
+	v.refs(at+".acl", name, "acl", z.ACL, acls)
+	v.refs(at+".notify", name, "remote", z.Notify, remotes)
+	v.refs(at+".primary", name, "remote", z.Primary, remotes)
 }
 
 // names checks the name keys of the tables of kind (each present and
