@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -25,6 +26,26 @@ func TestSubDomain(t *testing.T) {
 	for _, c := range subDomainCases {
 		if got, want := subDomain(c[0], c[1]), dns.IsSubDomain(c[0], c[1]); got != want {
 			t.Errorf("subDomain(%q, %q) = %v, dns.IsSubDomain %v", c[0], c[1], got, want)
+		}
+	}
+	// plainName against its definition, for names of dots, backslashes
+	// and letters placed in every way over 18 octets (two words and a
+	// tail) in pairs.
+	plain := func(n string) bool {
+		return n == "." || (len(n) > 1 && n[0] != '.' && n[len(n)-1] == '.' && !strings.Contains(n, "..") && !strings.Contains(n, "\\"))
+	}
+	base := []byte("abcdefghijklmnopq.")
+	for i := range base {
+		for j := i; j < len(base); j++ {
+			for _, ci := range []byte(".\\a") {
+				for _, cj := range []byte(".\\A") {
+					n := append([]byte(nil), base...)
+					n[i], n[j] = ci, cj
+					if got, want := plainName(string(n)), plain(string(n)); got != want {
+						t.Fatalf("plainName(%q) = %v, want %v", n, got, want)
+					}
+				}
+			}
 		}
 	}
 	if n := testing.AllocsPerRun(100, func() { subDomain("example.tld.", "www.example.tld.") }); n != 0 {
