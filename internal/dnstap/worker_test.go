@@ -55,7 +55,9 @@ func TestWorkerRecordsWhatIsSent(t *testing.T) {
 		opt   string
 		check func(*dns.Msg) bool // nil: no answer
 	}{
-		{"answered, with a server cookie", client, func(m *dns.Msg) bool { return len(m.Answer) == 1 && cookieOf(m) != "" && cookieOf(m) != client }},
+		{"answered, with a server cookie", client, func(m *dns.Msg) bool {
+			return len(m.Answer) == 1 && dnstest.CookieOf(m) != "" && dnstest.CookieOf(m) != client
+		}},
 		{"over the rate: dropped", client, nil},
 		{"over the rate: slipped", client, func(m *dns.Msg) bool { return m.Truncated && len(m.Answer) == 0 }},
 		{"forged server cookie: BADCOOKIE", forged, func(m *dns.Msg) bool { return m.Rcode == dns.RcodeBadCookie }},
@@ -94,16 +96,4 @@ func TestWorkerRecordsWhatIsSent(t *testing.T) {
 			t.Errorf("response %d recorded\n%x\nwant the one sent\n%x", i, got[i], sent[i])
 		}
 	}
-}
-
-// cookieOf is m's COOKIE option in hex ("": none).
-func cookieOf(m *dns.Msg) string {
-	if o := m.IsEdns0(); o != nil {
-		for _, e := range o.Option {
-			if c, ok := e.(*dns.EDNS0_COOKIE); ok {
-				return c.Cookie
-			}
-		}
-	}
-	return ""
 }

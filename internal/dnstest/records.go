@@ -54,3 +54,16 @@ func RRs(t testing.TB, ss ...string) []dns.RR {
 	}
 	return out
 }
+
+// CookieOf is m's COOKIE option (RFC 7873) in hex, as miekg/dns holds
+// it; "": none.
+func CookieOf(m *dns.Msg) string {
+	if o := m.IsEdns0(); o != nil {
+		for _, e := range o.Option {
+			if c, ok := e.(*dns.EDNS0_COOKIE); ok {
+				return c.Cookie
+			}
+		}
+	}
+	return ""
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tern-dns/tern/internal/cookie"
 	"github.com/tern-dns/tern/internal/dnstap"
+	"github.com/tern-dns/tern/internal/dnstest"
 	"github.com/tern-dns/tern/internal/rrl"
 	"github.com/tern-dns/tern/internal/server"
 )
@@ -142,7 +143,9 @@ func recordsWhatIsSent(t *testing.T, batched bool) {
 		name, qname, opt string
 		check            func(*dns.Msg) bool // nil: no answer now
 	}{
-		{"local data, with a server cookie", "www.local.test.", cc, func(m *dns.Msg) bool { return len(m.Answer) == 1 && cookieOf(m) != "" && cookieOf(m) != cc }},
+		{"local data, with a server cookie", "www.local.test.", cc, func(m *dns.Msg) bool {
+			return len(m.Answer) == 1 && dnstest.CookieOf(m) != "" && dnstest.CookieOf(m) != cc
+		}},
 		{"over the rate: dropped", "www.local.test.", cc, nil},
 		{"over the rate: slipped", "www.local.test.", cc, func(m *dns.Msg) bool { return m.Truncated && len(m.Answer) == 0 }},
 		{"forged server cookie: BADCOOKIE", "www.local.test.", forged, func(m *dns.Msg) bool { return m.Rcode == dns.RcodeBadCookie }},
@@ -174,7 +177,7 @@ func recordsWhatIsSent(t *testing.T, batched bool) {
 	select {
 	case msg := <-deferred:
 		m := new(dns.Msg)
-		if err := m.Unpack(msg); err != nil || len(m.Answer) != 1 || cookieOf(m) == "" || cookieOf(m) == cc {
+		if err := m.Unpack(msg); err != nil || len(m.Answer) != 1 || dnstest.CookieOf(m) == "" || dnstest.CookieOf(m) == cc {
 			t.Fatalf("the deferred answer %v (%v): want one record and a server cookie", m, err)
 		}
 		sent = append(sent, msg)
@@ -221,15 +224,3 @@ func recordsWhatIsSent(t *testing.T, batched bool) {
 // batchOf is req as a batch of one (copied: the server's batches
 // are slices of Requests).
 func batchOf(req *server.Request) []server.Request { return []server.Request{*req} }
-
-// cookieOf is m's COOKIE option in hex ("": none).
-func cookieOf(m *dns.Msg) string {
-	if o := m.IsEdns0(); o != nil {
-		for _, e := range o.Option {
-			if c, ok := e.(*dns.EDNS0_COOKIE); ok {
-				return c.Cookie
-			}
-		}
-	}
-	return ""
-}
