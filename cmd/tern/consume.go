@@ -130,18 +130,103 @@ func (o consumerOps) remove(origin string, purge bool) error {
 		o.rl.purgeMember(origin, file)
 		return nil
 	}
-	rl := o.rl
-	time.AfterFunc(o.cat.Grace(), func() {
+	o.rl.schedulePurge(origin, pendingPurge{File: file, At: o.rl.clock()().Add(o.cat.Grace())})
+	return nil
+}
+
+// graceFile is where the deletions of member zones' copies pending
+// (catalog-grace) are kept, under server.data-dir, so that a restart
+// neither forgets them (the copies left for good) nor does them early.
+const graceFile = "catalog-grace.json"
+
+// pendingPurge is a member zone's copy to delete at At, unless the
+// member is served again before.
+type pendingPurge struct {
+	File string    `json:"file"`
+	At   time.Time `json:"at"`
+}
+
+// clock is the reloader's clock: now, else time.Now.
+func (rl *reloader) clock() func() time.Time {
+	if rl.now != nil {
+		return rl.now
+	}
+	return time.Now
+}
+
+// schedulePurge records that origin's copy is deleted at p.At (a later
+// removal's replaces an earlier one), stores the list atomically and
+// times the deletion, run on the main loop.
+func (rl *reloader) schedulePurge(origin string, p pendingPurge) {
+	if rl.purges == nil {
+		rl.purges = map[string]pendingPurge{}
+	}
+	rl.purges[origin] = p
+	rl.savePurges()
+	rl.timePurge(origin, p.At)
+}
+
+// timePurge posts origin's pending deletion to the main loop at at.
+func (rl *reloader) timePurge(origin string, at time.Time) {
+	time.AfterFunc(at.Sub(rl.clock()()), func() {
 		select {
-		case rl.loop <- func() {
-			if !slices.ContainsFunc(rl.added, func(zc config.Zone) bool { return zc.Origin == origin }) {
-				rl.purgeMember(origin, file)
-			}
-		}:
+		case rl.loop <- func() { rl.expirePurge(origin) }:
 		case <-rl.ctx.Done():
 		}
 	})
-	return nil
+}
+
+// expirePurge deletes origin's copy if its deletion is due: not when
+// the member is served again (its deletion was dropped), nor when a
+// later removal put it off.
+func (rl *reloader) expirePurge(origin string) {
+	p, ok := rl.purges[origin]
+	if !ok || rl.clock()().Before(p.At) {
+		return
+	}
+	delete(rl.purges, origin)
+	rl.savePurges()
+	if !slices.ContainsFunc(rl.added, func(zc config.Zone) bool { return zc.Origin == origin }) {
+		rl.purgeMember(origin, p.File)
+	}
+}
+
+// keepMember drops origin's pending deletion: the member is served
+// again (its copy in use); a later removal starts a full grace again.
+func (rl *reloader) keepMember(origin string) {
+	if _, ok := rl.purges[origin]; ok {
+		delete(rl.purges, origin)
+		rl.savePurges()
+	}
+}
+
+// savePurges stores the pending deletions, atomically.
+func (rl *reloader) savePurges() {
+	if err := writeState(rl.running.Server.DataDir, graceFile, rl.purges); err != nil {
+		rl.log.Error("catalog: pending deletions of members' copies not stored: a restart forgets them", "err", err)
+	}
+}
+
+// restorePurges reads the deletions pending at the last stop (at start,
+// on the main loop, after the zones added at run time are served
+// again): one whose member is served again is dropped, one due is done
+// now, the others timed for what is left of their grace.
+func (rl *reloader) restorePurges() {
+	purges := map[string]pendingPurge{}
+	if err := readState(rl.running.Server.DataDir, graceFile, &purges); err != nil {
+		rl.log.Error("catalog: pending deletions of members' copies lost", "err", err)
+	}
+	rl.purges = purges
+	for origin, p := range purges {
+		switch {
+		case slices.ContainsFunc(rl.added, func(zc config.Zone) bool { return zc.Origin == origin }):
+			rl.keepMember(origin)
+		case !rl.clock()().Before(p.At):
+			rl.expirePurge(origin)
+		default:
+			rl.timePurge(origin, p.At)
+		}
+	}
 }
 
 func (o consumerOps) owner(origin string) (string, bool) {

@@ -327,6 +327,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	rl.restoring = nil
+	rl.restorePurges()
 	rl.reloadCatalogs(ctx)
 	rl.dropConsumed(ctx)
 	// Loading leaves garbage several times the size of the compiled
@@ -777,6 +778,11 @@ type reloader struct {
 	// since the last reload (which serves them again): out of their
 	// catalogs.
 	removed map[string]bool
+	// purges are the deletions of consumed catalogs' members' copies
+	// pending (catalog-grace), by member, kept in data-dir; now is the
+	// clock they are timed by (nil: time.Now).
+	purges map[string]pendingPurge
+	now    func() time.Time
 }
 
 // closeSecondaries stops the secondary zones' refreshes.

@@ -133,6 +133,7 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 		return err
 	}
 	rl.keepAdded(zc)
+	rl.keepMember(zc.Origin)
 	delete(rl.removed, zc.Origin)
 	if rl.secondaries != nil {
 		// Set before the zone was served, its first refresh found no

@@ -229,3 +229,57 @@ catalog-role = "interpret"
 		t.Errorf("zone-add beside an added zone whose catalog a reload dropped: %v", err)
 	}
 }
+
+// TestCatalogGraceRestart: a consumed catalog's member removed keeps its
+// stored copy for catalog-grace across restarts: the pending deletion is
+// kept in data-dir (catalog-grace.json) and reloaded at start; a restart
+// before it is due keeps the copy, one after deletes it at once. A
+// member served again before its grace ends drops the deletion.
+func TestCatalogGraceRestart(t *testing.T) {
+	dir := t.TempDir()
+	text := "[[remote]]\nname = \"pri\"\naddress = [\"127.0.1.104:5399\"]\n[[zone]]\norigin = \"cat.test.\"\nprimary = [\"pri\"]\ncatalog-role = \"interpret\"\ncatalog-grace = \"1h\"\n"
+	removedAt := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	start := func(now time.Time) *reloader {
+		rl := testReloader(t, dir, text)
+		rl.now = func() time.Time { return now }
+		rl.added, _ = readAdded(rl.running.Server.DataDir)
+		rl.restorePurges()
+		return rl
+	}
+	member := func(rl *reloader, origin string) string {
+		file := filepath.Join(dir, origin+"zone")
+		if err := os.WriteFile(file, []byte("$TTL 300\n@ SOA ns1 host 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.addZone(context.Background(), config.Zone{Origin: origin, File: file, MemberOf: "cat.test."}); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	rl := start(removedAt)
+	cat := rl.current.Zones[0]
+	gone, back := member(rl, "gone.test."), member(rl, "back.test.")
+	for _, origin := range []string{"gone.test.", "back.test."} {
+		if err := (consumerOps{rl: rl, cat: cat, ctx: context.Background()}).remove(origin, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// back.test. comes back into its catalog before its grace ends.
+	member(rl, "back.test.")
+
+	exists := func(f string) bool { _, err := os.Stat(f); return err == nil }
+	rl = start(removedAt.Add(30 * time.Minute))
+	if !exists(gone) || !exists(back) {
+		t.Fatalf("restart within the grace: copies %v %v, want both kept", exists(gone), exists(back))
+	}
+	if _, ok := rl.purges["gone.test."]; !ok || len(rl.purges) != 1 {
+		t.Errorf("restart within the grace: pending %v, want gone.test. only", rl.purges)
+	}
+	rl = start(removedAt.Add(2 * time.Hour))
+	if exists(gone) || !exists(back) {
+		t.Errorf("restart after the grace: copies %v %v, want gone.test.'s deleted, back.test.'s kept", exists(gone), exists(back))
+	}
+	if len(rl.purges) != 0 {
+		t.Errorf("restart after the grace: pending %v, want none", rl.purges)
+	}
+}
