@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -57,15 +56,6 @@ type udpSocket struct {
 	started bool
 	wake    chan struct{}
 
-	// pending counts the deferred replies not yet closed, and the
-	// answers in the outbox not yet sent: while there are any, the
-	// worker waits through the netpoller (udpWorker), so that the
-	// goroutines making and sending them can run. An answer counts until
-	// the sender has sent it: were the worker to block in recvmmsg once
-	// the last answers were queued, the sender could not send them, and
-	// the clients, waiting for them, would send nothing to wake it.
-	pending atomic.Int32
-
 	// The sender's own: the queue it is sending and its headers.
 	hdr [batch]unix.Mmsghdr
 	iov [batch]unix.Iovec
@@ -111,7 +101,6 @@ func (s *udpSocket) enqueue(d *udpDeferred, msg []byte) error {
 		b, s.free = s.free[n-1][:0], s.free[:n-1]
 	}
 	s.queue = append(s.queue, outMsg{d: d, msg: append(b, msg...)})
-	s.pending.Add(1)
 	if !s.started {
 		s.started = true
 		go s.sender()
@@ -138,7 +127,6 @@ func (s *udpSocket) sender() {
 		for off := 0; off < len(q); {
 			n := min(len(q)-off, batch)
 			s.send(q[off : off+n])
-			s.pending.Add(-int32(n))
 			s.qmu.Lock()
 			for i := off; i < off+n; i++ {
 				if cap(q[i].msg) <= BufferSize && len(s.free) < 4*batch {
@@ -192,13 +180,7 @@ func (w *udpWorker) deferReply(req *Request) *Reply {
 			d.ctllen = int(w.rxHdr[i].Hdr.Controllen)
 		}
 	}
-	w.sock.pending.Add(1)
-	return &Reply{send: d.send, once: true, finish: w.sock.replied}
-}
-
-// replied is a deferred reply's finish: it was sent or closed.
-func (s *udpSocket) replied() {
-	s.pending.Add(-1)
+	return &Reply{send: d.send, once: true}
 }
 
 // udpDeferred is what a deferred datagram answer needs to be sent.

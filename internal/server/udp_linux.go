@@ -5,11 +5,9 @@ package server
 import (
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -41,30 +39,8 @@ const batch = 32
 // and closes the original, which the runtime deregisters as it closes
 // it; the duplicate is closed by the worker when it stops, so its number
 // cannot be reused under a running loop.
-//
-// But while answers it deferred are outstanding (a resolver's cache
-// misses), other goroutines must run to make them: the resolutions, the
-// upstream queries' reaper, the deferred answers' sender. A goroutine
-// blocked in a system call keeps its P until sysmon takes it away, 20 µs
-// to 10 ms later (and on a server pinned to one CPU that P is the only
-// one); the queries of a cold resolution waited for those hand-offs, and
-// sysmon, kept awake by them, woke every 20 µs on the same CPU. So then
-// the worker waits for datagrams through the netpoller (polled): its
-// goroutine parks, on no locked thread, and the one epoll_wait of an idle
-// runtime watches its socket and the upstream answers alike.
 type udpWorker struct {
 	fd int
-	// pf is the socket in the netpoller, through a duplicate descriptor,
-	// from the first wait with deferred answers outstanding on (nil
-	// before); prc is its RawConn. Only pf is read by another goroutine
-	// (stop).
-	pf  atomic.Pointer[os.File]
-	prc syscall.RawConn
-	// noPoll: the socket could not join the netpoller (poll failed).
-	noPoll bool
-	// blocked counts the waits in recvmmsg since the last through the
-	// netpoller: after pollLinger, the socket leaves the netpoller again.
-	blocked int
 	// sock is the socket as deferred replies use it (see udpSocket).
 	sock *udpSocket
 	// worker answers the datagrams; batcher is the same Worker when it
@@ -152,20 +128,9 @@ func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
 // run answers datagrams until closed is set (noticed within the receive
 // timeout) or the socket fails, then closes the socket.
 func (w *udpWorker) run(closed *atomic.Bool) error {
-	// The thread is locked while the worker blocks in recvmmsg, not
-	// while it waits through the netpoller (see udpWorker).
-	locked := false
-	defer func() {
-		if locked {
-			runtime.UnlockOSThread()
-		}
-	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	defer w.sock.close()
-	defer func() {
-		if f := w.pf.Load(); f != nil {
-			f.Close()
-		}
-	}()
 	if err := unix.SetNonblock(w.fd, false); err != nil {
 		return err
 	}
@@ -183,27 +148,7 @@ func (w *udpWorker) run(closed *atomic.Bool) error {
 				w.rxHdr[i].Hdr.SetControllen(int(unsafe.Sizeof(w.ctl[i])))
 			}
 		}
-		var n int
-		var e syscall.Errno
-		if w.sock.pending.Load() > 0 {
-			if locked {
-				runtime.UnlockOSThread()
-				locked = false
-			}
-			w.blocked = 0
-			n, e = w.recvPolled(closed)
-		} else {
-			if w.prc != nil {
-				if w.blocked++; w.blocked > pollLinger {
-					w.unpoll()
-				}
-			}
-			if !locked {
-				runtime.LockOSThread()
-				locked = true
-			}
-			n, e = w.recvBatch(busy)
-		}
+		n, e := w.recvBatch(busy)
 		if e != 0 {
 			busy = false
 			if e == unix.EBADF {
@@ -221,92 +166,8 @@ func (w *udpWorker) run(closed *atomic.Bool) error {
 	return nil
 }
 
-// stop wakes run where it waits through the netpoller (recvPolled);
-// blocked in recvmmsg, run notices closed within its receive timeout.
-// closed is set before stop is called.
-func (w *udpWorker) stop() {
-	if f := w.pf.Load(); f != nil {
-		f.SetReadDeadline(time.Unix(1, 0))
-	}
-}
-
-// recvPolled reads up to batch datagrams, waiting for the first through
-// the netpoller (see udpWorker): the goroutine parks and its P runs the
-// others meanwhile. It returns EAGAIN, having read nothing, when stop
-// woke it. When the socket cannot join the netpoller it waits in
-// recvBatch, as it did before.
-func (w *udpWorker) recvPolled(closed *atomic.Bool) (int, syscall.Errno) {
-	if w.noPoll {
-		return w.recvBatch(false)
-	}
-	if w.prc == nil {
-		if err := w.poll(); err != nil {
-			w.noPoll = true
-			return 0, unix.EAGAIN
-		}
-		// After pf is published: either stop saw it or this sees closed.
-		if closed.Load() {
-			return 0, unix.EAGAIN
-		}
-	}
-	var n uintptr
-	var e syscall.Errno
-	err := w.prc.Read(func(uintptr) bool {
-		n, _, e = unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(w.fd), uintptr(unsafe.Pointer(&w.rxHdr[0])), batch, unix.MSG_DONTWAIT, 0, 0)
-		return e != unix.EAGAIN
-	})
-	if err != nil {
-		return 0, unix.EAGAIN
-	}
-	return int(n), e
-}
-
-// pollLinger is how many batches the worker reads through recvmmsg, no
-// deferred answer outstanding, before its socket leaves the netpoller:
-// while it is in, each datagram runs epoll's callback and may wake a
-// runtime thread parked in epoll_wait with nobody waiting for it (the
-// cost udpWorker's comment measures), but a resolver that alternates
-// between cache hits and misses should not leave and join at every
-// batch.
-const pollLinger = 1024
-
-// unpoll takes the socket out of the netpoller (see pollLinger).
-func (w *udpWorker) unpoll() {
-	if f := w.pf.Swap(nil); f != nil {
-		f.Close()
-	}
-	w.prc = nil
-}
-
-// poll puts the socket into the netpoller through a duplicate of its
-// descriptor (pf, prc). The runtime registers a descriptor that is
-// non-blocking when os.NewFile gets it; the flag belongs to the socket,
-// shared by both descriptors, and is cleared again at once for recvBatch
-// (recvPolled reads with MSG_DONTWAIT). Meanwhile a deferred answer's
-// sendmmsg that finds the send buffer full retries without blocking.
-func (w *udpWorker) poll() error {
-	fd, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("dup udp socket: %w", err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return err
-	}
-	f := os.NewFile(uintptr(fd), "udp-worker")
-	err = unix.SetNonblock(fd, false)
-	var rc syscall.RawConn
-	if err == nil {
-		rc, err = f.SyscallConn()
-	}
-	if err != nil {
-		f.Close()
-		return err
-	}
-	w.prc = rc
-	w.pf.Store(f)
-	return nil
-}
+// stop does nothing: run notices closed within its receive timeout.
+func (w *udpWorker) stop() {}
 
 // recvBatch reads up to batch datagrams. Under load (busy) it first asks
 // without blocking through RawSyscall6, which skips the runtime's
