@@ -2,6 +2,7 @@ package dnstap_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -63,17 +64,9 @@ func TestWorkerRecordsWhatIsSent(t *testing.T) {
 		{"forged server cookie: BADCOOKIE", forged, func(m *dns.Msg) bool { return m.Rcode == dns.RcodeBadCookie }},
 	} {
 		out := w.Answer(server.NewRequest(query(c.opt), client1, false, nil), make([]byte, 0, server.BufferSize))
-		if c.check == nil {
-			if out != nil {
-				t.Fatalf("%d %s: an answer", i, c.name)
-			}
-			continue
+		if a := dnstest.Expect(t, fmt.Sprintf("%d %s", i, c.name), out, c.check); a != nil {
+			sent = append(sent, a)
 		}
-		m := new(dns.Msg)
-		if err := m.Unpack(out); err != nil || !c.check(m) {
-			t.Fatalf("%d %s: answer %v (%v)", i, c.name, m, err)
-		}
-		sent = append(sent, bytes.Clone(out))
 	}
 	if err := tap.Close(); err != nil {
 		t.Fatal(err)

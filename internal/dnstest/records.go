@@ -1,6 +1,7 @@
 package dnstest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sort"
@@ -66,4 +67,23 @@ func CookieOf(m *dns.Msg) string {
 		}
 	}
 	return ""
+}
+
+// Expect checks one answer a test's worker returned: with check nil none
+// is wanted (out must be nil), else out must unpack and pass check. It
+// returns a copy of out to keep (nil when none), for comparing with what
+// a dnstap or query log recorded.
+func Expect(t testing.TB, what string, out []byte, check func(*dns.Msg) bool) []byte {
+	t.Helper()
+	if check == nil {
+		if out != nil {
+			t.Fatalf("%s: an answer", what)
+		}
+		return nil
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(out); err != nil || !check(m) {
+		t.Fatalf("%s: answer %v (%v)", what, m, err)
+	}
+	return bytes.Clone(out)
 }

@@ -2,6 +2,7 @@ package recursor
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -162,17 +163,9 @@ func recordsWhatIsSent(t *testing.T, batched bool) {
 		} else {
 			out = w.Answer(req, out)
 		}
-		if c.check == nil {
-			if out != nil {
-				t.Fatalf("%d %s: an answer", i, c.name)
-			}
-			continue
+		if a := dnstest.Expect(t, fmt.Sprintf("%d %s", i, c.name), out, c.check); a != nil {
+			sent = append(sent, a)
 		}
-		m := new(dns.Msg)
-		if err := m.Unpack(out); err != nil || !c.check(m) {
-			t.Fatalf("%d %s: answer %v (%v)", i, c.name, m, err)
-		}
-		sent = append(sent, bytes.Clone(out))
 	}
 	select {
 	case msg := <-deferred:
