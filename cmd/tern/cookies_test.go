@@ -249,11 +249,13 @@ func TestCookieRotationBesideReload(t *testing.T) {
 }
 
 // TestCookieSecretSwitch: a reload that configures a secret where a
-// random one made cookies, or removes the configured one, keeps the
-// secret in use until then accepted for secret-lifetime (as a
-// rotation keeps its previous one), also across a rotation, and no
-// longer; a reload between configured secrets keeps only what it lists
-// (an operator's roll-over, docs/config.md).
+// random one made cookies, or removes the configured ones, keeps every
+// secret accepted until then (the one making cookies and the other: the
+// random secret's previous, a configured list's second) accepted for
+// secret-lifetime (as a rotation keeps its previous one), also across a
+// rotation, and no longer; a reload between configured secrets keeps
+// of the configured ones only what it lists (an operator's roll-over),
+// and the random secrets a switch kept until their time (docs/config.md).
 func TestCookieSecretSwitch(t *testing.T) {
 	s1, err := cookie.ParseSecret(cookieS1)
 	if err != nil {
@@ -278,16 +280,29 @@ func TestCookieSecretSwitch(t *testing.T) {
 			t.Errorf("%s, %v later: %v, want %v", what, d, v, want)
 		}
 	}
+	previous := made()
+	c.tick() // the random secret rotated: previous's still accepted
 	random := made()
 	c.set([]cookie.Secret{s1}, start) // random -> configured
-	check("random secret's cookie after a secret is configured", random, time.Minute, cookie.Stale)
+	for _, d := range []time.Duration{time.Minute, 19 * time.Minute} {
+		check("random secret's cookie after a secret is configured", random, d, cookie.Stale)
+		check("previous random secret's cookie after a secret is configured", previous, d, cookie.Stale)
+	}
 	check("random secret's cookie after secret-lifetime", random, 21*time.Minute, cookie.Bad)
+	check("previous random secret's cookie after secret-lifetime", previous, 21*time.Minute, cookie.Bad)
 	configured := made()
 	c.set([]cookie.Secret{s2}, start) // configured -> configured
+	second := made()
 	check("a configured secret's cookie after a reload dropped it", configured, time.Minute, cookie.Bad)
-	c.set([]cookie.Secret{s1}, start)
+	check("random secret's cookie after a configured -> configured reload", random, time.Minute, cookie.Stale)
+	c.set([]cookie.Secret{s1, s2}, start)
 	c.set(nil, start) // configured -> random
 	c.tick()          // and rotated at once
-	check("configured secret's cookie after the secret is removed and rotated", configured, time.Minute, cookie.Stale)
+	for _, d := range []time.Duration{time.Minute, 19 * time.Minute} {
+		check("configured secret's cookie after the secret is removed and rotated", configured, d, cookie.Stale)
+		check("configured second secret's cookie after the secrets are removed", second, d, cookie.Stale)
+	}
 	check("configured secret's cookie after secret-lifetime", configured, 21*time.Minute, cookie.Bad)
+	check("configured second secret's cookie after secret-lifetime", second, 21*time.Minute, cookie.Bad)
+	check("random secret's cookie after a second switch", random, time.Minute, cookie.Bad)
 }

@@ -1183,8 +1183,8 @@ type cookieSecrets struct {
 	// configured: the secrets are [cookies] secret's or secret-file's,
 	// not rotated (a reload sets them).
 	configured bool
-	// lifetime is secret-lifetime: how long the secret a switch
-	// between random and configured replaces stays accepted, as a
+	// lifetime is secret-lifetime: how long the secrets a switch
+	// between random and configured replaces stay accepted, as a
 	// rotation's previous secret is.
 	lifetime time.Duration
 }
@@ -1244,9 +1244,11 @@ func (c *cookieSecrets) tick() {
 // set applies a reloaded config's secrets (read already: secrets) at
 // now: configured ones replace those in use; going back to none, a
 // random one is made and rotated from then on. Across a switch between
-// random and configured, the secret that made cookies until then stays
+// random and configured, every secret accepted until then stays
 // accepted for a lifetime (cookie.Keys.Replace), so that no client's
-// cookie gets a BADCOOKIE round trip.
+// cookie gets a BADCOOKIE round trip; between configured secrets, only
+// the list's and the random ones such a switch kept are accepted
+// (docs/config.md).
 func (c *cookieSecrets) set(secrets []cookie.Secret, now time.Time) {
 	if c == nil {
 		return

@@ -63,28 +63,31 @@ func (s *Secret) words() (uint64, uint64) {
 }
 
 // secrets are the current and previous secret, as the query path reads
-// them, and the one replaced by a switch between a random and a
-// configured secret (Keys.Replace), accepted until a time.
+// them, and those a switch between a random and a configured secret
+// replaced (Keys.Replace), accepted until a time.
 type secrets struct {
 	cur, prev [2]uint64
 	hasPrev   bool
-	// old is accepted while now is before oldUntil (Unix seconds).
-	old      [2]uint64
+	// old[:nOld] are accepted while now is before oldUntil (Unix
+	// seconds): every secret the replaced secrets accepted, the one
+	// making cookies and the other (a configured list's second, or
+	// the random secret's previous one), whose cookies are as valid.
+	old      [MaxSecrets][2]uint64
+	nOld     int
 	oldUntil uint32
-	hasOld   bool
 }
 
-// keepOld carries o's replaced secret (Keys.Replace) over into s.
+// keepOld carries o's replaced secrets (Keys.Replace) over into s.
 func (s *secrets) keepOld(o *secrets) {
-	if o != nil && o.hasOld {
-		s.old, s.oldUntil, s.hasOld = o.old, o.oldUntil, true
+	if o != nil {
+		s.old, s.nOld, s.oldUntil = o.old, o.nOld, o.oldUntil
 	}
 }
 
-// oldAccepted reports whether s has a replaced secret still accepted
+// oldAccepted reports whether s's replaced secrets are still accepted
 // at now (serial arithmetic on Unix seconds, as the cookies' own).
 func (s *secrets) oldAccepted(now uint32) bool {
-	return s.hasOld && int32(s.oldUntil-now) > 0
+	return s.nOld > 0 && int32(s.oldUntil-now) > 0
 }
 
 // Keys holds the server's secrets; it is safe for concurrent use: the
@@ -109,8 +112,8 @@ const MaxSecrets = 2
 // before (RFC 9018 §4.5: its cookies stay valid until they expire), or
 // the next one, staged on every server of an anycast set before any
 // makes cookies with it (NSD's staging secret). Secrets past
-// MaxSecrets are ignored; with none, Keys are left as they are. A
-// secret Replace keeps stays accepted until its time.
+// MaxSecrets are ignored; with none, Keys are left as they are. The
+// secrets Replace kept stay accepted until their time.
 func (k *Keys) Set(list []Secret) {
 	if len(list) == 0 {
 		return
@@ -131,12 +134,15 @@ func (k *Keys) set(list []Secret, old *secrets) *secrets {
 }
 
 // Replace is Set, for a switch between the random secret and a
-// configured one (a reload adding or removing it): the secret that made
-// cookies until now stays accepted until until (Unix seconds; the
-// secret-lifetime a rotation keeps the previous secret for), so that
-// the cookies clients hold keep working without a BADCOOKIE round trip
-// (RFC 9018 §4.5). It takes the place of a secret an earlier Replace
-// kept. With an empty list, Keys are left as they are.
+// configured one (a reload adding or removing it): every secret
+// accepted until now, the one that made cookies and the other (a
+// configured list's second: the previous secret or the staged next
+// one; the random secret's previous), stays accepted until until (Unix
+// seconds; the secret-lifetime a rotation keeps the previous secret
+// for), so that the cookies clients hold keep working without a
+// BADCOOKIE round trip (RFC 9018 §4.5). They take the place of those
+// an earlier Replace kept. With an empty list, Keys are left as they
+// are.
 func (k *Keys) Replace(list []Secret, until uint32) {
 	if len(list) == 0 {
 		return
@@ -144,7 +150,10 @@ func (k *Keys) Replace(list []Secret, until uint32) {
 	old := k.p.Load()
 	next := k.set(list, nil)
 	if old != nil {
-		next.old, next.oldUntil, next.hasOld = old.cur, until, true
+		next.old[0], next.nOld, next.oldUntil = old.cur, 1, until
+		if old.hasPrev {
+			next.old[1], next.nOld = old.prev, 2
+		}
 	}
 	k.p.Store(next)
 }
@@ -219,7 +228,7 @@ func RandomSecret() Secret {
 
 // Rotate makes s the current secret and the current one the previous,
 // still accepted (RFC 9018 §4.5: a cookie made with it stays valid until
-// it expires). A secret Replace keeps stays accepted until its time.
+// it expires). The secrets Replace kept stay accepted until their time.
 func (k *Keys) Rotate(s Secret) {
 	next := &secrets{}
 	next.cur[0], next.cur[1] = s.words()
@@ -325,10 +334,14 @@ func check(s *secrets, opt []byte, addr netip.Addr, now uint32) Verdict {
 		// other can be dropped an hour after it stopped making
 		// cookies.
 		return Stale
-	case s.oldAccepted(now) && hash(s.old, opt, sc[:8], addr) == got:
-		// Made under the secret a switch between random and
-		// configured replaced (Replace): likewise.
-		return Stale
+	case s.oldAccepted(now):
+		// Made under a secret a switch between random and configured
+		// replaced (Replace): likewise.
+		for _, key := range s.old[:s.nOld] {
+			if hash(key, opt, sc[:8], addr) == got {
+				return Stale
+			}
+		}
 	}
 	return Bad
 }
