@@ -117,8 +117,8 @@ func (e *Error) EDE() (code uint16, text string) {
 // fatal reports whether err ends the whole resolution (a budget spent,
 // or a failure remembered) rather than one server or one NS name.
 func fatal(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && (e.Reason == Timeout || e.Reason == QueryLimit || e.Cached)
+	e, ok := errors.AsType[*Error](err)
+	return ok && (e.Reason == Timeout || e.Reason == QueryLimit || e.Cached)
 }
 
 // networkError reports whether err is a server's address or port

@@ -97,8 +97,8 @@ func (f *failures) get(name string, qtype uint16, now time.Time) *Error {
 // hold, or twice the last one if that ended less than its own length ago
 // (a failure in a row).
 func (f *failures) put(name string, qtype uint16, err error, now time.Time) {
-	var e *Error
-	if f == nil || !errors.As(err, &e) {
+	e, ok := errors.AsType[*Error](err)
+	if f == nil || !ok {
 		return
 	}
 	k := failKey{name, qtype}

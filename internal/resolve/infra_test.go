@@ -2,8 +2,10 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +198,71 @@ func threeServers(t testing.TB, f *fake) {
 	}
 }
 
+// TestChoose: choose sorts a zone's addresses in place: IPv4 before
+// IPv6, each family fastest first (the band drawn by a Rand that keeps
+// the order), probes last, lame ones and those backed off and not due for
+// a probe passed over and told; without a trace, in the stack's space.
+func TestChoose(t *testing.T) {
+	c := newClock()
+	in := NewInfra(InfraOptions{Now: c.now, Rand: func(int) int { return 0 }})
+	r := &Resolver{infra: in, port: 53}
+	addr := func(i int) netip.Addr {
+		return netip.MustParseAddr([]string{"192.0.2.1", "192.0.2.2", "2001:db8::3", "192.0.2.4", "192.0.2.5", "2001:db8::6", "192.0.2.7"}[i])
+	}
+	// 1 fast, 2 slow (out of the band), 3 fast IPv6, 4 lame, 5 backed
+	// off and due for a probe, 6 unknown IPv6, 7 backed off and not due.
+	for range 20 {
+		in.answered(netip.AddrPortFrom(addr(0), 53), 10*time.Millisecond, upstream.Report{})
+		in.answered(netip.AddrPortFrom(addr(1), 53), 900*time.Millisecond, upstream.Report{})
+		in.answered(netip.AddrPortFrom(addr(2), 53), 20*time.Millisecond, upstream.Report{})
+	}
+	in.setLame(netip.AddrPortFrom(addr(3), 53), "example.")
+	for _, i := range []int{4, 6} {
+		for range 6 {
+			_, rto, _ := in.attempt(netip.AddrPortFrom(addr(i), 53))
+			in.timedOut(netip.AddrPortFrom(addr(i), 53), rto)
+		}
+	}
+	c.advance(time.Minute)
+	in.attempt(netip.AddrPortFrom(addr(6), 53)) // 7's probe under way
+	ts := make([]target, 7)
+	names := make([]string, len(ts))
+	for i := range names {
+		names[i] = fmt.Sprintf("ns%d.", i+1)
+	}
+	fill := func() {
+		for i := range ts {
+			ts[i] = target{name: names[i], addr: addr(i)}
+		}
+	}
+	fill()
+	var passed []string
+	ru := &run{r: r}
+	got := ru.choose("example.", ts, func(reason, _ string) { passed = append(passed, reason) })
+	var order []string
+	for _, t := range got {
+		order = append(order, t.name)
+	}
+	if want := []string{"ns1.", "ns2.", "ns5.", "ns3.", "ns6."}; !slices.Equal(order, want) {
+		t.Errorf("order %q, want %q", order, want)
+	}
+	if len(passed) != 2 || !strings.HasPrefix(passed[0], "ns4. (192.0.2.4) lame") || !strings.HasPrefix(passed[1], "ns7. (192.0.2.7) not answering") {
+		t.Errorf("passed over %q, want ns4. lame and ns7. not answering", passed)
+	}
+	if !slices.Equal(got[0].passed, passed) {
+		t.Errorf("first target's passed %q, want %q", got[0].passed, passed)
+	}
+	// The usual case: a zone's servers, none passed over.
+	ts = ts[:3]
+	pass := func(string, string) { t.Fatal("passed over") }
+	if n := testing.AllocsPerRun(100, func() {
+		fill()
+		ru.choose("example.", ts, pass)
+	}); n != 0 {
+		t.Errorf("%v allocations choosing among %d addresses, want 0", n, len(ts))
+	}
+}
+
 // TestServerSelection: resolutions through a zone with a fast, a slow and
 // a dead server. The fast one gets nearly every query once the others are
 // measured; the dead one is asked until its timeout backs off and then
@@ -311,9 +378,11 @@ func BenchmarkInfra(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
+		o := make([]target, 3) // order sorts in place
 		for pb.Next() {
 			i++
-			o, _ := in.order("example.", 53, ts[i%len(ts)], false)
+			copy(o, ts[i%len(ts)])
+			in.order("example.", 53, o, false)
 			s := o[0].server(53)
 			in.attempt(s)
 			in.answered(s, time.Duration(i%50)*time.Millisecond, upstream.Report{})

@@ -380,8 +380,8 @@ func (r *Resolver) resolveBy(ctx context.Context, ru *run, name string, qtype ui
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
 	res, err := ru.resolve(ctx, name, qtype, 0)
-	e := (*Error)(nil)
-	if errors.As(err, &e) && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
+	e, _ := errors.AsType[*Error](err)
+	if e != nil && len(ru.limits) > 0 && (e.Reason == NoReachableAuthority || e.Reason == NetworkError) {
 		e.Summary = strings.Join(ru.limits, ", ") + " hit; " + cmp.Or(e.Summary, e.Detail)
 	}
 	switch {
@@ -638,7 +638,7 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 			}
 		}
 		m, next, err := ru.ask(ctx, zone, servers, qname, qt, why, depth)
-		if e := (*Error)(nil); errors.As(err, &e) && e.Name == qname {
+		if e, ok := errors.AsType[*Error](err); ok && e.Name == qname {
 			e.Name = name // the name resolved, not the ancestor asked
 		}
 		if err != nil && fromCache && !fatal(err) {
@@ -655,9 +655,8 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 		fromCache = false
 		if qname != name && !fatal(err) && (err != nil || next == nil) {
 			// An answer for the ancestor asked, or none.
-			var e *Error
-			switch {
-			case err != nil && (!errors.As(err, &e) || !e.answered):
+			switch e, ok := errors.AsType[*Error](err); {
+			case err != nil && (!ok || !e.answered):
 				// No server answered at all: the full question would
 				// meet the same silence (and cost as many queries).
 				return nil, "", err
@@ -804,8 +803,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			t.retry = true
 			retries = append(retries, t)
 		}
-		var se *serverError
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*serverError](err); ok {
 			brief = append(brief, se.brief())
 		} else {
 			brief = append(brief, err.Error())
@@ -822,7 +820,11 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			brief = append(brief, short)
 		}
 	}
-	var known []target
+	// The targets, on the stack for the usual few addresses (choose
+	// sorts them in place): first those of servers with addresses,
+	// then, in turn, each NS name's resolved.
+	var buf [4]target
+	known := buf[:0]
 	for _, s := range servers {
 		for _, a := range s.Addrs {
 			if !ru.r.asks(a) {
@@ -871,12 +873,12 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 					return nil, nil, err
 				}
 				passOver(err.Error(), s.Name+" "+briefNS(err))
-				if !errors.As(err, new(noData)) {
+				if _, ok := errors.AsType[noData](err); !ok {
 					break // the name does not exist, or cannot be resolved
 				}
 				continue
 			}
-			var ts []target
+			ts := buf[:0]
 			for _, a := range addrs {
 				if ap := netip.AddrPortFrom(a, 0); !tried[ap] {
 					tried[ap] = true
@@ -1006,8 +1008,7 @@ func (e *serverError) brief() string {
 // briefNS says in a few words why the addresses of an NS name were not
 // found.
 func briefNS(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return "not resolved (" + e.Reason.String() + ")"
 	}
 	return "no address"
