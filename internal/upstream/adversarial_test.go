@@ -524,3 +524,95 @@ func testOptions(t *testing.T, path udpPath) {
 		t.Fatalf("error %v, want a timeout", err)
 	}
 }
+
+// TestTimeout: a query to a server that does not answer ends with a
+// timeout (context.DeadlineExceeded) when the Client's Timeout, or the
+// query's Options.UDPTimeout, has passed, and not before, though the
+// caller's context would end only 10 s later: the wait keeps its
+// own deadline, not one of the caller's context. A server that keeps
+// sending datagrams that are not the answer (another ID) does not make
+// the wait longer: each new wait gets what is left of the first.
+func TestTimeout(t *testing.T) { forEachPath(t, testTimeout) }
+
+func testTimeout(t *testing.T, path udpPath) {
+	silent := addrPort(udpServer(t, func(*net.UDPConn, *net.UDPAddr, *dns.Msg) {}))
+	// Not the answer every 10 ms for longer than the caller's context
+	// lasts (until the test ends): a wait made whole again by each would
+	// end with the caller's context.
+	over := make(chan struct{})
+	t.Cleanup(func() { close(over) })
+	chatty := addrPort(udpServer(t, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
+		r := answer(q, "192.0.2.1")
+		r.Id = q.Id + 1
+		go func() {
+			for {
+				send(conn, from, r)
+				select {
+				case <-over:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+	}))
+	const wait = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		server  netip.AddrPort
+		timeout time.Duration
+		opt     Options
+	}{
+		{"Timeout", silent, wait, Options{}},
+		{"UDPTimeout", silent, time.Hour, Options{UDPTimeout: wait}},
+		{"Timeout, not the answer every 10 ms", chatty, wait, Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, path, tc.timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, _, err := c.ExchangeOptions(ctx, tc.server, question, tc.opt)
+			took := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+				t.Fatalf("error %v after %v (the caller's context: %v), want the query's timeout", err, took, ctx.Err())
+			}
+			if took < wait {
+				t.Errorf("timed out after %v, before the %v the query had", took, wait)
+			}
+		})
+	}
+}
+
+// TestCancel: cancelling the caller's context stops the wait for an
+// answer (context.Canceled), and the next queries through the same
+// Client (through io_uring, the slot the cancelled one left) get their
+// own answers.
+func TestCancel(t *testing.T) { forEachPath(t, testCancel) }
+
+func testCancel(t *testing.T, path udpPath) {
+	asked := make(chan struct{}, 1)
+	server := addrPort(udpServer(t, func(conn *net.UDPConn, from *net.UDPAddr, q *dns.Msg) {
+		if strings.HasPrefix(q.Question[0].Name, "unanswered.") {
+			asked <- struct{}{}
+			return
+		}
+		send(conn, from, answer(q, "192.0.2.1"))
+	}))
+	c := newClient(t, path, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-asked
+		cancel()
+	}()
+	q := dns.Question{Name: "unanswered.example.test.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+	if _, err := c.Exchange(ctx, server, q); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	for range 3 {
+		r, err := c.Exchange(context.Background(), server, question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onlyA(t, r, "192.0.2.1")
+	}
+}

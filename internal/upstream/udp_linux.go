@@ -42,18 +42,20 @@ import (
 // that finds nothing); the dial alone was 28% of BenchmarkExchangeUDP's
 // profile, and a cold resolution (one upstream query per answer) took
 // 0.79-0.89 of the CPU it took through the dial.
-func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
-	id, pkt, err := query(q, h)
+func (c *Client) exchangeUDP(ctx context.Context, deadline time.Time, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
+	bp, buf := answerBuf(h)
+	id, pkt, err := query(q, h, bp.query[:])
 	if err != nil {
+		exchangeBuffers.Put(bp)
 		return nil, err
 	}
-	bp, buf := answerBuf(h)
-	r, err := c.poll.exchange(ctx, c.Log, server, pkt, buf, func(p []byte, whole bool) (*dns.Msg, error) {
+	r, err := c.poll.exchange(ctx, deadline, c.Log, server, pkt, buf, func(p []byte, whole bool) (*dns.Msg, error) {
 		return h.accept(p, whole, id, q)
 	})
 	if !errors.Is(err, errRingDead) {
-		// Otherwise the kernel may still write into it.
-		answerBuffers.Put(bp)
+		// Otherwise the kernel may still read the query or write
+		// the answer.
+		exchangeBuffers.Put(bp)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("udp to %s: %w", server, err)
@@ -105,29 +107,40 @@ type poller struct {
 const pollIdle = 5 * time.Second
 
 // exchange sends pkt to server from a new connected socket and returns
-// what accept makes of the first datagram it accepts, read into buf.
-// accept is told whether the
+// what accept makes of the first datagram it accepts, read into buf,
+// waiting until deadline at most (or until ctx is done): a timeout is
+// context.DeadlineExceeded. accept is told whether the
 // datagram was whole: one larger than buf comes cut to its size. A
 // datagram accept refuses is dropped and the wait goes on (RFC 5452
 // §9.1), but for errOversize, which ends the wait. Only the server's
 // address and port reach a connected socket: the kernel drops datagrams
 // from others before they are queued.
-func (p *poller) exchange(ctx context.Context, log *slog.Logger, server netip.AddrPort, pkt []byte, b []byte, accept acceptFunc) (*dns.Msg, error) {
-	sa, family, err := sockaddr(server)
+func (p *poller) exchange(ctx context.Context, deadline time.Time, log *slog.Logger, server netip.AddrPort, pkt []byte, b []byte, accept acceptFunc) (*dns.Msg, error) {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	var raw unix.RawSockaddrInet6
+	salen, family, err := rawSockaddr(server, &raw)
 	if err != nil {
 		return nil, err
 	}
-	if m, ok, err := p.exchangeRing(ctx, log, sa, family, pkt, b, accept); ok {
+	if m, ok, err := p.exchangeRing(ctx, deadline, wait, log, &raw, salen, family, pkt, b, accept); ok {
 		return m, err
 	}
+	// The epoll path waits on a context: its deadline's timer wakes
+	// the wait.
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
 	defer unix.Close(fd)
-	// connect binds the socket to a random ephemeral port as it connects it.
-	if err := unix.Connect(fd, sa); err != nil {
-		return nil, os.NewSyscallError("connect", err)
+	// connect binds the socket to a random ephemeral port as it
+	// connects it; given the raw address, as the ring's CONNECT is.
+	if _, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&raw)), uintptr(salen)); errno != 0 {
+		return nil, os.NewSyscallError("connect", errno)
 	}
 	if _, err := unix.Write(fd, pkt); err != nil {
 		return nil, os.NewSyscallError("write", err)
@@ -205,14 +218,21 @@ func (p *poller) idleTime() time.Duration {
 // exchangeRing is exchange through the poller's ring. It reports false,
 // having done nothing, when io_uring is not used or the ring has no free
 // slot. When the ring fails under a query, the error wraps errRingDead
-// and b must not be reused: the kernel may still write into it.
-func (p *poller) exchangeRing(ctx context.Context, log *slog.Logger, sa unix.Sockaddr, family int, pkt, b []byte, accept acceptFunc) (*dns.Msg, bool, error) {
+// and pkt and b must not be reused: the kernel may still read or write
+// them.
+//
+// The deadline (wait from now) is the kernel's to keep: each RECV is
+// linked to a timeout (IORING_OP_LINK_TIMEOUT) that cancels it when the
+// deadline passes, so the wait is for the RECV's completion, the ring's
+// death or ctx (the caller's, whose Done channel it already has), and the
+// query has no timer or context of its own.
+func (p *poller) exchangeRing(ctx context.Context, deadline time.Time, wait time.Duration, log *slog.Logger, sa *unix.RawSockaddrInet6, salen uint32, family int, pkt, b []byte, accept acceptFunc) (*dns.Msg, bool, error) {
 	p.mu.Lock()
 	r := p.openRing(log)
 	var i uint32
 	ok := false
 	if r != nil {
-		i, ok = r.start(sa, family, pkt, b)
+		i, ok = r.start(sa, salen, family, pkt, b, wait)
 	}
 	var done chan ringResult
 	if ok {
@@ -252,6 +272,10 @@ func (p *poller) exchangeRing(ctx context.Context, log *slog.Logger, sa unix.Soc
 		switch errno := unix.Errno(-res.res); {
 		case res.err != nil:
 			return nil, true, res.err
+		case errno == unix.ECANCELED:
+			// Only the RECV's linked timeout cancels it while ctx
+			// is not done.
+			return nil, true, context.DeadlineExceeded
 		case errno == unix.EAGAIN || errno == unix.EINTR:
 		case res.res < 0:
 			// ECONNREFUSED: an ICMP port unreachable came back.
@@ -263,9 +287,14 @@ func (p *poller) exchangeRing(ctx context.Context, log *slog.Logger, sa unix.Soc
 				return m, true, err
 			}
 		}
-		// RFC 5452 §9.1: not the answer; the wait goes on.
+		// RFC 5452 §9.1: not the answer; the wait goes on, for what
+		// is left of it.
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return nil, true, context.DeadlineExceeded
+		}
 		p.mu.Lock()
-		if !r.recv(i) {
+		if !r.recv(i, wait) {
 			r.fail(errors.New("io_uring submission queue full"))
 		}
 		p.kick(r)
@@ -276,42 +305,29 @@ func (p *poller) exchangeRing(ctx context.Context, log *slog.Logger, sa unix.Soc
 // errRingDead: the ring failed under a query.
 var errRingDead = errors.New("io_uring failed")
 
-// rawSockaddr writes sa into raw as the kernel takes it and returns its
-// length.
-func rawSockaddr(sa unix.Sockaddr, raw *unix.RawSockaddrInet6) uint32 {
+// rawSockaddr writes server into raw as the kernel takes it and returns
+// its length and family.
+func rawSockaddr(server netip.AddrPort, raw *unix.RawSockaddrInet6) (uint32, int, error) {
 	*raw = unix.RawSockaddrInet6{}
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		r4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw))
-		r4.Family = unix.AF_INET
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r4.Port))[:], uint16(sa.Port))
-		r4.Addr = sa.Addr
-		return unix.SizeofSockaddrInet4
-	case *unix.SockaddrInet6:
-		raw.Family = unix.AF_INET6
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&raw.Port))[:], uint16(sa.Port))
-		raw.Addr = sa.Addr
-		raw.Scope_id = sa.ZoneId
-		return unix.SizeofSockaddrInet6
-	}
-	return 0
-}
-
-// sockaddr is server as the socket calls take it, and its family.
-func sockaddr(server netip.AddrPort) (unix.Sockaddr, int, error) {
 	a := server.Addr().Unmap()
 	if a.Is4() {
-		return &unix.SockaddrInet4{Port: int(server.Port()), Addr: a.As4()}, unix.AF_INET, nil
+		r4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw))
+		r4.Family = unix.AF_INET
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r4.Port))[:], server.Port())
+		r4.Addr = a.As4()
+		return unix.SizeofSockaddrInet4, unix.AF_INET, nil
 	}
-	sa := &unix.SockaddrInet6{Port: int(server.Port()), Addr: a.As16()}
+	raw.Family = unix.AF_INET6
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&raw.Port))[:], server.Port())
+	raw.Addr = a.As16()
 	if z := a.Zone(); z != "" {
 		ifi, err := net.InterfaceByName(z)
 		if err != nil {
-			return nil, 0, fmt.Errorf("zone of %s: %w", a, err)
+			return 0, 0, fmt.Errorf("zone of %s: %w", a, err)
 		}
-		sa.ZoneId = uint32(ifi.Index)
+		raw.Scope_id = uint32(ifi.Index)
 	}
-	return sa, unix.AF_INET6, nil
+	return unix.SizeofSockaddrInet6, unix.AF_INET6, nil
 }
 
 // events is what a query waits for: a datagram, or an error (ICMP).

@@ -352,3 +352,53 @@ func TestFlushOneAtATime(t *testing.T) {
 		t.Errorf("%d io_uring_enter calls at once (of %d), want 1", most, calls)
 	}
 }
+
+// TestLateAnswer: when a wait for an answer ends (its timeout, or the
+// caller's context cancelled), nothing reads into its buffer any more,
+// which then goes back to exchangeBuffers for another query: through
+// io_uring, the wait ends with its RECV's completion, not before. The
+// answer the server sends afterwards, to the port the query came from,
+// must not be written into the buffer.
+func TestLateAnswer(t *testing.T) {
+	forEachPath(t, func(t *testing.T, path udpPath) {
+		for _, cancelled := range []bool{false, true} {
+			from, asked := make(chan *net.UDPAddr, 1), make(chan struct{}, 1)
+			srv := udpServer(t, func(conn *net.UDPConn, f *net.UDPAddr, q *dns.Msg) {
+				from <- f
+				asked <- struct{}{}
+			})
+			c := newClient(t, path, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			deadline := time.Now().Add(time.Hour)
+			if cancelled {
+				go func() {
+					<-asked
+					cancel()
+				}()
+			} else {
+				deadline = time.Now().Add(50 * time.Millisecond)
+			}
+			_, pkt, err := query(question, header{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 512)
+			_, err = c.poll.exchange(ctx, deadline, nil, addrPort(srv), pkt, b, func([]byte, bool) (*dns.Msg, error) {
+				return nil, errors.New("accept called")
+			})
+			cancel()
+			if want := map[bool]error{false: context.DeadlineExceeded, true: context.Canceled}[cancelled]; !errors.Is(err, want) {
+				t.Fatalf("cancelled %v: error %v, want %v", cancelled, err, want)
+			}
+			// The server has read the query (or will): answer it,
+			// after the wait.
+			srv.WriteToUDP([]byte("late answer"), <-from)
+			for range 50 {
+				if !bytes.Equal(b, make([]byte, len(b))) {
+					t.Fatalf("cancelled %v: the answer sent after the wait ended was written into its buffer: %q", cancelled, b[:16])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	})
+}

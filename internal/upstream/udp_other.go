@@ -20,9 +20,12 @@ type poller struct{}
 
 // exchangeUDP sends the query from a new socket, so from a new source port
 // chosen at random by the kernel (RFC 5452 §9.2; Linux picks ephemeral
-// ports at random), and waits for the matching answer.
-func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
-	id, pkt, err := query(q, h)
+// ports at random), and waits for the matching answer until deadline at
+// most, or until ctx is done.
+func (c *Client) exchangeUDP(ctx context.Context, deadline time.Time, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
+	bp, buf := answerBuf(h)
+	defer exchangeBuffers.Put(bp)
+	id, pkt, err := query(q, h, bp.query[:])
 	if err != nil {
 		return nil, err
 	}
@@ -31,16 +34,14 @@ func (c *Client) exchangeUDP(ctx context.Context, server netip.AddrPort, q dns.Q
 		return nil, fmt.Errorf("udp to %s: %w", server, err)
 	}
 	defer conn.Close()
-	if d, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(d)
-	}
+	// ctx's own deadline, if earlier, ends ctx, which stop's function
+	// sees.
+	conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	if _, err := conn.Write(pkt); err != nil {
 		return nil, fmt.Errorf("udp to %s: %w", server, err)
 	}
-	bp, buf := answerBuf(h)
-	defer answerBuffers.Put(bp)
 	for {
 		n, _, flags, from, err := conn.ReadMsgUDPAddrPort(buf, nil)
 		if err != nil {

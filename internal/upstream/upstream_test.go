@@ -241,25 +241,51 @@ func TestQueryWire(t *testing.T) {
 		{".", header{size: 1232}},
 	} {
 		q := dns.Question{Name: tc.name, Qtype: dns.TypeAAAA, Qclass: dns.ClassINET}
-		id, pkt, err := query(q, tc.h)
-		if err != nil {
-			t.Fatalf("%s %+v: %v", tc.name, tc.h, err)
+		// Into a new slice, and into a used buffer (every octet
+		// 0xff), as exchangeBuffers hands them out.
+		var used buffers
+		for i := range used.query {
+			used.query[i] = 0xff
 		}
-		m := &dns.Msg{Question: []dns.Question{q}}
-		m.Id, m.RecursionDesired = id, tc.h.rd
-		if tc.h.size > 0 {
-			m.SetEdns0(tc.h.size, tc.h.do)
-		}
-		want, err := m.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(pkt, want) {
-			t.Errorf("%s %+v:\n got % x\nwant % x", tc.name, tc.h, pkt, want)
+		for _, dst := range [][]byte{nil, used.query[:]} {
+			id, pkt, err := query(q, tc.h, dst)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", tc.name, tc.h, err)
+			}
+			m := &dns.Msg{Question: []dns.Question{q}}
+			m.Id, m.RecursionDesired = id, tc.h.rd
+			if tc.h.size > 0 {
+				m.SetEdns0(tc.h.size, tc.h.do)
+			}
+			want, err := m.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(pkt, want) {
+				t.Errorf("%s %+v into %d octets:\n got % x\nwant % x", tc.name, tc.h, len(dst), pkt, want)
+			}
 		}
 	}
 	// A name that does not pack is an error, not a query.
-	if _, _, err := query(dns.Question{Name: strings.Repeat("a", 64) + ".", Qtype: dns.TypeA, Qclass: dns.ClassINET}, header{}); err == nil {
+	if _, _, err := query(dns.Question{Name: strings.Repeat("a", 64) + ".", Qtype: dns.TypeA, Qclass: dns.ClassINET}, header{}, nil); err == nil {
 		t.Error("a label of 64 octets packed")
+	}
+}
+
+// TestQueryBuffer: a query for the longest name there is (255 octets in
+// wire form) with EDNS fits in queryBuffer, so it is written there, not
+// into a new slice.
+func TestQueryBuffer(t *testing.T) {
+	// Three labels of 63 octets, one of 61 and the root: 3*64+62+1 =
+	// 255 octets.
+	name := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61) + "."
+	q := dns.Question{Name: name, Qtype: dns.TypeA, Qclass: dns.ClassINET}
+	var b buffers
+	_, pkt, err := query(q, header{size: DefaultUDPSize, do: true}, b.query[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkt) != queryBuffer || &pkt[0] != &b.query[0] {
+		t.Errorf("a query of %d octets, in the buffer %v; want %d octets in it", len(pkt), &pkt[0] == &b.query[0], queryBuffer)
 	}
 }

@@ -17,9 +17,10 @@ import (
 // A ring is an io_uring instance (io_uring(7)) through which a Client's
 // UDP queries are made, sent and read, and their sockets closed, without
 // a system call of their own: each query writes a linked chain of
-// requests (SOCKET into a direct descriptor, CONNECT, SEND, RECV) into
-// the submission queue, and one io_uring_enter submits the chains and
-// closes of all the queries that wrote theirs since the last one (flush).
+// requests (SOCKET into a direct descriptor, CONNECT, SEND, RECV and the
+// RECV's timeout) into the submission queue, and one io_uring_enter
+// submits the chains and closes of all the queries that wrote theirs
+// since the last one (flush).
 // Completions are read from the completion queue by one goroutine woken
 // through the netpoller by an eventfd the ring signals (reap), which
 // wakes the queries they belong to.
@@ -68,16 +69,26 @@ type ring struct {
 }
 
 // slot is what a query in flight keeps in its ring: the memory the
-// kernel reads (the server's address, the query) and writes (the answer)
-// must stay referenced until the RECV's completion.
+// kernel reads (the server's address, the query, the RECV's timeout) and
+// writes (the answer) must stay referenced until the RECV's completion.
 type slot struct {
 	gen uint32 // generation, in the user data of its requests
 	// done hears the completion that ends the query's chain or its
-	// RECV, one at a time (its capacity).
+	// RECV, one at a time (its capacity). Made at the slot's first
+	// query and kept: a query ends having received every completion
+	// sent to it, so the next finds it empty.
 	done chan ringResult
 	sa   unix.RawSockaddrInet6
-	pkt  []byte
-	buf  []byte
+	// timeout is the RECV's, read by the kernel when it is submitted.
+	timeout kernelTimespec
+	pkt     []byte
+	buf     []byte // nil when no query holds the slot
+}
+
+// kernelTimespec is struct __kernel_timespec, 64-bit on every
+// architecture (unix.Timespec is not).
+type kernelTimespec struct {
+	sec, nsec int64
 }
 
 // ringResult is a RECV's completion (res: the datagram's length, or
@@ -87,11 +98,11 @@ type ringResult struct {
 	err error
 }
 
-// Sizes of a ring. A slot has at most five submission queue entries
-// written and not yet consumed by the kernel (its chain of four and a
-// cancel; or a RECV and a cancel; or a CLOSE), so the queue, at least
-// five times the slots, never fills. A query that finds no free slot
-// uses the epoll path.
+// Sizes of a ring. A slot has at most six submission queue entries
+// written and not yet consumed by the kernel (its chain of five and a
+// cancel; or a RECV, its timeout and a cancel; or a CLOSE), so the
+// queue, at least six times the slots, never fills. A query that finds
+// no free slot uses the epoll path.
 const (
 	ringSlots   = 256
 	ringEntries = 2048
@@ -100,6 +111,7 @@ const (
 // Opcodes, flags and offsets of linux/io_uring.h.
 const (
 	opAsyncCancel = 14
+	opLinkTimeout = 15
 	opConnect     = 16
 	opClose       = 19
 	opSend        = 26
@@ -210,7 +222,7 @@ func openRing(setup func(uint32, *ringParams) (int, error)) (r *ring, err error)
 	if p.features&need != need {
 		return nil, fmt.Errorf("io_uring features %#x, need %#x", p.features, need)
 	}
-	if err := r.probe(opSocket, opConnect, opSend, opRecv, opAsyncCancel, opClose); err != nil {
+	if err := r.probe(opSocket, opConnect, opSend, opRecv, opLinkTimeout, opAsyncCancel, opClose); err != nil {
 		return nil, err
 	}
 	// One mapping holds both rings (IORING_FEAT_SINGLE_MMAP).
@@ -324,31 +336,33 @@ func (r *ring) push(e sqe) bool {
 	return true
 }
 
-// start takes a free slot for a query to sa (of the socket family
-// family) and writes its chain: a socket into the slot's direct
-// descriptor, connected (binding a random ephemeral port), the query sent
-// and its answer received. Only failures complete the first three
-// (IOSQE_CQE_SKIP_SUCCESS), and the failure of one of those cancels the
-// rest of the chain without a completion: the chain's last completion is
-// its only one, the RECV's or a failure's. It reports false when no slot
-// is free.
-func (r *ring) start(sa unix.Sockaddr, family int, pkt, buf []byte) (uint32, bool) {
+// start takes a free slot for a query to sa (salen bytes of it, of the
+// socket family family) and writes its chain: a socket into the slot's
+// direct descriptor, connected (binding a random ephemeral port), the
+// query sent and its answer received within timeout (recv). Only
+// failures complete the first three (IOSQE_CQE_SKIP_SUCCESS), and the
+// failure of one of those cancels the rest of the chain without a
+// completion: the chain's last completion is its only one, the RECV's or
+// a failure's. It reports false when no slot is free.
+func (r *ring) start(sa *unix.RawSockaddrInet6, salen uint32, family int, pkt, buf []byte, timeout time.Duration) (uint32, bool) {
 	if len(r.free) == 0 || r.err != nil {
 		return 0, false
 	}
 	i := r.free[len(r.free)-1]
 	s := &r.slots[i]
-	salen := rawSockaddr(sa, &s.sa)
 	r.free = r.free[:len(r.free)-1]
 	r.gen++
-	s.gen, s.done, s.pkt, s.buf = r.gen, make(chan ringResult, 1), pkt, buf
+	if s.done == nil {
+		s.done = make(chan ringResult, 1)
+	}
+	s.gen, s.sa, s.pkt, s.buf = r.gen, *sa, pkt, buf
 	ok := r.push(sqe{opcode: opSocket, flags: sqeIOLink | sqeCQESkipSuccess, fd: int32(family), off: unix.SOCK_DGRAM,
 		fileIndex: i + 1, userData: userData(s.gen, i, opSocket)}) &&
 		r.push(sqe{opcode: opConnect, flags: sqeFixedFile | sqeIOLink | sqeCQESkipSuccess, fd: int32(i),
 			addr: uint64(uintptr(unsafe.Pointer(&s.sa))), off: uint64(salen), userData: userData(s.gen, i, opConnect)}) &&
 		r.push(sqe{opcode: opSend, flags: sqeFixedFile | sqeIOLink | sqeCQESkipSuccess, fd: int32(i),
 			addr: uint64(uintptr(unsafe.Pointer(&pkt[0]))), len: uint32(len(pkt)), userData: userData(s.gen, i, opSend)}) &&
-		r.recv(i)
+		r.recv(i, timeout)
 	if !ok {
 		r.fail(errors.New("io_uring submission queue full"))
 	}
@@ -359,11 +373,23 @@ func (r *ring) start(sa unix.Sockaddr, family int, pkt, buf []byte) (uint32, boo
 // MSG_TRUNC its own length even when it is longer than the buffer (Linux,
 // udp(7)). IORING_RECVSEND_POLL_FIRST: the answer is not there yet, so
 // waiting for it comes before trying to read it.
-func (r *ring) recv(i uint32) bool {
+//
+// The RECV is linked to a timeout (IORING_OP_LINK_TIMEOUT, relative,
+// CLOCK_MONOTONIC, from the RECV's start) that cancels it when timeout
+// passes first: the RECV then completes with ECANCELED. The timeout's own
+// completion is not posted when the RECV completes first
+// (IOSQE_CQE_SKIP_SUCCESS: on Linux 6.18, 1000 queries answered brought
+// 1000 completions, their RECVs'), and is ignored where it is (complete).
+// The kernel reads the timeout when the entry is submitted; a RECV
+// written again gets what is left of the query's wait.
+func (r *ring) recv(i uint32, timeout time.Duration) bool {
 	s := &r.slots[i]
-	return r.push(sqe{opcode: opRecv, flags: sqeFixedFile, ioprio: recvsendPollFirst, fd: int32(i),
+	s.timeout = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	return r.push(sqe{opcode: opRecv, flags: sqeFixedFile | sqeIOLink, ioprio: recvsendPollFirst, fd: int32(i),
 		addr: uint64(uintptr(unsafe.Pointer(&s.buf[0]))), len: uint32(len(s.buf)), opFlags: unix.MSG_TRUNC,
-		userData: userData(s.gen, i, opRecv)})
+		userData: userData(s.gen, i, opRecv)}) &&
+		r.push(sqe{opcode: opLinkTimeout, flags: sqeCQESkipSuccess, addr: uint64(uintptr(unsafe.Pointer(&s.timeout))), len: 1,
+			userData: userData(s.gen, i, opLinkTimeout)})
 }
 
 // cancel writes the cancellation of slot i's RECV, which then completes
@@ -387,7 +413,7 @@ func (r *ring) finish(i uint32) {
 		// the memory the kernel may still write into.
 		return
 	}
-	s.done, s.pkt, s.buf = nil, nil, nil
+	s.pkt, s.buf = nil, nil
 	if !r.push(sqe{opcode: opClose, flags: sqeCQESkipSuccess, fileIndex: i + 1, userData: userData(s.gen, i, opClose)}) {
 		r.fail(errors.New("io_uring submission queue full"))
 		return
@@ -412,7 +438,7 @@ func (r *ring) complete(c cqe) {
 		return
 	}
 	s := &r.slots[i]
-	if s.gen != uint32(c.userData>>32) || s.done == nil {
+	if s.gen != uint32(c.userData>>32) || s.buf == nil {
 		// A failed cancel or close of a query that is over.
 		return
 	}
@@ -424,7 +450,9 @@ func (r *ring) complete(c cqe) {
 	case opRecv:
 		res.res = c.res
 	default:
-		// A failed cancel (the RECV was over) or close.
+		// A failed cancel (the RECV was over) or close, or the RECV's
+		// timeout: it fired (ETIME; the RECV completes cancelled), or
+		// the RECV completed first (ECANCELED).
 		return
 	}
 	select {
