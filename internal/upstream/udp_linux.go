@@ -260,8 +260,9 @@ func (p *poller) exchangeRing(ctx context.Context, deadline time.Time, wait time
 			r.cancel(i)
 			p.kick(r)
 			p.mu.Unlock()
-			// The RECV completes at once, cancelled: until then the
-			// kernel may write into b.
+			// The RECV completes at once, cancelled (a cancel that
+			// found no RECV is written again: complete): until
+			// then the kernel may write into b.
 			select {
 			case <-done:
 			case <-r.dead:

@@ -402,3 +402,41 @@ func TestLateAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelBeforeSubmit: a query whose context is done before its
+// chain was submitted ends. Its cancel is then written behind the chain
+// and both go to the kernel in one io_uring_enter, which issues the
+// cancel before the chain's linked requests (those run once the
+// submission's completions are flushed, after the whole batch): the
+// cancel found no RECV (ENOENT), the RECV then waited for an answer
+// that never came, and the query waited for the RECV for good.
+// TestNoLeak hung so under -race on a loaded machine (queries still
+// waiting 10 s after their 300 ms timeout), before each RECV had its
+// own linked timeout, which now ends such a wait at the deadline: the
+// client's timeout here is an hour, the test waits 10 s.
+func TestCancelBeforeSubmit(t *testing.T) {
+	requireRing(t)
+	server := addrPort(udpServer(t, func(*net.UDPConn, *net.UDPAddr, *dns.Msg) {}))
+	c := &Client{Timeout: time.Hour}
+	const bound = 10 * time.Second
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		got := make(chan error, 1)
+		go func() {
+			_, err := c.Exchange(ctx, server, question)
+			got <- err
+		}()
+		select {
+		case err := <-got:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("query %d: error %v, want context.Canceled", i, err)
+			}
+		case <-time.After(bound):
+			t.Fatalf("query %d: still waiting %v after its context was cancelled", i, bound)
+		}
+	}
+	if !usedRing(c) {
+		t.Fatal("the queries did not go through io_uring")
+	}
+}
