@@ -20,9 +20,9 @@ import (
 // in small: the root (first address) delegates alpha. and bravo. to two
 // servers (second and third); mixZones second-level zones (fourth and
 // fifth), the even ones with in-bailiwick servers and glue, the odd ones
-// served by a hosting provider's servers, ns1/ns2.dnsP.bravo., names the
-// resolver must resolve first. Each zone has mixHosts hosts with A and
-// AAAA records, one in ten a CNAME to another zone's www.
+// (in bravo.) served by a hosting provider's servers, ns1/ns2.dnsP.alpha.,
+// names the resolver must resolve first. Each zone has mixHosts hosts
+// with A and AAAA records, one in ten a CNAME to another zone's www.
 const (
 	mixZones     = 24
 	mixHosts     = 16
@@ -31,7 +31,7 @@ const (
 
 func mixZone(i int) string { return fmt.Sprintf("dom%02d.%s", i, []string{"alpha.", "bravo."}[i%2]) }
 
-func mixProvider(p int) string { return fmt.Sprintf("dns%d.bravo.", p) }
+func mixProvider(p int) string { return fmt.Sprintf("dns%d.alpha.", p) }
 
 func mixHost(j int) string {
 	if j < 4 {
@@ -55,7 +55,7 @@ func mixHierarchy() []localdns.Zone {
 	zones := []localdns.Zone{{Server: 0, Origin: ".", Text: root}}
 	for p := range mixProviders {
 		pn := mixProvider(p)
-		fmt.Fprintf(tlds["bravo."], "%s NS ns1.%s\n%s NS ns2.%s\nns1.%s A {3}\nns2.%s A {4}\n", pn, pn, pn, pn, pn, pn)
+		fmt.Fprintf(tlds["alpha."], "%s NS ns1.%s\n%s NS ns2.%s\nns1.%s A {3}\nns2.%s A {4}\n", pn, pn, pn, pn, pn, pn)
 		for s := 3; s <= 4; s++ {
 			zones = append(zones, localdns.Zone{Server: s, Origin: pn, Text: head(pn, "ns1", "ns2") + "ns1 A {3}\nns2 A {4}\n"})
 		}

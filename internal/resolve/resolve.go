@@ -782,7 +782,6 @@ type delegation struct {
 // note is the minimisation note of the steps (Step.Minimisation).
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, note string, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
-	tried := map[netip.AddrPort]bool{}
 	// Why servers were passed over, for the error: in full, and in a
 	// few words for its EDE's EXTRA-TEXT.
 	var why, brief []string
@@ -820,24 +819,24 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			brief = append(brief, short)
 		}
 	}
-	// The targets, on the stack for the usual few addresses (choose
-	// sorts them in place): first those of servers with addresses,
-	// then, in turn, each NS name's resolved.
+	// The targets, each address once, on the stack for the usual few
+	// (a map of those tried was a third of ask's frame; choose sorts
+	// them in place): first those of servers with addresses, then, in
+	// turn, each NS name's resolved.
 	var buf [4]target
-	known := buf[:0]
+	all := buf[:0]
 	for _, s := range servers {
 		for _, a := range s.Addrs {
 			if !ru.r.asks(a) {
 				passOver(fmt.Sprintf("%s (%s) not asked: %s", s.Name, a, ru.r.familyOff(a)), ru.r.familyOff(a))
 				continue
 			}
-			if ap := netip.AddrPortFrom(a, s.Port); !tried[ap] {
-				tried[ap] = true
-				known = append(known, target{name: s.Name, why: s.Why, addr: a, port: s.Port, recursive: s.Recursive})
+			if !tried(all, a, s.Port) {
+				all = append(all, target{name: s.Name, why: s.Why, addr: a, port: s.Port, recursive: s.Recursive})
 			}
 		}
 	}
-	for _, t := range ru.choose(zone, known, passOver) {
+	for _, t := range ru.choose(zone, all, passOver) {
 		if m, next, err, done := try(t); done {
 			return m, next, err
 		}
@@ -878,14 +877,13 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 				}
 				continue
 			}
-			ts := buf[:0]
+			from := len(all)
 			for _, a := range addrs {
-				if ap := netip.AddrPortFrom(a, 0); !tried[ap] {
-					tried[ap] = true
-					ts = append(ts, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
+				if !tried(all, a, 0) {
+					all = append(all, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
 				}
 			}
-			for _, t := range ru.choose(zone, ts, passOver) {
+			for _, t := range ru.choose(zone, all[from:], passOver) {
 				if m, next, err, done := try(t); done {
 					return m, next, err
 				}
@@ -906,6 +904,16 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 	}
 	return nil, nil, &Error{Reason: reason, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; "),
 		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(brief), ", "), answered: answered}
+}
+
+// tried reports whether ts hold a target for address a on port.
+func tried(ts []target, a netip.Addr, port uint16) bool {
+	for i := range ts {
+		if ts[i].addr == a && ts[i].port == port {
+			return true
+		}
+	}
+	return false
 }
 
 // target is a server address to ask and why it was chosen.
