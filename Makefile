@@ -43,13 +43,14 @@ vet:
 # Every test, with the race detector; fuzz targets run their seed corpora.
 # TERN_REQUIRE_PEERS makes tests that need knotd, nsd, dig or kdig fail
 # instead of skipping when those are missing. The tests that skip under
-# -race (an allocation count sync.Pool spoils, the type-check for other
+# -race (allocation counts sync.Pool spoils, the type-check for other
 # systems and the portable UDP loop's run, which gain nothing from it and
 # cost 45 s with it) then run without it.
 NORACE   := TestTCPAnswersAllocateNothing|TestTCPSendAllocatesNothing|TestBuildsElsewhere|TestPortableUDP
 test: deps vet
 	PATH="$$PATH:/usr/sbin" TERN_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 14m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(NORACE))$$' ./internal/server
+	$(GO) test -count=1 -timeout 5m -run '^TestExchangeAllocs$$' ./internal/upstream
 
 # A short coverage-guided run of each fuzz target (not part of make test).
 fuzz:

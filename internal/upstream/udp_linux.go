@@ -199,6 +199,7 @@ func (p *poller) openRing(log *slog.Logger) *ring {
 		return nil
 	}
 	p.ring = r
+	r.flush = func() { p.flush(r) }
 	go p.reap(r)
 	return r
 }

@@ -440,3 +440,62 @@ func TestCancelBeforeSubmit(t *testing.T) {
 		t.Fatal("the queries did not go through io_uring")
 	}
 }
+
+// TestExchangeAllocs: a UDP exchange through io_uring allocates only the
+// answer it returns, its message and its A record (unpack.go): no
+// context, timer, channel, socket address, query or closure of its own.
+// The caller's context is one with a deadline, as a resolution's, whose
+// Done channel its first exchange makes. The server answers without
+// allocating, so that AllocsPerRun, which counts the whole process's,
+// counts the client's. make test runs it without -race.
+func TestExchangeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under -race; make test runs it without")
+	}
+	requireRing(t)
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		var b, out [512]byte
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(b[:])
+			if err != nil {
+				return
+			}
+			// Header and question, QR set, one answer: the A record
+			// 192.0.2.1 owned by the question's name (a pointer to it).
+			end := 12
+			for end < n && b[end] != 0 {
+				end += 1 + int(b[end])
+			}
+			end += 1 + 4
+			if end > n {
+				continue
+			}
+			m := copy(out[:], b[:end])
+			out[2] |= 0x80
+			out[6], out[7], out[10], out[11] = 0, 1, 0, 0
+			m += copy(out[m:], []byte{0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 192, 0, 2, 1})
+			conn.WriteToUDPAddrPort(out[:m], from)
+		}
+	}()
+	server := addrPort(conn)
+	c := &Client{Timeout: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := testing.AllocsPerRun(200, func() {
+		r, err := c.Exchange(ctx, server, question)
+		if err != nil || len(r.Answer) != 1 {
+			t.Fatalf("answer %v, error %v", r, err)
+		}
+	})
+	if !usedRing(c) {
+		t.Fatal("the queries did not go through io_uring")
+	}
+	if n != 2 {
+		t.Errorf("%v allocations per exchange, want 2 (the answer's message and record)", n)
+	}
+}

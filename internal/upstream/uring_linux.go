@@ -55,8 +55,12 @@ type ring struct {
 	tail     uint32 // the next submission queue entry to write
 	pending  uint32 // entries written but not yet counted for submission
 	flushing bool   // a flush is scheduled or submitting (one at a time)
-	slots    []slot
-	free     []uint32 // slots not in use
+	// flush is the poller's flush of this ring, made once: a go
+	// statement with arguments allocates the closure that carries
+	// them, one allocation per query (1 of 16 in BenchmarkColdResolve).
+	flush func()
+	slots []slot
+	free  []uint32 // slots not in use
 	// closing are the slots whose CLOSE is written; the flush that
 	// submits it frees them.
 	closing, spare []uint32
@@ -506,7 +510,7 @@ func (r *ring) drain() int {
 func (p *poller) kick(r *ring) {
 	if r.pending > 0 && !r.flushing && r.err == nil {
 		r.flushing = true
-		go p.flush(r)
+		go r.flush()
 	}
 }
 
