@@ -2,6 +2,7 @@ package recursor
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"runtime"
@@ -410,6 +411,82 @@ func TestInFlightOnce(t *testing.T) {
 	if !r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, mailTo{}) {
 		t.Error("prefetch did not start")
 	}
+}
+
+// burst starts n resolutions at once on r's mesh (its fakeResolver
+// gated by gate), lets them finish, and waits until every goroutine waits
+// for the next.
+func burst(t *testing.T, r *Recursor, w server.Worker, gate chan struct{}, n int) {
+	t.Helper()
+	var chans []chan []byte
+	for i := range n {
+		ch, resp := pending(t, w, query(fmt.Sprintf("burst%d.example.tld.", i), dns.TypeA, true, false), client)
+		if resp != nil {
+			t.Fatalf("burst query %d answered now", i)
+		}
+		chans = append(chans, ch)
+	}
+	if got := r.mesh.count(); got != n {
+		t.Fatalf("%d goroutines for %d resolutions at once", got, n)
+	}
+	close(gate)
+	for _, ch := range chans {
+		wait(t, ch)
+	}
+	for _, ok := r.mesh.idlers(); !ok; _, ok = r.mesh.idlers() {
+		runtime.Gosched()
+	}
+}
+
+// TestResolversLastFirst: after a burst of resolutions at once, a load of
+// one at a time is served by the goroutine that waited least, the others
+// handed nothing (so that they end after the idle time, their stacks
+// given back: TestIdleResolversEnd). Handed the jobs in turn, as before,
+// all of them would live on.
+func TestResolversLastFirst(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{MaxPerClient: 64})
+	r.mesh.idleFor = time.Hour
+	w := r.NewWorker(false)
+	burst(t, r, w, f.gate, 8)
+	before, _ := r.mesh.idlers()
+	for i := range 20 {
+		wait(t, mustDefer(t, w, fmt.Sprintf("one%d.example.tld.", i)))
+		var after []chan job
+		ok := false
+		for !ok {
+			runtime.Gosched()
+			after, ok = r.mesh.idlers()
+		}
+		if !slices.Equal(after, before) {
+			t.Fatalf("resolution %d one at a time: the goroutines wait in another order (%d of them)", i, len(after))
+		}
+	}
+}
+
+// TestIdleResolversEnd: the goroutines of a burst of resolutions, handed
+// nothing more, end after the idle time.
+func TestIdleResolversEnd(t *testing.T) {
+	f := &fakeResolver{gate: make(chan struct{})}
+	r := newRecursor(t, f, Options{MaxPerClient: 64})
+	r.mesh.idleFor = time.Millisecond
+	burst(t, r, r.NewWorker(false), f.gate, 8)
+	for deadline := time.Now().Add(10 * time.Second); r.mesh.count() > 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	if n := r.mesh.count(); n != 0 {
+		t.Errorf("%d goroutines left", n)
+	}
+}
+
+// mustDefer asks w for name from client and returns the channel its
+// deferred answer comes on.
+func mustDefer(t *testing.T, w server.Worker, name string) chan []byte {
+	t.Helper()
+	ch, resp := pending(t, w, query(name, dns.TypeA, true, false), client)
+	if resp != nil {
+		t.Fatalf("%s answered now", name)
+	}
+	return ch
 }
 
 // TestCloseAnswersWaiters: closing the Recursor ends its resolutions and
