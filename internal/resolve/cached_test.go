@@ -3,6 +3,7 @@ package resolve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -367,5 +368,47 @@ func TestAnswerOffChainNotCached(t *testing.T) {
 	checkResult(t, res, err, 0, signed)
 	if len(f.asked) != 0 {
 		t.Errorf("foo.com. asked again: %v", f.asked)
+	}
+}
+
+// TestClosestServers: the closest cached delegation of a name is read
+// from the cache into the caller's space: each server with its own
+// addresses (IPv4 and IPv6, none for a name without cached ones), in two
+// allocations: all the addresses, and the name of the server the cache
+// holds nothing for (the others are the cache's strings).
+func TestClosestServers(t *testing.T) {
+	c := cache.New(cache.Options{})
+	put := func(rrs ...string) {
+		t.Helper()
+		var set []dns.RR
+		for _, s := range rrs {
+			rr, err := dns.NewRR(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set = append(set, rr)
+		}
+		h := set[0].Header()
+		c.Put(h.Name, h.Rrtype, cache.Entry{Records: set, Rank: cache.RankAdditional})
+	}
+	put("example.com. 300 IN NS ns1.example.com.", "example.com. 300 IN NS ns2.example.com.", "example.com. 300 IN NS ns.elsewhere.net.")
+	put("ns1.example.com. 300 IN A 192.0.2.1")
+	put("ns1.example.com. 300 IN AAAA 2001:db8::1")
+	put("ns2.example.com. 300 IN A 192.0.2.2", "ns2.example.com. 300 IN A 192.0.2.3")
+	ru := &run{r: &Resolver{cache: c}}
+	var buf [4]Server
+	zone, servers, ok := ru.closest(c.Lookup("www.example.com."), "www.example.com.", dns.TypeA, buf[:0])
+	var got []string
+	for _, s := range servers {
+		got = append(got, fmt.Sprint(s.Name, s.Addrs))
+	}
+	want := []string{"ns1.example.com.[192.0.2.1 2001:db8::1]", "ns2.example.com.[192.0.2.2 192.0.2.3]", "ns.elsewhere.net.[]"}
+	if zone != "example.com." || !ok || !slices.Equal(got, want) {
+		t.Fatalf("closest: %s %v %q, want example.com. true %q", zone, ok, got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		ru.closest(c.Lookup("www.example.com."), "www.example.com.", dns.TypeA, buf[:0])
+	}); n != 2 {
+		t.Errorf("%v allocations, want 2 (the addresses, ns.elsewhere.net.)", n)
 	}
 }

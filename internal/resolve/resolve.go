@@ -608,7 +608,9 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 		ru.synthesised = ru.synthesised || (name == ru.name && qtype == ru.qtype)
 		return m, zone, nil
 	}
-	zone, servers, fromCache := ru.closest(here, name, qtype)
+	// The cached servers' space: a zone's usual few.
+	var serverBuf [4]Server
+	zone, servers, fromCache := ru.closest(here, name, qtype, serverBuf[:0])
 	forward := false
 	if c := ru.r.zoneOf(name, qtype); c != nil && (c.forward || !fromCache || !subDomain(c.zone, zone)) {
 		// A forward zone, or a stub zone deeper than the closest
