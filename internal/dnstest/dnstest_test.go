@@ -55,3 +55,25 @@ func TestExchangeGivesUp(t *testing.T) {
 		t.Fatalf("error %v, want one after 3 tries", err)
 	}
 }
+
+// frame8K is a function whose frame holds 8 KiB.
+//
+//go:noinline
+func frame8K(i int) byte {
+	var b [8 << 10]byte
+	b[i] = byte(i)
+	return b[(i*7)%len(b)]
+}
+
+// TestStackUse: StackUse sees a frame of 8 KiB below it, and not much
+// more (the closure's frame and frame8K's own words).
+func TestStackUse(t *testing.T) {
+	n, ok := StackUse(func() { frame8K(100) })
+	if !ok || n < 8<<10 || n > 8<<10+512 {
+		t.Errorf("StackUse = %d, %v; want 8192 to 8704, true", n, ok)
+	}
+	n, ok = StackUse(func() {})
+	if !ok || n != stackMargin {
+		t.Errorf("StackUse of nothing = %d, %v; want %d (the margin), true", n, ok, stackMargin)
+	}
+}
