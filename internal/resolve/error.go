@@ -17,7 +17,7 @@ const (
 	// NoReachableAuthority: no server of a zone gave a usable answer
 	// (all unreachable, lame, or without an address).
 	NoReachableAuthority Reason = iota + 1
-	// Timeout: the resolution took longer than Limits.Timeout.
+	// Timeout: the resolution ran out of its time, Limits.Timeout.
 	Timeout
 	// QueryLimit: more upstream queries than Limits.Queries.
 	QueryLimit

@@ -586,6 +586,71 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestSharedDeadline: the resolutions of one parent context that begin
+// within Timeout/64 of one another share one deadline context, Timeout
+// from their beginning rounded down to a multiple of Timeout/64, without
+// allocating; a parent whose deadline comes first is the resolution's
+// context; another parent gets its own, of an uncomparable type too; the
+// shared context ends at its deadline.
+func TestSharedDeadline(t *testing.T) {
+	const timeout = 64 * time.Second
+	const slot = timeout / deadlineSlots
+	r := New(blocking{}, Options{Limits: Limits{Timeout: timeout}})
+	bg := context.Background()
+	before := time.Now()
+	ctx, cancel := r.withTimeout(bg)
+	cancel()
+	d, ok := ctx.Deadline()
+	if after := time.Now(); !ok || !d.After(before.Add(timeout-slot)) || d.After(after.Add(timeout)) {
+		t.Errorf("deadline %v after the call, want within (%v, %v]", d.Sub(after), timeout-slot-after.Sub(before), timeout)
+	}
+	// A new slot's context when a second has passed (a loaded machine):
+	// at most one more per second.
+	changes := 0
+	start := time.Now()
+	if n := testing.AllocsPerRun(100, func() {
+		c, cancel := r.withTimeout(bg)
+		if c != ctx {
+			changes++
+			ctx = c
+		}
+		cancel()
+	}); n != 0 {
+		t.Errorf("%v allocations for a shared deadline, want 0", n)
+	}
+	if most := 1 + int(time.Since(start)/slot); changes > most {
+		t.Errorf("%d contexts in 101 calls, want at most %d", changes, most)
+	}
+
+	sooner, cancelSooner := context.WithTimeout(bg, timeout/2)
+	defer cancelSooner()
+	if c, cancel := r.withTimeout(sooner); c != sooner {
+		t.Errorf("a parent with a sooner deadline: %v, want the parent itself", c)
+	} else {
+		cancel()
+	}
+
+	type uncomparable struct {
+		context.Context
+		f func()
+	}
+	for _, p := range []context.Context{context.WithValue(bg, "k", "v"), uncomparable{bg, func() {}}, uncomparable{bg, func() {}}} {
+		c, cancel := r.withTimeout(p)
+		if c == ctx || c.Value("k") != p.Value("k") {
+			t.Errorf("parent %v: shares the context of another parent", p)
+		}
+		cancel()
+	}
+
+	r = New(blocking{}, Options{Limits: Limits{Timeout: 64 * time.Millisecond}})
+	c, cancel := r.withTimeout(bg)
+	defer cancel()
+	<-c.Done()
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Errorf("shared context ended with %v, want its deadline", c.Err())
+	}
+}
+
 // TestRootHints: the embedded hints hold the 13 root servers, each with an
 // IPv4 and an IPv6 address.
 func TestRootHints(t *testing.T) {
