@@ -51,6 +51,7 @@ test: deps vet
 	PATH="$$PATH:/usr/sbin" TERN_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 14m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(NORACE))$$' ./internal/server
 	$(GO) test -count=1 -timeout 5m -run '^TestExchangeAllocs$$' ./internal/upstream
+	$(GO) test -count=1 -timeout 5m -run '^TestDeferredAllocs$$' ./internal/recursor
 
 # A short coverage-guided run of each fuzz target (not part of make test).
 fuzz:

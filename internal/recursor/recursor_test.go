@@ -1250,3 +1250,108 @@ func TestTCPCacheRecycled(t *testing.T) {
 	}
 	runtime.KeepAlive(w)
 }
+
+// stepResolver is a fakeResolver whose resolutions each wait for a
+// value on step.
+type stepResolver struct {
+	fakeResolver
+	step chan struct{}
+}
+
+func (s *stepResolver) Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error) {
+	select {
+	case <-s.step:
+	case <-ctx.Done():
+	}
+	return s.fakeResolver.Resolve(ctx, name, qtype)
+}
+
+// freeFlight waits until m's resolutions have ended and their flights
+// are free for reuse, and returns the one free flight.
+func freeFlight(t *testing.T, m *mesh) *flight {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		n, free := len(m.flights), m.free
+		m.mu.Unlock()
+		if n == 0 && len(free) == 1 {
+			return free[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d flights in flight, %d free; want 0, 1", n, len(free))
+		}
+	}
+}
+
+// TestMailOutlivesFlight: the mail a resolution posts stays whole when
+// its flight is reused before the worker takes it: the next resolution
+// (another worker's query, so that the first worker takes no mail
+// meanwhile) builds its query copies and responses in the same flight's
+// buffers.
+func TestMailOutlivesFlight(t *testing.T) {
+	r := newRecursor(t, &fakeResolver{}, Options{ResponseCache: 64})
+	w, other := r.NewWorker(false).(*Worker), r.NewWorker(false).(*Worker)
+	// Names of one length: the second's copies land where the first's
+	// were.
+	first, second := "a.example.tld.", "b.example.tld."
+	if m, deferred := exchange(t, w, query(first, dns.TypeA, true, true), client, false); !deferred || len(m.Answer) != 1 {
+		t.Fatalf("%s: deferred %v, %v", first, deferred, m)
+	}
+	f := freeFlight(t, r.mesh)
+	if m, deferred := exchange(t, other, query(second, dns.TypeA, true, true), client, false); !deferred || len(m.Answer) != 1 {
+		t.Fatalf("%s: deferred %v, %v", second, deferred, m)
+	}
+	if freeFlight(t, r.mesh) != f {
+		t.Fatal("the second resolution did not reuse the first's flight")
+	}
+	mailed(t, w)
+	m, deferred := exchange(t, w, query(first, dns.TypeA, true, true), client, false)
+	if deferred || len(m.Answer) != 1 || m.Question[0].Name != first || m.Answer[0].Header().Name != first {
+		t.Errorf("%s again: deferred %v, want a hit with its own answer:\n%v", first, deferred, m)
+	}
+}
+
+// TestTimerOfEndedUse: a client response timer armed for a flight's
+// earlier use, firing after the flight is reused for the same question
+// (its Stop came too late), leaves the new use alone: its timer stays
+// the one armed for it, and its waiter waits for its resolution.
+func TestTimerOfEndedUse(t *testing.T) {
+	res := &stepResolver{step: make(chan struct{})}
+	r := newRecursor(t, res, Options{StaleClientTimeout: time.Hour})
+	m := r.mesh
+	var sends, closes atomic.Int32
+	deferReply := func() replier { return countingReply{&sends, &closes} }
+	q := question{"expired.example.tld.", dns.TypeA}
+	pkt, _ := query(q.name, q.qtype, true, false).Pack()
+	if got := m.join(q, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
+		t.Fatalf("first use: %v", got)
+	}
+	m.mu.Lock()
+	f, gen := m.flights[q], m.flights[q].gen
+	m.mu.Unlock()
+	res.step <- struct{}{}
+	if freeFlight(t, m) != f {
+		t.Fatal("the flight is not free after its resolution")
+	}
+	if got := m.join(q, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
+		t.Fatalf("second use: %v", got)
+	}
+	m.mu.Lock()
+	reused, timer := m.flights[q] == f, f.timer
+	m.mu.Unlock()
+	if !reused || timer == nil {
+		t.Fatalf("second use: flight reused %v, timer %v", reused, timer)
+	}
+	m.clientTimeout(q, f, gen)
+	m.mu.Lock()
+	same := f.timer == timer
+	m.mu.Unlock()
+	if !same {
+		t.Error("the earlier use's timer replaced the timer of the flight's new use")
+	}
+	res.step <- struct{}{}
+	freeFlight(t, m)
+	if sends.Load() != 2 || closes.Load() != 2 {
+		t.Errorf("%d sent, %d closed; want 2, 2", sends.Load(), closes.Load())
+	}
+}

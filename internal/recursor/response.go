@@ -3,6 +3,7 @@ package recursor
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -22,9 +23,10 @@ const rcodeServFail = dns.RcodeServerFailure
 // SERVFAIL for Bogus data unless the client set CD, on a failure an EDE saying why
 // (RFC 8914) and on a stale answer EDE 3, and TC when it does not fit limit, the client's (RFC 2181
 // §9: the client then asks over TCP). nil when the query does not
-// unpack (it parsed once: never).
-func (r *Recursor) response(query []byte, limit int, res *resolve.Result, err error) []byte {
-	if msg, ok := r.quickResponse(query, limit, res, err); ok {
+// unpack (it parsed once: never). The response is appended to dst[:0]
+// when it is made the common way (quickResponse), else it is a new slice.
+func (r *Recursor) response(dst, query []byte, limit int, res *resolve.Result, err error) []byte {
+	if msg, ok := r.quickResponse(dst, query, limit, res, err); ok {
 		return msg
 	}
 	return r.packedResponse(query, limit, res, err)
@@ -47,8 +49,8 @@ const packBufferSize = 65536
 // OPT record by hand. ok is false when the response does not fit, or
 // anything else is out of the ordinary (an rcode that needs EDNS's
 // extended bits, a query that does not parse): response then builds it
-// the general way.
-func (r *Recursor) quickResponse(query []byte, limit int, res *resolve.Result, err error) (msg []byte, ok bool) {
+// the general way. msg is appended to dst[:0].
+func (r *Recursor) quickResponse(dst, query []byte, limit int, res *resolve.Result, err error) (msg []byte, ok bool) {
 	var q wire.Query
 	if pr, _ := q.Parse(query); pr != wire.Answer || res.Rcode < 0 || res.Rcode > 0xF {
 		return nil, false
@@ -127,7 +129,7 @@ func (r *Recursor) quickResponse(query []byte, limit int, res *resolve.Result, e
 	if size += optLen; size > max(limit, dns.MinMsgSize) || optLen > 11+0xFFFF {
 		return nil, false
 	}
-	msg = make([]byte, 0, size)
+	msg = slices.Grow(dst[:0], size)
 	ar := 0
 	if q.EDNS {
 		ar = 1

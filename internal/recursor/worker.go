@@ -29,11 +29,12 @@ type Worker struct {
 	b    wire.Builder
 	auth *auth.Worker
 	// rc is the response cache and what goes with it (nil when
-	// configured off); mq parses the queries of its mail and spare
-	// takes the next mail in (store).
-	rc    *respCache
-	mq    wire.Query
-	spare []mail
+	// configured off); mq parses the queries of its mail, and spare
+	// and spareBuf take the next mail in (store).
+	rc       *respCache
+	mq       wire.Query
+	spare    []mail
+	spareBuf []byte
 	// now is the time of the batch being answered (AnswerBatch reads
 	// the clock once per batch); zero outside one.
 	now time.Time
@@ -293,7 +294,7 @@ func (w *Worker) limit() int {
 // the change) is dropped: the question may now be answered locally.
 func (w *Worker) store() {
 	rc := w.rc
-	got := rc.box.take(w.spare)
+	got, buf := rc.box.take(w.spare, w.spareBuf)
 	for i := range got {
 		m := &got[i]
 		if res, _ := w.mq.Parse(m.query); res == wire.Answer && m.zones == rc.zones {
@@ -301,7 +302,7 @@ func (w *Worker) store() {
 		}
 		got[i] = mail{}
 	}
-	w.spare = got
+	w.spare, w.spareBuf = got, buf
 }
 
 // metaType reports whether t is a meta-type or QTYPE that is never asked
