@@ -412,3 +412,25 @@ func TestClosestServers(t *testing.T) {
 		t.Errorf("%v allocations, want 2 (the addresses, ns.elsewhere.net.)", n)
 	}
 }
+
+// TestCachedAllocations: an answer from the cache costs the Result (its
+// first record in it), the message cachedOf makes of the entry, and the
+// records decoded from the entry (their slice, the A record, its address
+// copied by miekg/dns): no deadline context, no slice for the answer.
+func TestCachedAllocations(t *testing.T) {
+	f := world(t)
+	r := New(f, Options{Hints: []Server{{Name: "a.root.", Addrs: []netip.Addr{netip.MustParseAddr(root)}}}, Cache: cache.New(cache.Options{})})
+	ctx := context.Background()
+	if _, err := r.Resolve(ctx, "www.example.com.", dns.TypeA); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		res, err := r.Resolve(ctx, "www.example.com.", dns.TypeA)
+		if err != nil || len(res.Answer) != 1 || res.Queries != 0 {
+			t.Fatalf("%v %+v", err, res)
+		}
+	})
+	if n > 6 {
+		t.Errorf("%v allocations, want at most 6", n)
+	}
+}
