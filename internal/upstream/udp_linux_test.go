@@ -441,18 +441,17 @@ func TestCancelBeforeSubmit(t *testing.T) {
 	}
 }
 
-// TestExchangeAllocs: a UDP exchange through io_uring allocates only the
-// answer it returns, its message and its A record (unpack.go): no
-// context, timer, channel, socket address, query or closure of its own.
-// The caller's context is one with a deadline, as a resolution's, whose
-// Done channel its first exchange makes. The server answers without
-// allocating, so that AllocsPerRun, which counts the whole process's,
-// counts the client's. make test runs it without -race.
+// TestExchangeAllocs: a UDP exchange, through io_uring or epoll,
+// allocates only the answer it returns, its message and its A record
+// (unpack.go): no context, timer, channel, socket address, query or
+// closure of its own. The caller's context is one with a deadline, as a
+// resolution's, whose Done channel its first exchange makes. The server
+// answers without allocating, so that AllocsPerRun, which counts the
+// whole process's, counts the client's. make test runs it without -race.
 func TestExchangeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts mean nothing under -race; make test runs it without")
 	}
-	requireRing(t)
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -483,19 +482,21 @@ func TestExchangeAllocs(t *testing.T) {
 		}
 	}()
 	server := addrPort(conn)
-	c := &Client{Timeout: 5 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n := testing.AllocsPerRun(200, func() {
-		r, err := c.Exchange(ctx, server, question)
-		if err != nil || len(r.Answer) != 1 {
-			t.Fatalf("answer %v, error %v", r, err)
+	forEachPath(t, func(t *testing.T, path udpPath) {
+		c := newClient(t, path, 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n := testing.AllocsPerRun(200, func() {
+			r, err := c.Exchange(ctx, server, question)
+			if err != nil || len(r.Answer) != 1 {
+				t.Fatalf("answer %v, error %v", r, err)
+			}
+		})
+		if path.name == "io_uring" && !usedRing(c) {
+			t.Fatal("the queries did not go through io_uring")
+		}
+		if n != 2 {
+			t.Errorf("%v allocations per exchange, want 2 (the answer's message and record)", n)
 		}
 	})
-	if !usedRing(c) {
-		t.Fatal("the queries did not go through io_uring")
-	}
-	if n != 2 {
-		t.Errorf("%v allocations per exchange, want 2 (the answer's message and record)", n)
-	}
 }
