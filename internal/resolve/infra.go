@@ -444,20 +444,8 @@ func (e notServing) Unwrap() error { return e.error }
 // infrastructure cache orders it. The servers it passes over go to pass,
 // and are listed in the first chosen target's trace step.
 func (ru *run) choose(zone string, ts []target, pass func(reason, short string)) []target {
-	n4 := len(ts)
-	if slices.ContainsFunc(ts, func(t target) bool { return !t.addr.Is4() }) {
-		// The IPv4 addresses moved to the front, each family in its
-		// order.
-		n4 = 0
-		for i := range ts {
-			if ts[i].addr.Is4() {
-				t := ts[i]
-				copy(ts[n4+1:i+1], ts[n4:i])
-				ts[n4] = t
-				n4++
-			}
-		}
-	}
+	// The IPv4 addresses moved to the front, each family in its order.
+	n4 := toFront(ts, func(t *target) bool { return t.addr.Is4() })
 	explain := ru.r.trace != nil
 	m4, passed := ru.r.infra.order(zone, ru.r.port, ts[:n4], explain)
 	m6, p6 := ru.r.infra.order(zone, ru.r.port, ts[n4:], explain)

@@ -1305,7 +1305,8 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 	// name asked. A cut at or above the zone (an upward referral) would
 	// loop and is lame.
 	var cut string
-	var names []string
+	var nameBuf [8]string // on the stack for a delegation's usual few
+	names := nameBuf[:0]
 	for _, rr := range m.Ns {
 		ns, ok := rr.(*dns.NS)
 		if !ok {
@@ -1331,23 +1332,39 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		}
 		return nil, nil
 	}
-	d := &delegation{zone: cut}
-	index := map[string]int{}
+	// The delegation in four allocations whatever its size (itself, its
+	// servers, their Why, their addresses): the servers' slice grown one
+	// by one, a Why, an address slice per server and the reordering were
+	// 8 for two servers with glue, over 30 for the root's referrals.
+	d := &delegation{zone: cut, servers: make([]Server, 0, len(names))}
+	why := "glue from " + zone
 	for _, n := range names {
-		if _, dup := index[n]; !dup {
-			index[n] = len(d.servers)
-			d.servers = append(d.servers, Server{Name: n, Why: "glue from " + zone})
+		if !slices.ContainsFunc(d.servers, func(s Server) bool { return s.Name == n }) {
+			d.servers = append(d.servers, Server{Name: n, Why: why})
 		}
 	}
+	// The glue, in the order it came (the trace's), each address with
+	// its server's index; then shared out, each server's part of one
+	// slice.
+	type glueAddr struct {
+		server int
+		addr   netip.Addr
+	}
+	var glueBuf [8]glueAddr
+	glue := glueBuf[:0]
 	for _, rr := range m.Extra {
-		i, ok := index[canonical(rr.Header().Name)]
 		a, isAddr := rrAddr(rr)
-		if !ok || !isAddr {
+		if !isAddr {
+			continue
+		}
+		owner := rr.Header().Name
+		i := slices.IndexFunc(d.servers, func(s Server) bool { return equalFold(s.Name, owner) })
+		if i < 0 {
 			continue
 		}
 		// RFC 2181 §5.4.1: glue is believed only within the bailiwick
 		// of the zone that gave the referral.
-		if !subDomain(zone, canonical(rr.Header().Name)) {
+		if !subDomain(zone, d.servers[i].Name) {
 			if explain {
 				st.GlueIgnored = append(st.GlueIgnored, rrString(rr))
 			}
@@ -1356,23 +1373,46 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		if explain {
 			st.GlueUsed = append(st.GlueUsed, rrString(rr))
 		}
-		d.servers[i].Addrs = append(d.servers[i].Addrs, a)
+		glue = append(glue, glueAddr{i, a})
 	}
-	// Servers with addresses first: asking them costs no sub-resolution.
-	with := make([]Server, 0, len(d.servers))
-	var without []Server
-	for _, s := range d.servers {
-		if len(s.Addrs) > 0 {
-			with = append(with, s)
-		} else {
-			without = append(without, s)
+	if len(glue) > 0 {
+		addrs := make([]netip.Addr, 0, len(glue))
+		for i := range d.servers {
+			from := len(addrs)
+			for _, g := range glue {
+				if g.server == i {
+					addrs = append(addrs, g.addr)
+				}
+			}
+			if len(addrs) > from {
+				d.servers[i].Addrs = addrs[from:len(addrs):len(addrs)]
+			}
 		}
 	}
-	d.servers = append(with, without...)
+	// Servers with addresses first: asking them costs no sub-resolution.
+	toFront(d.servers, func(s *Server) bool { return len(s.Addrs) > 0 })
 	if explain {
 		st.Outcome = "referral to " + cut + " (NS " + strings.Join(names, " ") + ")"
 	}
 	return d, nil
+}
+
+// toFront moves the elements of s for which front is true before the
+// others, in place, each group in its order, and returns how many they
+// are.
+func toFront[T any](s []T, front func(*T) bool) int {
+	n := 0
+	for i := range s {
+		if front(&s[i]) {
+			if i > n {
+				e := s[i]
+				copy(s[n+1:i+1], s[n:i])
+				s[n] = e
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // outcome describes a final answer for the trace, with the DNAME

@@ -651,6 +651,53 @@ func TestSharedDeadline(t *testing.T) {
 	}
 }
 
+// TestReferral: sort reads a referral into a delegation: its servers
+// once each, those with glue first (each with its own addresses, in the
+// order they came), glue out of the referring zone's bailiwick dropped
+// (RFC 2181 §5.4.1) and told in the trace; in four allocations without a
+// trace, whatever the number of servers (and one for NS2.example.com.'s
+// canonical form).
+func TestReferral(t *testing.T) {
+	m := referral(t, []string{
+		"example.com. 3600 IN NS ns.example.net.",
+		"example.com. 3600 IN NS ns1.example.com.",
+		"example.com. 3600 IN NS NS2.example.com.",
+		"example.com. 3600 IN NS ns1.example.com.",
+	},
+		"ns2.example.com. 3600 IN A 192.0.2.2",
+		"ns1.example.com. 3600 IN A 192.0.2.1",
+		"ns.example.net. 3600 IN A 192.0.2.9",
+		"ns2.example.com. 3600 IN AAAA 2001:db8::2",
+		"other.example.com. 3600 IN A 192.0.2.3",
+	)
+	ru := &run{r: New(blocking{}, Options{})}
+	q := dns.Question{Name: "www.example.com.", Qtype: dns.TypeA, Qclass: dns.ClassINET}
+	var st Step
+	ru.r.trace = func(Step) {}
+	d, err := ru.sort(m, "com.", q, &st)
+	if err != nil || d == nil || d.zone != "example.com." {
+		t.Fatalf("%v %+v", err, d)
+	}
+	var got []string
+	for _, s := range d.servers {
+		got = append(got, fmt.Sprint(s.Name, s.Addrs, " ", s.Why))
+	}
+	want := []string{"ns1.example.com.[192.0.2.1] glue from com.", "ns2.example.com.[192.0.2.2 2001:db8::2] glue from com.", "ns.example.net.[] glue from com."}
+	if !slices.Equal(got, want) {
+		t.Errorf("servers %q, want %q", got, want)
+	}
+	if want := []string{"ns2.example.com. 3600 IN A 192.0.2.2", "ns1.example.com. 3600 IN A 192.0.2.1", "ns2.example.com. 3600 IN AAAA 2001:db8::2"}; !slices.Equal(st.GlueUsed, want) {
+		t.Errorf("glue used %q, want %q", st.GlueUsed, want)
+	}
+	if want := []string{"ns.example.net. 3600 IN A 192.0.2.9"}; !slices.Equal(st.GlueIgnored, want) {
+		t.Errorf("glue ignored %q, want %q", st.GlueIgnored, want)
+	}
+	ru.r.trace = nil
+	if n := testing.AllocsPerRun(100, func() { ru.sort(m, "com.", q, &st) }); n != 5 {
+		t.Errorf("%v allocations, want 5", n)
+	}
+}
+
 // TestRootHints: the embedded hints hold the 13 root servers, each with an
 // IPv4 and an IPv6 address.
 func TestRootHints(t *testing.T) {
