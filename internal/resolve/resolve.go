@@ -455,8 +455,12 @@ func (r *Resolver) withTimeout(parent context.Context) (context.Context, context
 		// fetches share its time): it is the resolution's.
 		return parent, keep
 	}
-	if slot := r.limits.Timeout / deadlineSlots; slot > 0 {
-		at = at.Truncate(slot)
+	if slot := int64(r.limits.Timeout / deadlineSlots); slot > 0 {
+		// On the nanoseconds: time.Time.Truncate's division by a
+		// duration that does not divide a second took 2,200
+		// instructions, 4% of a resolution of BenchmarkMixResolve.
+		ns := at.UnixNano()
+		at = time.Unix(0, ns-ns%slot)
 	}
 	// Only parents of comparable types are kept, so that comparing one
 	// with another parent cannot panic (an interface comparison does
