@@ -959,7 +959,12 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 			from := len(all)
 			for _, a := range addrs {
 				if !tried(all, a, 0) {
-					all = append(all, target{name: s.Name, why: "address of " + s.Name + " resolved", addr: a})
+					t := target{name: s.Name, addr: a}
+					if ru.r.trace != nil {
+						// Only the trace shows it.
+						t.why = "address of " + s.Name + " resolved"
+					}
+					all = append(all, t)
 				}
 			}
 			for _, t := range ru.choose(zone, all[from:], passOver) {
@@ -1123,7 +1128,7 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	ru.queries++
 	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: t.server(ru.r.port), Why: t.why,
 		Selection: t.sel, Passed: t.passed, Minimisation: note, Recursive: t.recursive}
-	if t.retry {
+	if t.retry && ru.r.trace != nil {
 		st.Why += ", asked again"
 	}
 	if ru.r.caseRandom && !t.retry {
@@ -1336,12 +1341,16 @@ func (ru *run) sort(m *dns.Msg, zone string, q dns.Question, st *Step) (*delegat
 		}
 		return nil, nil
 	}
-	// The delegation in four allocations whatever its size (itself, its
-	// servers, their Why, their addresses): the servers' slice grown one
-	// by one, a Why, an address slice per server and the reordering were
-	// 8 for two servers with glue, over 30 for the root's referrals.
+	// The delegation in three allocations whatever its size (itself, its
+	// servers, their addresses; a fourth for their Why with a trace, the
+	// only reader): the servers' slice grown one by one, a Why, an
+	// address slice per server and the reordering were 8 for two servers
+	// with glue, over 30 for the root's referrals.
 	d := &delegation{zone: cut, servers: make([]Server, 0, len(names))}
-	why := "glue from " + zone
+	why := ""
+	if explain {
+		why = "glue from " + zone
+	}
 	for _, n := range names {
 		if !slices.ContainsFunc(d.servers, func(s Server) bool { return s.Name == n }) {
 			d.servers = append(d.servers, Server{Name: n, Why: why})
