@@ -46,7 +46,7 @@ vet:
 # -race (allocation counts sync.Pool spoils, the type-check for other
 # systems and the portable UDP loop's run, which gain nothing from it and
 # cost 45 s with it) then run without it.
-NORACE   := TestTCPAnswersAllocateNothing|TestTCPSendAllocatesNothing|TestBuildsElsewhere|TestPortableUDP
+NORACE   := TestTCPAnswersAllocateNothing|TestDeferredUDPAllocatesNothing|TestTCPSendAllocatesNothing|TestBuildsElsewhere|TestPortableUDP
 test: deps vet
 	PATH="$$PATH:/usr/sbin" TERN_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout 14m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(NORACE))$$' ./internal/server

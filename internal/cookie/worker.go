@@ -203,8 +203,9 @@ func (w *Worker) answer(s *secrets, req *server.Request, opt []byte, size uint16
 
 // Deferred returns what adds the COOKIE option of the query being
 // answered to its deferred answer (server.Amender): a copy of the
-// answer (the resolver keeps its message for its response cache, which
-// holds no cookie) with the option, under the same rules as an answer
+// answer (the resolver's message is its own: it builds the next
+// waiter's in it, and mails it to its response cache, which holds no
+// cookie) with the option, under the same rules as an answer
 // made at once. Only a deferred query with a cookie pays for it.
 func (w *Worker) Deferred(*server.Request) func(msg []byte) []byte {
 	p, payload := w.pending, w.payload

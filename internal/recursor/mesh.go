@@ -12,10 +12,14 @@ import (
 	"github.com/tern-dns/tern/internal/zone"
 )
 
-// replier sends a deferred answer: *server.Reply.
+// replier sends a deferred answer: *server.Reply. The mesh releases
+// it rather than close it (the server may then reuse it): each waiter's
+// reply is sent and released by one goroutine, its resolution's or the
+// client response timer's that took it off the flight, and not touched
+// after.
 type replier interface {
 	Send(msg []byte) error
-	Close()
+	Release()
 }
 
 // question is what a resolution answers: the name (lowercased, in
@@ -356,7 +360,7 @@ func (m *mesh) clientTimeout(q question, f *flight, gen uint64) {
 			m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 			m.r.logDeferred(&w, q, msg)
 		}
-		w.reply.Close()
+		w.reply.Release()
 	}
 }
 
@@ -521,7 +525,7 @@ func (m *mesh) answer(q question, res *resolve.Result, err error, began time.Tim
 				m.r.metrics.DeferredAnswer(w.tcp, q.qtype, msg)
 				m.r.logDeferred(w, q, msg)
 			}
-			w.reply.Close()
+			w.reply.Release()
 		}
 		if msg != nil && w.to.box != nil {
 			w.to.box.post(w.query, w.limit, msg, built, w.to.zones)

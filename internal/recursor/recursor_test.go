@@ -938,22 +938,22 @@ func TestWaitLimits(t *testing.T) {
 	}
 }
 
-// countingReply is a replier that counts its Sends and Closes.
+// countingReply is a replier that counts its Sends and Releases.
 type countingReply struct {
-	sends, closes *atomic.Int32
+	sends, releases *atomic.Int32
 }
 
 func (c countingReply) Send([]byte) error { c.sends.Add(1); return nil }
-func (c countingReply) Close()            { c.closes.Add(1) }
+func (c countingReply) Release()          { c.releases.Add(1) }
 
 // TestWaitLimitsNoLeak: a query over a bound gets no Reply at all (defer
-// is not called), and every query admitted has its Reply sent and closed
+// is not called), and every query admitted has its Reply sent and released
 // once its resolution ends, whatever the bounds refused meanwhile.
 func TestWaitLimitsNoLeak(t *testing.T) {
 	f := &fakeResolver{gate: make(chan struct{})}
 	r := newRecursor(t, f, Options{MaxPerClient: 3, MaxWaiting: 5})
-	var made, sends, closes atomic.Int32
-	deferReply := func() replier { made.Add(1); return countingReply{&sends, &closes} }
+	var made, sends, releases atomic.Int32
+	deferReply := func() replier { made.Add(1); return countingReply{&sends, &releases} }
 	pkt, _ := query("x.example.tld.", dns.TypeA, true, false).Pack()
 	got := map[joined]int{}
 	for i := range 12 {
@@ -967,11 +967,11 @@ func TestWaitLimitsNoLeak(t *testing.T) {
 		t.Fatalf("joined %v, %d replies made; want 5 deferred, 3 over the client's, 4 over the total, 5 made", got, made.Load())
 	}
 	close(f.gate)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && closes.Load() < 5; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && releases.Load() < 5; time.Sleep(time.Millisecond) {
 	}
 	r.Close()
-	if sends.Load() != 5 || closes.Load() != 5 {
-		t.Errorf("%d sent, %d closed; want 5, 5", sends.Load(), closes.Load())
+	if sends.Load() != 5 || releases.Load() != 5 {
+		t.Errorf("%d sent, %d released; want 5, 5", sends.Load(), releases.Load())
 	}
 	if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
 		t.Errorf("after: in flight %d, waiting %d", n, waiting)
@@ -1319,8 +1319,8 @@ func TestTimerOfEndedUse(t *testing.T) {
 	res := &stepResolver{step: make(chan struct{})}
 	r := newRecursor(t, res, Options{StaleClientTimeout: time.Hour})
 	m := r.mesh
-	var sends, closes atomic.Int32
-	deferReply := func() replier { return countingReply{&sends, &closes} }
+	var sends, releases atomic.Int32
+	deferReply := func() replier { return countingReply{&sends, &releases} }
 	q := question{"expired.example.tld.", dns.TypeA}
 	pkt, _ := query(q.name, q.qtype, true, false).Pack()
 	if got := m.join(q, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
@@ -1351,7 +1351,7 @@ func TestTimerOfEndedUse(t *testing.T) {
 	}
 	res.step <- struct{}{}
 	freeFlight(t, m)
-	if sends.Load() != 2 || closes.Load() != 2 {
-		t.Errorf("%d sent, %d closed; want 2, 2", sends.Load(), closes.Load())
+	if sends.Load() != 2 || releases.Load() != 2 {
+		t.Errorf("%d sent, %d released; want 2, 2", sends.Load(), releases.Load())
 	}
 }

@@ -59,12 +59,16 @@ type udpSocket struct {
 	// The sender's own: the queue it is sending and its headers.
 	hdr [batch]unix.Mmsghdr
 	iov [batch]unix.Iovec
+
+	// replies are the socket's udpDeferred released (Reply.Release),
+	// for the next deferred datagrams.
+	replies sync.Pool
 }
 
 // outMsg is a deferred answer in the outbox: a copy of the message and
-// where it goes.
+// of where it goes (the udpDeferred may be reused once it is sent).
 type outMsg struct {
-	d   *udpDeferred
+	to  udpDest
 	msg []byte
 }
 
@@ -89,8 +93,8 @@ func (s *udpSocket) close() {
 	}
 }
 
-// enqueue puts a copy of msg, the answer d is for, in the outbox.
-func (s *udpSocket) enqueue(d *udpDeferred, msg []byte) error {
+// enqueue puts a copy of msg, and of to, where it goes, in the outbox.
+func (s *udpSocket) enqueue(to *udpDest, msg []byte) error {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	if s.qclosed {
@@ -100,7 +104,7 @@ func (s *udpSocket) enqueue(d *udpDeferred, msg []byte) error {
 	if n := len(s.free); n > 0 {
 		b, s.free = s.free[n-1][:0], s.free[:n-1]
 	}
-	s.queue = append(s.queue, outMsg{d: d, msg: append(b, msg...)})
+	s.queue = append(s.queue, outMsg{to: *to, msg: append(b, msg...)})
 	if !s.started {
 		s.started = true
 		go s.sender()
@@ -145,7 +149,7 @@ func (s *udpSocket) sender() {
 // socket is closed.
 func (s *udpSocket) send(q []outMsg) {
 	for i := range q {
-		d, msg := q[i].d, q[i].msg
+		d, msg := &q[i].to, q[i].msg
 		s.iov[i].Base = &msg[0]
 		s.iov[i].SetLen(len(msg))
 		h := &s.hdr[i].Hdr
@@ -173,19 +177,33 @@ func (s *udpSocket) send(q []outMsg) {
 // its destination, and sends through the socket's outbox.
 func (w *udpWorker) deferReply(req *Request) *Reply {
 	i := req.slot
-	d := &udpDeferred{sock: w.sock, addr: w.addr[i], namelen: w.rxHdr[i].Hdr.Namelen}
+	d, _ := w.sock.replies.Get().(*udpDeferred)
+	if d == nil {
+		d = &udpDeferred{sock: w.sock}
+	}
+	d.r.init(d, true)
+	d.to = udpDest{addr: w.addr[i], namelen: w.rxHdr[i].Hdr.Namelen}
 	if w.pktinfo && w.rxHdr[i].Hdr.Flags&unix.MSG_CTRUNC == 0 {
-		d.ctl = w.ctl[i]
-		if replySource(&d.ctl, int(w.rxHdr[i].Hdr.Controllen)) {
-			d.ctllen = int(w.rxHdr[i].Hdr.Controllen)
+		d.to.ctl = w.ctl[i]
+		if replySource(&d.to.ctl, int(w.rxHdr[i].Hdr.Controllen)) {
+			d.to.ctllen = int(w.rxHdr[i].Hdr.Controllen)
 		}
 	}
-	return &Reply{send: d.send, once: true}
+	return &d.r
 }
 
-// udpDeferred is what a deferred datagram answer needs to be sent.
+// udpDeferred is a deferred datagram answer's Reply and what it needs to
+// be sent.
 type udpDeferred struct {
-	sock    *udpSocket
+	r    Reply
+	sock *udpSocket
+	to   udpDest
+}
+
+// udpDest is where a datagram answer goes: the query's source address
+// and, on a wildcard socket, the control message that sends it from the
+// query's destination.
+type udpDest struct {
 	addr    unix.RawSockaddrAny
 	namelen uint32
 	ctl     cmsgBuf
@@ -199,5 +217,11 @@ func (d *udpDeferred) send(msg []byte) error {
 	if len(msg) == 0 {
 		return nil
 	}
-	return d.sock.enqueue(d, msg)
+	return d.sock.enqueue(&d.to, msg)
 }
+
+func (*udpDeferred) closed() {}
+
+// release keeps d for the socket's next deferred datagram: the outbox
+// holds a copy of its address.
+func (d *udpDeferred) release() { d.sock.replies.Put(d) }

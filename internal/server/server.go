@@ -98,6 +98,9 @@ type Server struct {
 	tcpIn        sync.Pool // *[tcpReadSize]byte
 	tcpLarge     sync.Pool // *[2 + tcpMaxMessage]byte
 	tcpAnswerers sync.Pool // *tcpAnswerer
+	// tcpReplies are deferred TCP answers' Replies released
+	// (Reply.Release), for the next ones.
+	tcpReplies sync.Pool // *tcpReply
 }
 
 // New returns a server that answers with h's Workers.

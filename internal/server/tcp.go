@@ -370,7 +370,29 @@ func (tc *tcpConn) deferReply(*Request) *Reply {
 	}
 	tc.pending.Add(1)
 	tc.open.Add(1)
-	return &Reply{send: tc.sendDeferred, finish: tc.deferDone}
+	tr, _ := tc.s.tcpReplies.Get().(*tcpReply)
+	if tr == nil {
+		tr = new(tcpReply)
+	}
+	tr.tc = tc
+	tr.r.init(tr, false)
+	return &tr.r
+}
+
+// tcpReply is a deferred TCP answer's Reply and its connection.
+type tcpReply struct {
+	r  Reply
+	tc *tcpConn
+}
+
+func (tr *tcpReply) send(msg []byte) error { return tr.tc.sendDeferred(msg) }
+
+func (tr *tcpReply) closed() { tr.tc.deferDone() }
+
+func (tr *tcpReply) release() {
+	s := tr.tc.s
+	tr.tc = nil
+	s.tcpReplies.Put(tr)
 }
 
 // deferDone is a deferred reply's Close.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -28,6 +29,9 @@ type udpWorker struct {
 	rx     []byte
 	tx     []byte
 	req    Request
+	// replies are the worker's udpDeferred released (Reply.Release),
+	// for the next deferred datagrams.
+	replies sync.Pool
 }
 
 // rawSockaddr is unused here: Request.remote holds the address.
@@ -39,12 +43,32 @@ func (*rawSockaddr) addrPort() netip.AddrPort { return netip.AddrPort{} }
 // writes to the same socket (a net.UDPConn may be written concurrently;
 // once closed, the write fails).
 func (w *udpWorker) deferReply(req *Request) *Reply {
-	to := req.remote
-	return &Reply{once: true, send: func(msg []byte) error {
-		_, err := w.conn.WriteToUDPAddrPort(msg, to)
-		return err
-	}}
+	d, _ := w.replies.Get().(*udpDeferred)
+	if d == nil {
+		d = &udpDeferred{w: w}
+	}
+	d.to = req.remote
+	d.r.init(d, true)
+	return &d.r
 }
+
+// udpDeferred is a deferred datagram answer's Reply and where it goes.
+type udpDeferred struct {
+	r  Reply
+	w  *udpWorker
+	to netip.AddrPort
+}
+
+func (d *udpDeferred) send(msg []byte) error {
+	_, err := d.w.conn.WriteToUDPAddrPort(msg, d.to)
+	return err
+}
+
+func (*udpDeferred) closed() {}
+
+// release keeps d for the worker's next deferred datagram (its send
+// was a system call, done).
+func (d *udpDeferred) release() { d.w.replies.Put(d) }
 
 // newUDPWorker returns the worker that serves conn; stop closes it.
 func newUDPWorker(conn *net.UDPConn, h Handler) (*udpWorker, error) {
