@@ -347,7 +347,7 @@ start_res_tern() {
 	# (the most it takes) holds all of the full res-mix's 62,181
 	# questions, as Unbound's 128 MB message cache does; 65536 held 94%
 	# of them, 32768 53% (the full mix then hit 83.5% against Unbound's
-	# 87.6%). Its sets take 16 bytes per configured response (2 MiB),
+	# 87.6%). Its sets take 8 bytes per configured response (1 MiB),
 	# resident once a few thousand responses spread over them, its ring
 	# what it holds: both are in the mix's memory growth.
 	response-cache = 131072

@@ -45,13 +45,15 @@ import (
 // fields are recorded when it is stored.
 //
 // The sets hold only what finds an entry: per slot a 32-bit tag of the
-// key's hash, when it was last used and where its entry is, 16 bytes, a
-// set of four in one cache line (respSet). The entries (when stored,
-// TTL, sizes, the response with its question lowercased, TTL offsets)
-// are appended to a ring (a log that wraps), each taking its own size: a
-// one-record answer about 105 bytes where a fixed slot took 1536. A slot whose entry the ring has since written over is a
-// miss. A hit on an entry among the oldest quarter of the ring copies it
-// to the ring's head, so what is asked keeps its place however many new
+// key's hash and where its entry is, 8 bytes, a set of four in half a
+// cache line (respSet). The entries (when stored, when last used, TTL,
+// sizes, the response with its question lowercased, TTL offsets) are
+// appended to a ring (a log that wraps), each taking its own size: a
+// one-record answer about 109 bytes where a fixed slot took 1536. A slot
+// whose entry the ring has since written over is a miss, and the first
+// a new response in its set replaces (TestResponsesWrittenOverFirst). A
+// hit on an entry among the oldest quarter of the ring copies it to the
+// ring's head, so what is asked keeps its place however many new
 // responses pass (TestResponsesRing). Appending fills memory in order, a
 // page at a time: fixed slots spread over the whole array faulted a new
 // page in on almost every Put of a cold resolution (46% of its page
@@ -60,8 +62,8 @@ type Responses struct {
 	sets2 Choices // where a hash's two sets are
 	seed  maphash.Seed
 	sets  []respSet
-	// clock ticks at every hit and Put: the sets' use times, on one
-	// clock so that two sets' oldest slots compare (place).
+	// clock ticks at every hit and Put: the entries' use times (hUsed),
+	// on one clock so that two sets' oldest slots compare (place).
 	clock uint32
 	// ring holds the entries: a slot's key, response and TTL offsets at
 	// ring[pos%len(ring):], pos counting every byte ever appended; head is
@@ -79,33 +81,44 @@ type Responses struct {
 }
 
 // respRoom is the ring's room per response: about four one-record
-// answers (105 bytes each with their header and TTL offsets), or one
-// with DNSSEC signatures. minRing is the smallest ring; an entry larger
-// than a quarter of the ring is not cached.
+// answers (109 bytes each with their header and TTL offsets), or one
+// with DNSSEC signatures. minRing is the smallest ring, maxRing the
+// largest (sweep; 256 MiB, where server.response-cache's most, 131072,
+// takes 64 MiB); an entry larger than a quarter of the ring is not
+// cached.
 const (
 	respRoom = 512
 	minRing  = 64 << 10
+	maxRing  = 256 << 20
 )
 
 // DefaultResponses is the responses a worker's cache holds unless
-// configured: 4 MiB of ring and 128 KiB of sets per worker when full;
+// configured: 4 MiB of ring and 64 KiB of sets per worker when full;
 // their memory becomes resident as they are written.
 const DefaultResponses = 8192
 
-// respSet is the bookkeeping of a set's four slots, one cache line (the
-// sets are mapped page-aligned): all a hit reads before the entry
-// (TestResponsesSetLayout). It was four lines, 64 bytes a slot, with
-// the entry's header in the slot: a quarter of the response cache's
-// memory with the mix's responses (bench/run.sh res-mix), all of it
-// resident however few responses were stored, as two sets per hash
-// spread them over every page.
+// respSet is the bookkeeping of a set's four slots, 32 bytes, two sets
+// to a cache line (the sets are mapped page-aligned): all a hit reads
+// before the entry (TestResponsesSetLayout). The sets are resident
+// however few responses are stored, as two sets per hash spread them
+// over every page: 1 MiB per worker of bench/run.sh's 131072 slots,
+// where a set of 64 bytes (each slot's use time in it, and all 64 bits
+// of its entry's pos) made 2 MiB of the res-mix's 21.9 MB growth. Each
+// slot's use time is in its entry's header instead (hUsed), which a hit
+// reads and writes anyway (callgrind: 676 instructions per hit in
+// BenchmarkResponsesHit, 679 before). Only the choice of a victim
+// among full sets reads it there, a line of the ring per slot, on a Put
+// that ended a resolution: BenchmarkResponsesPutFull took about 200
+// instructions and 4.7 first-level cache misses more per Put (2140-2180
+// and 8.6 before). Before, a set took four lines (64 bytes a slot, the
+// whole entry header in the slot).
 type respSet struct {
 	// tag is the tag of the key each slot holds (tagOf); 0: empty.
 	tag [Ways]uint32
-	// used is the Responses' clock at each slot's last use.
-	used [Ways]uint32
-	// pos is where each slot's entry starts in the ring.
-	pos [Ways]uint64
+	// pos is the low 32 bits of the pos of each slot's entry: the ring
+	// is far shorter than 1<<32 bytes (maxRing), and no slot that pos
+	// could name twice lives long enough to (sweep).
+	pos [Ways]uint32
 }
 
 // way returns the slot holding tag, or -1.
@@ -129,31 +142,64 @@ func (s *respSet) empty() int {
 	return n
 }
 
-// oldest returns how long ago, in ticks of clock, the set's least
-// recently used slot was used.
-func (s *respSet) oldest(clock uint32) uint32 {
-	age := uint32(0)
-	for _, u := range s.used {
-		age = max(age, clock-u)
-	}
-	return age
+// entry returns where in the ring the entry of slot w of s starts and
+// whether it is intact: the ring has not written over it since. pos
+// keeps 32 bits of the entry's pos; its distance behind head is their
+// difference, right across the wrap of those bits (sweep).
+func (r *Responses) entry(s *respSet, w int) (at uint64, ok bool) {
+	behind := uint32(r.head) - s.pos[w]
+	return (r.head - uint64(behind)) % uint64(len(r.ring)), uint64(behind) <= uint64(len(r.ring))
 }
 
-// victim returns the slot a new entry of tag goes to: its own, else an
-// empty one, else the one unused longest (ages are differences of
-// ticks, right across the clock's wrap).
-func (s *respSet) victim(tag, clock uint32) int {
-	w, age := 0, uint32(0)
-	for j, t := range s.tag {
-		if t == tag || t == 0 {
-			return j
-		}
-		if a := clock - s.used[j]; a > age {
+// age returns how long ago, in ticks of clock, slot w of s (not empty)
+// was used: a difference of ticks, right across the clock's wrap. A
+// slot whose entry the ring wrote over is the oldest there can be: it
+// holds nothing.
+func (r *Responses) age(s *respSet, w int) uint32 {
+	at, ok := r.entry(s, w)
+	if !ok {
+		return ^uint32(0)
+	}
+	return r.clock - binary.LittleEndian.Uint32(r.ring[at+hUsed:])
+}
+
+// oldest returns the least recently used slot of s, a full set, and
+// how long ago, in ticks of clock, it was used.
+func (r *Responses) oldest(s *respSet) (w int, age uint32) {
+	for j := range s.tag {
+		if a := r.age(s, j); a > age || j == 0 {
 			w, age = j, a
 		}
 	}
-	return w
+	return w, age
 }
+
+// sweep empties the slots whose entries are sweepAge or more bytes
+// behind head, long written over. reserve calls it each time head
+// passes a multiple of sweepEvery, so that no slot lives until head is
+// 1<<32 bytes past its entry, where its 32 bits of pos (respSet) would
+// name a newer place in the ring: a slot kept at a sweep is less than
+// sweepAge behind, and head moves less than sweepEvery+maxRing before
+// the next. The slots of entries intact are all far nearer (maxRing).
+// Once per 2 GiB of responses it reads every set.
+func (r *Responses) sweep() {
+	for i := range r.sets {
+		s := &r.sets[i]
+		for w, t := range s.tag {
+			if t != 0 && uint32(r.head)-s.pos[w] >= sweepAge {
+				s.tag[w] = 0
+				r.entries--
+			}
+		}
+	}
+}
+
+// sweepEvery and sweepAge are sweep's period and threshold, in bytes of
+// the ring's pos: sweepAge+sweepEvery+maxRing < 1<<32.
+const (
+	sweepEvery = 1 << 31
+	sweepAge   = 1 << 30
+)
 
 // An entry in the ring: a header, the response (its question's name
 // lowercased: the key's name), and the offsets of its TTL fields, two
@@ -161,12 +207,13 @@ func (s *respSet) victim(tag, clock uint32) int {
 const (
 	hStored   = 0  // int64: when it was stored, unix nanoseconds
 	hTTL      = 8  // uint32: its smallest TTL; it expires ttl seconds after stored, the prefetch threshold a tenth of it
-	hRespLen  = 12 // uint16: the response's length
-	hNTTL     = 14 // uint16: the TTL offsets
-	hLimit    = 16 // uint16: the size limit the response was built for
-	hVariant  = 18 // uint8: respVariant
-	hReported = 19 // uint8: 1 once a hit reported it for prefetch
-	entryHead = 20
+	hUsed     = 12 // uint32: the Responses' clock at its slot's last use
+	hRespLen  = 16 // uint16: the response's length
+	hNTTL     = 18 // uint16: the TTL offsets
+	hLimit    = 20 // uint16: the size limit the response was built for
+	hVariant  = 22 // uint8: respVariant
+	hReported = 23 // uint8: 1 once a hit reported it for prefetch
+	entryHead = 24
 )
 
 // NewResponses returns an empty cache of about size responses (rounded up
@@ -179,7 +226,7 @@ func NewResponses(size int) *Responses {
 }
 
 // newResponses is NewResponses with a ring of ring bytes (at least
-// minRing).
+// minRing, at most maxRing).
 func newResponses(size, ring int) *Responses {
 	sets2, sets := NewChoices(size)
 	r := &Responses{sets2: sets2, seed: maphash.MakeSeed()}
@@ -188,7 +235,7 @@ func newResponses(size, ring int) *Responses {
 	// lets GOGC's share of garbage grow with them.
 	b := mapped(r, sets*int(unsafe.Sizeof(respSet{})))
 	r.sets = unsafe.Slice((*respSet)(unsafe.Pointer(unsafe.SliceData(b))), sets)
-	r.ring = mapped(r, max(ring, minRing))
+	r.ring = mapped(r, min(max(ring, minRing), maxRing))
 	r.publish()
 	return r
 }
@@ -215,9 +262,9 @@ func (r *Responses) publish() {
 
 // Held returns the responses the cache holds (slots filled; one whose
 // bytes the ring has since written over still counts until its slot is
-// reused) and the bytes it uses (its sets, and its ring as far as it was
-// ever written), as of its owner's last Put or Clear. Unlike the other
-// methods it is safe to call from any goroutine.
+// reused or swept) and the bytes it uses (its sets, and its ring as far
+// as it was ever written), as of its owner's last Put or Clear. Unlike
+// the other methods it is safe to call from any goroutine.
 func (r *Responses) Held() (entries int, bytes int64) {
 	return int(r.heldEntries.Load()), r.heldBytes.Load()
 }
@@ -274,27 +321,30 @@ func (r *Responses) hash(q *wire.Query, v uint8) uint64 {
 func tagOf(h uint64) uint32 { return uint32((h^h>>29)*0xBF58476D1CE4E5B9>>32) | 1 }
 
 // place returns the set of a hash's two that a new response of it goes
-// to, as PlaceSecond picks for Set: the one that holds its tag already,
-// else the one with more empty slots (the first if as many), else the
-// one whose least recently used slot was used longer ago.
-func (r *Responses) place(h uint64, tag uint32) *respSet {
+// to, as PlaceSecond picks for Set, and the slot in it, as Victim picks:
+// the one that holds its tag already, else the set with more empty
+// slots (the first if as many) and an empty slot, else the set whose
+// least recently used slot was used longer ago and that slot.
+func (r *Responses) place(h uint64, tag uint32) (*respSet, int) {
 	a, b := &r.sets[r.sets2.First(h)], &r.sets[r.sets2.Second(h)]
-	switch {
-	case a.way(tag) >= 0:
-		return a
-	case b.way(tag) >= 0:
-		return b
+	if w := a.way(tag); w >= 0 {
+		return a, w
+	}
+	if w := b.way(tag); w >= 0 {
+		return b, w
 	}
 	if ea, eb := a.empty(), b.empty(); ea+eb > 0 {
 		if eb > ea {
-			return b
+			return b, b.way(0)
 		}
-		return a
+		return a, a.way(0)
 	}
-	if b.oldest(r.clock) > a.oldest(r.clock) {
-		return b
+	wa, ageA := r.oldest(a)
+	wb, ageB := r.oldest(b)
+	if ageB > ageA {
+		return b, wb
 	}
-	return a
+	return a, wa
 }
 
 // Get writes into out the cached response to q (parsed from pkt), with
@@ -333,12 +383,12 @@ func (r *Responses) get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 			return nil, false
 		}
 	}
-	pos := set.pos[w]
-	if r.head-pos > uint64(len(r.ring)) {
+	at, ok := r.entry(set, w)
+	if !ok {
 		// Written over since.
 		return nil, false
 	}
-	d := r.ring[pos%uint64(len(r.ring)):]
+	d := r.ring[at:]
 	t := now.UnixNano()
 	name := q.Name()
 	n := len(name)
@@ -360,7 +410,7 @@ func (r *Responses) get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 		return nil, false
 	}
 	r.clock++
-	set.used[w] = r.clock
+	binary.LittleEndian.PutUint32(d[hUsed:], r.clock)
 	resp = out[:respLen]
 	copy(resp, src)
 	resp[0], resp[1] = pkt[0], pkt[1]
@@ -382,27 +432,33 @@ func (r *Responses) get(q *wire.Query, pkt []byte, limit int, now time.Time, out
 		d[hReported] = 1
 		refresh = true
 	}
-	if r.head-pos > uint64(len(r.ring))/4*3 {
+	if uint32(r.head)-set.pos[w] > uint32(len(r.ring))/4*3 {
 		// Among the oldest quarter: move it ahead of what the ring
 		// writes over next.
 		e := d[:entryHead+respLen+2*nTTL]
-		var to []byte
-		set.pos[w], to = r.reserve(len(e))
+		pos, to := r.reserve(len(e))
 		copy(to, e) // a memmove: e may overlap to
+		set.pos[w] = uint32(pos)
 	}
 	return resp, refresh
 }
 
 // reserve takes the next size bytes of the ring for an entry and returns
 // its pos and where to write it. An entry does not wrap: one that would
-// goes to the ring's start, the end left unused.
+// goes to the ring's start, the end left unused. When head passes a
+// multiple of sweepEvery it sweeps the sets; a slot whose entry is
+// intact, or was before this reserve, stays.
 func (r *Responses) reserve(size int) (uint64, []byte) {
 	ring := uint64(len(r.ring))
+	from := r.head
 	if off := r.head % ring; off+uint64(size) > ring {
 		r.head += ring - off
 	}
 	pos := r.head
 	r.head += uint64(size)
+	if r.head/sweepEvery != from/sweepEvery {
+		r.sweep()
+	}
 	return pos, r.ring[pos%ring : pos%ring+uint64(size)]
 }
 
@@ -438,14 +494,18 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 	if ttl == 0 {
 		return
 	}
+	// The entry's place first: a sweep there may empty slots, and the
+	// ring's head moved on decides which slots are written over
+	// (entry), the first a victim (age).
+	pos, d := r.reserve(size)
 	tag := tagOf(h)
-	set := r.place(h, tag)
-	w := set.victim(tag, r.clock)
+	set, w := r.place(h, tag)
 	if set.tag[w] == 0 {
 		r.entries++
 	}
-	pos, d := r.reserve(size)
+	r.clock++
 	binary.LittleEndian.PutUint64(d[hStored:], uint64(now.UnixNano()))
+	binary.LittleEndian.PutUint32(d[hUsed:], r.clock)
 	binary.LittleEndian.PutUint32(d[hTTL:], ttl)
 	binary.LittleEndian.PutUint16(d[hRespLen:], uint16(len(resp)))
 	binary.LittleEndian.PutUint16(d[hNTTL:], uint16(len(r.offs)))
@@ -459,8 +519,7 @@ func (r *Responses) Put(q *wire.Query, pkt []byte, limit int, resp []byte, now t
 		binary.BigEndian.PutUint16(d[n:], o)
 		n += 2
 	}
-	r.clock++
-	set.tag[w], set.used[w], set.pos[w] = tag, r.clock, pos
+	set.tag[w], set.pos[w] = tag, uint32(pos)
 	r.publish()
 	// As in Get: r stays reachable until the sets and the ring are
 	// written (publish uses r last already; this keeps it so if that

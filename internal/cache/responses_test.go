@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,9 +265,10 @@ func TestResponsesPrefetchOnce(t *testing.T) {
 	}
 }
 
-// TestResponsesConfirmBytes: a slot whose hash matches but whose stored
-// question differs is a miss (a hash collision never answers another
-// name).
+// TestResponsesConfirmBytes: a slot whose tag matches but whose stored
+// question differs is a miss (a tag collision never answers another
+// name), and a response stored under the colliding tag takes the slot:
+// it hits with its own bytes, and the key it pushed out misses.
 func TestResponsesConfirmBytes(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	a := respQuery{name: "www.example.com.", qtype: dns.TypeA, rd: true}
@@ -288,8 +290,21 @@ func TestResponsesConfirmBytes(t *testing.T) {
 			t.Fatal("a not stored")
 		}
 		set.tag[w] = tagOf(c.hash(bq, respVariant(bq, 512)))
-		if got, _ := c.Get(bq, bpkt, 512, t0, make([]byte, 0, 512)); got != nil {
+		out := make([]byte, 0, 512)
+		if got, _ := c.Get(bq, bpkt, 512, t0, out); got != nil {
 			t.Errorf("a colliding tag answered %s %s with %x", b.name, dns.Type(b.qtype), got)
+		}
+		bresp := reply(t, bpkt, dns.RcodeSuccess, rrs(t, b.name+" 100 IN "+dns.Type(b.qtype).String()+" "+map[uint16]string{dns.TypeA: "192.0.2.2", dns.TypeAAAA: "2001:db8::2"}[b.qtype]), nil, nil)
+		stored(t, c, b, bresp, t0)
+		if got, _ := c.Get(bq, bpkt, 512, t0, out); !bytes.Equal(got, bresp) {
+			t.Errorf("%s %s stored under the colliding tag: got %x, want %x", b.name, dns.Type(b.qtype), got, bresp)
+		}
+		aq := mustQuery(t, apkt)
+		if got, _ := c.Get(aq, apkt, 512, t0, out); got != nil {
+			t.Errorf("%s answered after its slot went to %s: %x", a.name, b.name, got)
+		}
+		if n, _ := c.Held(); n != 1 || set.tag[w] != tagOf(c.hash(bq, respVariant(bq, 512))) {
+			t.Errorf("%d responses held, slot %d tag %#x: want 1, %s's tag in a's slot", n, w, set.tag[w], b.name)
 		}
 	}
 }
@@ -545,6 +560,18 @@ func TestResponsesPlacement(t *testing.T) {
 	}
 }
 
+// aQuestions returns n queries, of aName(0..n-1) A with RD and without
+// EDNS, and their one-record answers.
+func aQuestions(tb testing.TB, n int) (pkts, resps [][]byte) {
+	pkts, resps = make([][]byte, n), make([][]byte, n)
+	for i := range pkts {
+		rq := respQuery{name: aName(i), qtype: dns.TypeA, rd: true}
+		pkts[i], _ = rq.pack(tb)
+		resps[i] = reply(tb, pkts[i], dns.RcodeSuccess, rrs(tb, aName(i)+" 300 IN A 192.0.2.1"), nil, nil)
+	}
+	return pkts, resps
+}
+
 // BenchmarkResponsesHitWide is a hit among 10,000 cached responses in
 // 32768 slots, asked in a scattered order, each query parsed into the one
 // wire.Query as a worker does: bench/run.sh's res-hits, where the sets
@@ -554,14 +581,8 @@ func BenchmarkResponsesHitWide(b *testing.B) {
 	t0 := time.Unix(1_800_000_000, 0)
 	const n = 10000
 	c := NewResponses(32768)
-	pkts := make([][]byte, n)
-	resps := make([][]byte, n)
+	pkts, resps := aQuestions(b, n)
 	var q wire.Query
-	for i := range pkts {
-		rq := respQuery{name: aName(i), qtype: dns.TypeA, rd: true}
-		pkts[i], _ = rq.pack(b)
-		resps[i] = reply(b, pkts[i], dns.RcodeSuccess, rrs(b, aName(i)+" 300 IN A 192.0.2.1"), nil, nil)
-	}
 	out := make([]byte, 0, 1232)
 	for range 2 { // a miss is stored again, as its resolution would be
 		for i := range pkts {
@@ -584,17 +605,175 @@ func BenchmarkResponsesHitWide(b *testing.B) {
 	b.ReportMetric(float64(misses)/float64(b.N), "misses/op")
 }
 
-// TestResponsesSetLayout: a set is one cache line, all a hit reads
-// before the entry. Before, a set took four lines (64 bytes a slot, the
-// entry's header in its slot) and a hit read two.
+// TestResponsesSetLayout: a set is 8 bytes a slot, half a cache line,
+// and no set straddles two lines: a hit reads one line before the
+// entry. Before, a set took a line (16 bytes a slot: its use time and
+// all of its pos), and before that four (64 bytes a slot, the entry's
+// header in its slot).
 func TestResponsesSetLayout(t *testing.T) {
 	var s respSet
 	const line = 64
-	if size := unsafe.Sizeof(s); size != line {
-		t.Errorf("respSet: %d bytes, want %d", size, line)
+	if size := unsafe.Sizeof(s); size != 8*Ways || line%size != 0 {
+		t.Errorf("respSet: %d bytes, want %d, a divisor of a line", size, 8*Ways)
 	}
-	b := mapped(NewResponses(64), int(unsafe.Sizeof(s)))
-	if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%line != 0 {
+	c := NewResponses(64)
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(c.sets))); p%line != 0 {
 		t.Errorf("the mapped sets start at %#x, not on a line", p)
+	}
+}
+
+// putName stores a one-record answer to name's A question, with RD and
+// without EDNS, and returns it with the query.
+func putName(t testing.TB, c *Responses, name string, now time.Time) (pkt []byte, q *wire.Query, resp []byte) {
+	t.Helper()
+	rq := respQuery{name: name, qtype: dns.TypeA, rd: true}
+	pkt, q = rq.pack(t)
+	resp = reply(t, pkt, dns.RcodeSuccess, rrs(t, name+" 300 IN A 192.0.2.1"), nil, nil)
+	c.Put(q, pkt, 512, resp, now)
+	return pkt, q, resp
+}
+
+// TestResponsesPosWrap: a slot keeps 32 bits of its entry's pos, and
+// head runs on past 1<<32. Entries on either side of that wrap hit with
+// their own bytes, and an entry from one wrap before misses though its
+// bytes lie intact just where its 32 bits point, because the sweeps at
+// each sweepEvery emptied its slot. head jumps over the gigabytes
+// between, as if the ring had taken them for other sets.
+func TestResponsesPosWrap(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	c := newResponses(4096, minRing)
+	type stored struct {
+		pkt, resp []byte
+		q         *wire.Query
+	}
+	put := func(name string) stored {
+		pkt, q, resp := putName(t, c, name, t0)
+		return stored{pkt, resp, q}
+	}
+	out := make([]byte, 0, 512)
+	hit := func(e stored) []byte { got, _ := c.Get(e.q, e.pkt, 512, t0, out); return got }
+
+	// Names of one length: every entry takes size bytes, and those
+	// ending at a multiple of the ring's length leave its start unwritten.
+	old := put("old000.example.")
+	size := c.head
+	if 21*size > uint64(len(c.ring)) {
+		t.Fatalf("entries of %d bytes: 21 do not fit the ring", size)
+	}
+	c.head = sweepEvery - size
+	first := put("one000.example.")
+	if c.head != sweepEvery {
+		t.Fatalf("head at %d, want %d", c.head, uint64(sweepEvery))
+	}
+	if n, _ := c.Held(); n != 1 {
+		t.Errorf("after the first sweep: %d responses held, want 1 (the sweep's Put's)", n)
+	}
+	// Twenty entries up to 1<<32, whose last ends at the ring's end:
+	// old's bytes, at the ring's start, are intact, and its 32 bits of
+	// pos, 0, are where head's are.
+	c.head = 1<<32 - 20*size
+	var late []stored
+	for i := range 20 {
+		late = append(late, put(fmt.Sprintf("bef%03d.example.", i)))
+	}
+	if c.head != 1<<32 || c.head%uint64(len(c.ring)) != 0 {
+		t.Fatalf("head at %#x, want 1<<32 at the ring's start", c.head)
+	}
+	if got := hit(old); got != nil {
+		t.Errorf("an entry 4 GiB behind head answered: %x", got)
+	}
+	if got := hit(first); got != nil {
+		t.Errorf("an entry 2 GiB behind head answered: %x", got)
+	}
+	for i := range 20 {
+		late = append(late, put(fmt.Sprintf("aft%03d.example.", i)))
+	}
+	for _, e := range late {
+		if got := hit(e); !bytes.Equal(got, e.resp) {
+			t.Errorf("%s: got %x, want %x (head %#x)", e.q.Name(), got, e.resp, c.head)
+		}
+	}
+	if n, _ := c.Held(); n != len(late) {
+		t.Errorf("%d responses held, want %d", n, len(late))
+	}
+}
+
+// replaceInFull stores k0..k3.example. in c, a cache of one set, asks
+// k0 again (k1 is then the slot unused longest), calls before, stores
+// k4.example., and reports which of k0..k4 hit then.
+func replaceInFull(t *testing.T, c *Responses, before func()) (hit []bool) {
+	t0 := time.Unix(1_800_000_000, 0)
+	type key struct {
+		pkt []byte
+		q   *wire.Query
+	}
+	var keys []key
+	for i := range 4 {
+		pkt, q, _ := putName(t, c, fmt.Sprintf("k%d.example.", i), t0)
+		keys = append(keys, key{pkt, q})
+	}
+	out := make([]byte, 0, 512)
+	if got, _ := c.Get(keys[0].q, keys[0].pkt, 512, t0, out); got == nil {
+		t.Fatal("k0 missed")
+	}
+	before()
+	pkt, q, _ := putName(t, c, "k4.example.", t0)
+	keys = append(keys, key{pkt, q})
+	for _, k := range keys {
+		got, _ := c.Get(k.q, k.pkt, 512, t0, out)
+		hit = append(hit, got != nil)
+	}
+	return hit
+}
+
+// TestResponsesClockWrap: the use times are ticks of a 32-bit clock
+// that wraps; a new response in a full set replaces the slot unused
+// longest, right across the wrap.
+func TestResponsesClockWrap(t *testing.T) {
+	c := NewResponses(4) // one set
+	// k0..k3 used at ticks 1<<32-2, 1<<32-1, 0, 1, k0 again at 2: k1
+	// is the oldest, k2 the smallest tick.
+	c.clock = ^uint32(0) - 2
+	if hit := replaceInFull(t, c, func() {}); !slices.Equal(hit, []bool{true, false, true, true, true}) {
+		t.Errorf("k0..k4 hit %v, want all but k1", hit)
+	}
+}
+
+// TestResponsesWrittenOverFirst: a slot whose entry the ring wrote over
+// holds nothing, and a new response in its set takes it before the
+// slot unused longest.
+func TestResponsesWrittenOverFirst(t *testing.T) {
+	c := newResponses(4, minRing) // one set
+	// k1 is unused longest; k4's entry, of k0's size, goes over k0's,
+	// at the ring's start.
+	if hit := replaceInFull(t, c, func() { c.head = uint64(len(c.ring)) }); !slices.Equal(hit, []bool{false, true, true, true, true}) {
+		t.Errorf("k0..k4 hit %v, want all but k0", hit)
+	}
+}
+
+// BenchmarkResponsesPutFull is a Put of a new response into a full cache
+// of 32768 slots whose entries are all intact, the questions in a
+// scattered order: each Put's place and victim compare the use times of
+// eight slots in use, which are in their entries' headers in the ring
+// (run it under callgrind --cache-sim=yes to count the misses per Put).
+func BenchmarkResponsesPutFull(b *testing.B) {
+	t0 := time.Unix(1_800_000_000, 0)
+	const n = 40000
+	c := newResponses(32768, 64<<20) // room for 600,000 of these entries: none written over
+	pkts, resps := aQuestions(b, n)
+	var q wire.Query
+	for i := range pkts {
+		q.Parse(pkts[i])
+		c.Put(&q, pkts[i], 512, resps[i], t0)
+	}
+	if full, _ := c.Held(); full < c.Size()*9/10 {
+		b.Fatalf("%d of %d slots filled", full, c.Size())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i * 7919 % n
+		q.Parse(pkts[j])
+		c.Put(&q, pkts[j], 512, resps[j], t0)
 	}
 }
