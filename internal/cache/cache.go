@@ -474,9 +474,14 @@ func encode(k []byte, e *Entry) (*entry, error) {
 }
 
 // encodePacked is encode for any entry: each record packed by
-// dns.PackRR, and its RDATA kept (Positive) or the whole record.
+// dns.PackRR, and its RDATA kept (Positive) or the whole record. The
+// buffer is made for dns.Len's sizes of the whole records: a negative
+// entry, all whole records, fills it and is stored as it is, where a copy
+// into its string was a second allocation of its size; an entry of
+// RDATA, shorter, is copied (the stored copy exactly as long as it
+// needs). Should dns.Len fall short of a record's packing, the buffer has
+// room to spare at a second try.
 func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
-	qtype := ne.qtype
 	size := len(k)
 	for _, rr := range e.Records {
 		size += dns.Len(rr)
@@ -484,17 +489,38 @@ func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
 	for _, rr := range e.Sigs {
 		size += dns.Len(rr)
 	}
-	buf := make([]byte, size+16)
+	buf := make([]byte, size)
+	n, err := packInto(ne, buf, k, e)
+	if err != nil {
+		buf = make([]byte, 2*size+16)
+		if n, err = packInto(ne, buf, k, e); err != nil {
+			return nil, err
+		}
+	}
+	if n == len(buf) {
+		// Nothing else holds buf: it is the string's, immutable.
+		ne.data = unsafe.String(&buf[0], n)
+	} else {
+		ne.data = string(buf[:n])
+	}
+	return ne, nil
+}
+
+// packInto writes encodePacked's data into buf and returns its length,
+// with ne's counts and offset set.
+func packInto(ne *entry, buf, k []byte, e *Entry) (int, error) {
+	qtype := ne.qtype
+	ne.n, ne.whole = 0, 0
 	n := copy(buf, k)
 	whole := e.Sigs
 	if e.Kind == Positive {
 		for _, rr := range e.Records {
 			if rr.Header().Rrtype != qtype {
-				return nil, fmt.Errorf("a %s record in the %s RRset", dns.Type(rr.Header().Rrtype), dns.Type(qtype))
+				return 0, fmt.Errorf("a %s record in the %s RRset", dns.Type(rr.Header().Rrtype), dns.Type(qtype))
 			}
 			end, err := dns.PackRR(rr, buf, n, nil, false)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
 			// Keep the RDATA: it follows the owner and ten bytes of
 			// type, class, TTL and length.
@@ -512,14 +538,12 @@ func encodePacked(ne *entry, k []byte, e *Entry) (*entry, error) {
 	for _, rr := range whole {
 		end, err := dns.PackRR(rr, buf, n, nil, false)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		n = end
 		ne.whole++
 	}
-	// The stored copy is exactly as long as it needs.
-	ne.data = string(buf[:n])
-	return ne, nil
+	return n, nil
 }
 
 // encodeRData is encode's data for the usual RRset, positive and
