@@ -50,7 +50,7 @@ func (c *Client) exchangeUDP(ctx context.Context, deadline time.Time, server net
 		return nil, err
 	}
 	r, err := c.poll.exchange(ctx, deadline, c.Log, server, pkt, buf, func(p []byte, whole bool) (*dns.Msg, error) {
-		return h.accept(p, whole, id, q)
+		return h.accept(&bp.reader, p, whole, id, q)
 	})
 	if !errors.Is(err, errRingDead) {
 		// Otherwise the kernel may still read the query or write

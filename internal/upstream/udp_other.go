@@ -52,7 +52,7 @@ func (c *Client) exchangeUDP(ctx context.Context, deadline time.Time, server net
 		if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
 			continue
 		}
-		r, err := h.accept(buf[:n], flags&syscall.MSG_TRUNC == 0, id, q)
+		r, err := h.accept(&bp.reader, buf[:n], flags&syscall.MSG_TRUNC == 0, id, q)
 		if err == nil || errors.Is(err, errOversize) {
 			return r, err
 		}

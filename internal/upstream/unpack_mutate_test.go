@@ -130,7 +130,7 @@ func TestUnpackMutations(t *testing.T) {
 			packets++
 			want := new(dns.Msg)
 			wantErr := want.Unpack(p)
-			got, ok := unpackCommon(p, m.Question[0].Name)
+			got, ok := new(reader).unpackCommon(p, m.Question[0].Name)
 			if !ok {
 				continue
 			}

@@ -96,7 +96,7 @@ func TestUnpack(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := new(dns.Msg)
 			wantErr := want.Unpack(c.pkt)
-			_, common := unpackCommon(c.pkt, question.Name)
+			_, common := new(reader).unpackCommon(c.pkt, question.Name)
 			if common != c.common {
 				t.Errorf("read by unpackCommon: %v, want %v", common, c.common)
 			}
@@ -109,7 +109,7 @@ func TestUnpack(t *testing.T) {
 			}
 			if c.common {
 				for n := 12; n < len(c.pkt); n++ {
-					if m, ok := unpackCommon(c.pkt[:n], question.Name); ok && len(m.Answer)+len(m.Ns)+len(m.Extra) > 0 {
+					if m, ok := new(reader).unpackCommon(c.pkt[:n], question.Name); ok && len(m.Answer)+len(m.Ns)+len(m.Extra) > 0 {
 						t.Fatalf("cut at %d of %d: read %v", n, len(c.pkt), m)
 					}
 				}
@@ -122,7 +122,7 @@ func TestUnpack(t *testing.T) {
 // asked, and a name pointing at one read before is its string.
 func TestUnpackShares(t *testing.T) {
 	seeds := unpackSeeds(t)
-	m, ok := unpackCommon(seeds[0].pkt, question.Name)
+	m, ok := new(reader).unpackCommon(seeds[0].pkt, question.Name)
 	if !ok {
 		t.Fatal("not read")
 	}
@@ -130,11 +130,11 @@ func TestUnpackShares(t *testing.T) {
 		t.Errorf("the names are copies of the question's")
 	}
 	// Another case: a string of its own.
-	m, _ = unpackCommon(seeds[0].pkt, "WWW.example.test.")
+	m, _ = new(reader).unpackCommon(seeds[0].pkt, "WWW.example.test.")
 	if m.Question[0].Name != question.Name {
 		t.Errorf("question %s", m.Question[0].Name)
 	}
-	m, _ = unpackCommon(seeds[5].pkt, question.Name)
+	m, _ = new(reader).unpackCommon(seeds[5].pkt, question.Name)
 	if ns, glue := m.Ns[0].(*dns.NS).Ns, m.Extra[0].Header().Name; ns != glue || unsafeString(ns) != unsafeString(glue) {
 		t.Errorf("glue owner %s not the NS name %s's string", glue, ns)
 	}
@@ -166,7 +166,7 @@ func FuzzUnpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		want := new(dns.Msg)
 		wantErr := want.Unpack(pkt)
-		got, ok := unpackCommon(pkt, question.Name)
+		got, ok := new(reader).unpackCommon(pkt, question.Name)
 		if !ok {
 			return
 		}

@@ -258,12 +258,13 @@ const answerBuffer = 4096
 // at most 255 octets in wire form, type and class (4), the OPT record (11).
 const queryBuffer = 12 + 255 + 4 + 11
 
-// buffers are the memory of a UDP exchange: the query sent and the
-// answer read, together so that one sync.Pool operation brings both and
-// the query is not an allocation of its own.
+// buffers are the memory of an exchange: the query sent, the answer read
+// and the reader that parses it, together so that one sync.Pool
+// operation brings them and none is an allocation of its own.
 type buffers struct {
 	answer [answerBuffer]byte
 	query  [queryBuffer]byte
+	reader reader // the answer's parser's memory
 }
 
 var exchangeBuffers = sync.Pool{New: func() any { return new(buffers) }}
@@ -285,14 +286,14 @@ func answerBuf(h header) (*buffers, []byte) {
 // was larger than asked for, and is asked again over TCP, as a
 // truncated one is (a forger must know the ID to send a resolver to
 // TCP). Other errors leave the wait going on (RFC 5452 §9.1).
-func (h header) accept(p []byte, whole bool, id uint16, q dns.Question) (*dns.Msg, error) {
+func (h header) accept(r *reader, p []byte, whole bool, id uint16, q dns.Question) (*dns.Msg, error) {
 	if !whole {
 		if len(p) >= 3 && binary.BigEndian.Uint16(p) == id && p[2]&0x80 != 0 {
 			return nil, errOversize
 		}
 		return nil, fmt.Errorf("%w: a datagram larger than asked for", ErrMismatch)
 	}
-	return h.validate(p, id, q)
+	return h.validate(r, p, id, q)
 }
 
 // exchangeTCP asks over a new TCP connection (RFC 7766), framed by
@@ -347,7 +348,7 @@ func exchangeConn(ctx context.Context, co *dns.Conn, q dns.Question, h header) (
 	if _, err := io.ReadFull(co.Conn, buf[:n]); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", ioError(ctx, err))
 	}
-	return h.validate(buf[:n], id, q)
+	return h.validate(&bp.reader, buf[:n], id, q)
 }
 
 // ioError is the error of a read that failed: the context's when the
@@ -363,14 +364,17 @@ func ioError(ctx context.Context, err error) error {
 	return err
 }
 
-// validate is Validate, and with h.exactCase the answer's question must
-// spell the name as the query did, case included.
-func (h header) validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
-	r, err := Validate(pkt, id, q)
-	if err == nil && h.exactCase && len(r.Question) == 1 && r.Question[0].Name != q.Name {
-		return nil, fmt.Errorf("%w: question %s, want %s (case randomised)", ErrMismatch, r.Question[0].Name, q.Name)
+// validate is Validate with r's memory, and with h.exactCase the
+// answer's question must spell the name as the query did, case included.
+func (h header) validate(r *reader, pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
+	m, err := r.unpack(pkt, q.Name)
+	if err != nil {
+		return nil, fmt.Errorf("unparseable answer: %w", err)
 	}
-	return r, err
+	if err := h.mismatch(m, id, q); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Validate parses pkt and checks that it is the answer to the query with
@@ -380,28 +384,39 @@ func (h header) validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error
 // fallback needs to see it). Errors wrap ErrMismatch when the packet
 // parses but does not match.
 func Validate(pkt []byte, id uint16, q dns.Question) (*dns.Msg, error) {
-	r, err := Unpack(pkt, q.Name)
-	if err != nil {
-		return nil, fmt.Errorf("unparseable answer: %w", err)
-	}
+	var r reader
+	return header{}.validate(&r, pkt, id, q)
+}
+
+// mismatch says why r, parsed, is not the answer to the query with this ID
+// and question (Validate, h.validate), or nil when it is. Not inlined:
+// the error's formatting would add its arguments to validate's frame,
+// which the parse's frames go below, at the bottom of a resolution's
+// deepest call.
+//
+//go:noinline
+func (h header) mismatch(r *dns.Msg, id uint16, q dns.Question) error {
 	switch {
 	case !r.Response:
-		return nil, fmt.Errorf("%w: QR not set", ErrMismatch)
+		return fmt.Errorf("%w: QR not set", ErrMismatch)
 	case r.Id != id:
-		return nil, fmt.Errorf("%w: ID %d, want %d", ErrMismatch, r.Id, id)
+		return fmt.Errorf("%w: ID %d, want %d", ErrMismatch, r.Id, id)
 	case r.Opcode != dns.OpcodeQuery:
-		return nil, fmt.Errorf("%w: opcode %d", ErrMismatch, r.Opcode)
+		return fmt.Errorf("%w: opcode %d", ErrMismatch, r.Opcode)
 	}
 	if len(r.Question) == 0 && (r.Rcode == dns.RcodeFormatError || r.Rcode == dns.RcodeNotImplemented) {
-		return r, nil
+		return nil
 	}
 	if len(r.Question) != 1 {
-		return nil, fmt.Errorf("%w: %d questions", ErrMismatch, len(r.Question))
+		return fmt.Errorf("%w: %d questions", ErrMismatch, len(r.Question))
 	}
 	got := r.Question[0]
 	if !strings.EqualFold(got.Name, q.Name) || got.Qtype != q.Qtype || got.Qclass != q.Qclass {
-		return nil, fmt.Errorf("%w: question %s %s %s, want %s %s %s", ErrMismatch,
+		return fmt.Errorf("%w: question %s %s %s, want %s %s %s", ErrMismatch,
 			got.Name, dns.Class(got.Qclass), dns.Type(got.Qtype), q.Name, dns.Class(q.Qclass), dns.Type(q.Qtype))
 	}
-	return r, nil
+	if h.exactCase && got.Name != q.Name {
+		return fmt.Errorf("%w: question %s, want %s (case randomised)", ErrMismatch, got.Name, q.Name)
+	}
+	return nil
 }
