@@ -37,8 +37,15 @@ func (instantResolver) Stale(string, uint16) (*resolve.Result, bool) { return ni
 // handed to the mesh's goroutines, each response built, sent through
 // its Reply and mailed back, and stored in the worker's response cache
 // when it next looks there. The resolution itself costs nothing here.
-func BenchmarkDeferred(b *testing.B) {
-	batch, n := deferredBatch(b, instantResolver{})
+func BenchmarkDeferred(b *testing.B) { benchmarkDeferred(b, false) }
+
+// BenchmarkDeferredJoined is BenchmarkDeferred with the 32 queries of a
+// batch asking one question (a new one per batch): one resolution, the
+// other 31 queries joining it.
+func BenchmarkDeferredJoined(b *testing.B) { benchmarkDeferred(b, true) }
+
+func benchmarkDeferred(b *testing.B, same bool) {
+	batch, n := deferredBatch(b, instantResolver{}, same)
 	batch() // goroutines started, caches warm
 	b.ResetTimer()
 	for range b.N {
@@ -49,8 +56,16 @@ func BenchmarkDeferred(b *testing.B) {
 
 // deferredBatch returns BenchmarkDeferred's batch, over res, and its
 // number of queries: each call asks them all of a worker and returns
-// once every one is answered.
-func deferredBatch(tb testing.TB, res Resolver) (batch func(), n int) {
+// once every one is answered. Each query asks a new question, or with
+// same all of a batch's ask one (new per batch), whose resolution waits
+// until all have joined it (else its response could be in the cache
+// before the last ones look there).
+func deferredBatch(tb testing.TB, res Resolver, same bool) (batch func(), n int) {
+	var gate chan struct{}
+	if same {
+		gate = make(chan struct{})
+		res = gatedResolver{res, gate}
+	}
 	r := newRecursor(tb, res, Options{ResponseCache: 32768, MaxPerClient: 1024})
 	w := r.NewWorker(false).(*Worker)
 	n = 32
@@ -70,7 +85,9 @@ func deferredBatch(tb testing.TB, res Resolver) (batch func(), n int) {
 	seq := 0
 	return func() {
 		for i := range reqs {
-			seq++
+			if !same || i == 0 {
+				seq++
+			}
 			p := pkts[i]
 			for j, v := 20, seq; j >= 13; j, v = j-1, v/10 {
 				p[j] = byte('0' + v%10)
@@ -85,8 +102,23 @@ func deferredBatch(tb testing.TB, res Resolver) (batch func(), n int) {
 				tb.Fatalf("query %d answered at once", i)
 			}
 		}
+		if gate != nil {
+			gate <- struct{}{}
+		}
 		wg.Wait()
 	}, n
+}
+
+// gatedResolver is a Resolver whose resolutions each wait for a value
+// on gate.
+type gatedResolver struct {
+	Resolver
+	gate chan struct{}
+}
+
+func (g gatedResolver) Resolve(ctx context.Context, name string, qtype uint16) (*resolve.Result, error) {
+	<-g.gate
+	return g.Resolver.Resolve(ctx, name, qtype)
 }
 
 // fixedResolver answers every question with the same result, made once:
@@ -108,7 +140,7 @@ func (fixedResolver) Stale(string, uint16) (*resolve.Result, bool) { return nil,
 // batch, around resolutions that allocate nothing) allocates at most
 // what is listed per query. The flight, its waiters, the query's copy,
 // the response, the mail and the Reply (released to the server) are
-// reused.
+// reused; a query that joins a resolution in flight allocates nothing.
 func TestDeferredAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts mean nothing under -race; make test runs it without")
@@ -117,10 +149,16 @@ func TestDeferredAllocs(t *testing.T) {
 	// query's question being new.
 	const want = 1
 	res, _ := instantResolver{}.Resolve(context.Background(), "q.example.tld.", dns.TypeA)
-	batch, n := deferredBatch(t, fixedResolver{res})
+	batch, n := deferredBatch(t, fixedResolver{res}, false)
 	batch()
 	if got := testing.AllocsPerRun(20, batch) / float64(n); got > want {
 		t.Errorf("%.2f allocations per deferred query, want at most %d", got, want)
+	}
+	// One question per batch: its name, once.
+	batch, _ = deferredBatch(t, fixedResolver{res}, true)
+	batch()
+	if got := testing.AllocsPerRun(20, batch); got > 1 {
+		t.Errorf("%.2f allocations per batch of %d queries asking one question, want 1", got, n)
 	}
 }
 

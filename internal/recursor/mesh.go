@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tern-dns/tern/internal/resolve"
-	"github.com/tern-dns/tern/internal/wire"
 	"github.com/tern-dns/tern/internal/zone"
 )
 
@@ -28,6 +27,16 @@ type replier interface {
 // response is built from the shared result.
 type question struct {
 	name  string
+	qtype uint16
+}
+
+// asked is a question as a query asks it: the name in presentation form
+// in its worker's buffer (Worker.question). The mesh looks it up among
+// the questions in flight without a string (m[question{string(b), t}]
+// allocates nothing) and makes one only for a new flight: a query that
+// joins a resolution in flight allocates no name.
+type asked struct {
+	name  []byte
 	qtype uint16
 }
 
@@ -80,6 +89,8 @@ type mailTo struct {
 // what they are given, and why a timer of an earlier use, which may
 // still fire, finds gen changed.
 type flight struct {
+	// q is the question resolved.
+	q       question
 	waiters []waiter
 	// timer is the client response timer (RFC 8767 §5) of the waiter
 	// that joined first among those still waiting, when it is on; nil
@@ -212,12 +223,12 @@ const (
 )
 
 // join makes the query (a copy of which it keeps) of client address
-// from wait on the resolution of q, starting it if it is not in flight;
+// from wait on the resolution of a, starting it if it is not in flight;
 // its response is built for limit and also mailed to to (when to.box is
 // not nil). defer is called, under the mesh's lock, only once the query
 // is admitted, and returns the query's reply (nil when it cannot be
 // deferred).
-func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from netip.AddrPort, to mailTo, deferReply func() replier) joined {
+func (m *mesh) join(a asked, query []byte, limit int, tcp, logged bool, from netip.AddrPort, to mailTo, deferReply func() replier) joined {
 	client := m.lim.client(from.Addr())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -227,7 +238,7 @@ func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from 
 	if m.waiting >= m.lim.Waiting {
 		return overWaiting
 	}
-	f := m.flights[q]
+	f := m.flights[question{string(a.name), a.qtype}]
 	if f == nil && (len(m.flights) >= m.maxResolutions || m.closed) {
 		return overResolutions
 	}
@@ -236,7 +247,8 @@ func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from 
 		return noDefer
 	}
 	if f == nil {
-		f = m.newFlight()
+		q := question{string(a.name), a.qtype}
+		f = m.newFlight(q)
 		m.flights[q] = f
 		m.start(q, false)
 	}
@@ -244,7 +256,7 @@ func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from 
 	if m.staleAfter > 0 {
 		wt.joined = time.Now()
 		if f.timer == nil {
-			m.arm(q, f, m.staleAfter)
+			m.arm(f, m.staleAfter)
 		}
 	}
 	f.waiters = append(f.waiters, wt)
@@ -253,16 +265,19 @@ func (m *mesh) join(q question, query []byte, limit int, tcp, logged bool, from 
 	return deferred
 }
 
-// newFlight returns a flight for a new use: a free one, else a new one;
-// the caller holds m.mu.
-func (m *mesh) newFlight() *flight {
+// newFlight returns a flight for a new use, the resolution of q: a free
+// one, else a new one; the caller holds m.mu.
+func (m *mesh) newFlight(q question) *flight {
+	var f *flight
 	if n := len(m.free); n > 0 {
-		f := m.free[n-1]
+		f = m.free[n-1]
 		m.free[n-1] = nil
 		m.free = m.free[:n-1]
-		return f
+	} else {
+		f = new(flight)
 	}
-	return &flight{}
+	f.q = q
+	return f
 }
 
 // keep returns a copy of query in f.queries. An earlier waiter's copy
@@ -295,6 +310,7 @@ func (m *mesh) recycle(f *flight) {
 	defer m.mu.Unlock()
 	f.gen++
 	f.timer = nil
+	f.q = question{}
 	if len(m.free) < maxFreeFlights {
 		m.free = append(m.free, f)
 	}
@@ -302,8 +318,8 @@ func (m *mesh) recycle(f *flight) {
 
 // arm starts f's client response timer, to fire after d; the caller
 // holds m.mu.
-func (m *mesh) arm(q question, f *flight, d time.Duration) {
-	gen := f.gen
+func (m *mesh) arm(f *flight, d time.Duration) {
+	q, gen := f.q, f.gen
 	f.timer = time.AfterFunc(d, func() { m.clientTimeout(q, f, gen) })
 }
 
@@ -344,7 +360,7 @@ func (m *mesh) clientTimeout(q question, f *flight, gen uint64) {
 		}
 	}
 	if ok && !first.IsZero() {
-		m.arm(q, f, first.Add(m.staleAfter).Sub(now))
+		m.arm(f, first.Add(m.staleAfter).Sub(now))
 	}
 	if len(due) == 0 {
 		m.mu.Unlock()
@@ -375,17 +391,18 @@ func (m *mesh) release(client netip.Prefix) {
 	m.waiting--
 }
 
-// prefetch starts the resolution of q, unless it is in flight already
+// prefetch starts the resolution of a, unless it is in flight already
 // or maxResolutions are: the refresh of a cached response close to
 // expiry (Unbound's prefetch), whose response to query (built for
 // limit) is mailed to to, no client waiting on it.
-func (m *mesh) prefetch(q question, query []byte, limit int, to mailTo) bool {
+func (m *mesh) prefetch(a asked, query []byte, limit int, to mailTo) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.flights[q] != nil || len(m.flights) >= m.maxResolutions || m.closed {
+	if m.flights[question{string(a.name), a.qtype}] != nil || len(m.flights) >= m.maxResolutions || m.closed {
 		return false
 	}
-	f := m.newFlight()
+	q := question{string(a.name), a.qtype}
+	f := m.newFlight(q)
 	f.waiters = append(f.waiters, waiter{query: f.keep(query), limit: limit, to: to})
 	m.flights[q] = f
 	m.start(q, true)
@@ -578,13 +595,6 @@ func (m *mesh) counts() (resolutions, waiting int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.flights), m.waiting
-}
-
-// questionOf returns the question of a lowercased wire-form name (as
-// wire.Query holds it: well formed, so it unpacks).
-func questionOf(name []byte, qtype uint16) question {
-	s, _ := wire.NameText(name)
-	return question{name: s, qtype: qtype}
 }
 
 // maxMail bounds a mailbox: responses beyond it, arriving faster than

@@ -56,6 +56,7 @@ import (
 	"github.com/tern-dns/tern/internal/metrics"
 	"github.com/tern-dns/tern/internal/resolve"
 	"github.com/tern-dns/tern/internal/server"
+	"github.com/tern-dns/tern/internal/wire"
 )
 
 // Resolver resolves one question iteratively; *resolve.Resolver is the
@@ -226,7 +227,7 @@ func (r *Recursor) logDeferred(w *waiter, q question, msg []byte) {
 
 // NewWorker returns a Worker for a UDP socket or for TCP connections.
 func (r *Recursor) NewWorker(tcp bool) server.Worker {
-	w := &Worker{r: r, tcp: tcp}
+	w := &Worker{r: r, tcp: tcp, text: make([]byte, 0, wire.MaxName)}
 	if r.auth != nil {
 		// No response cache: local data on a resolver's listener is
 		// rarely what its clients repeat, and the worker's response

@@ -385,7 +385,7 @@ func TestInFlightOnce(t *testing.T) {
 	}
 	// A prefetch of a question in flight starts nothing.
 	same, _ := query("same.example.tld.", dns.TypeA, true, false).Pack()
-	if r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, mailTo{}) {
+	if r.mesh.prefetch(asked{[]byte("same.example.tld."), dns.TypeA}, same, 512, mailTo{}) {
 		t.Error("prefetch of a question in flight started")
 	}
 	close(f.gate)
@@ -408,7 +408,7 @@ func TestInFlightOnce(t *testing.T) {
 	if n, waiting := r.InFlight(); n != 0 || waiting != 0 {
 		t.Errorf("after: in flight %d, waiting %d", n, waiting)
 	}
-	if !r.mesh.prefetch(question{"same.example.tld.", dns.TypeA}, same, 512, mailTo{}) {
+	if !r.mesh.prefetch(asked{[]byte("same.example.tld."), dns.TypeA}, same, 512, mailTo{}) {
 		t.Error("prefetch did not start")
 	}
 }
@@ -514,7 +514,7 @@ func TestClosedStartsNothing(t *testing.T) {
 		t.Errorf("query after Close: %x, want SERVFAIL now", resp)
 	}
 	late, _ := query("late.example.tld.", dns.TypeA, true, false).Pack()
-	if r.mesh.prefetch(question{"late.example.tld.", dns.TypeA}, late, 512, mailTo{}) {
+	if r.mesh.prefetch(asked{[]byte("late.example.tld."), dns.TypeA}, late, 512, mailTo{}) {
 		t.Error("prefetch started after Close")
 	}
 	r.wg.Wait()
@@ -961,7 +961,7 @@ func TestWaitLimitsNoLeak(t *testing.T) {
 		if i >= 6 {
 			from = netip.MustParseAddr("2001:db8:0:" + strconv.Itoa(i) + "::1") // a /64 each
 		}
-		got[r.mesh.join(question{"q" + strconv.Itoa(i) + ".example.tld.", dns.TypeA}, pkt, 512, false, false, netip.AddrPortFrom(from, 5353), mailTo{}, deferReply)]++
+		got[r.mesh.join(asked{[]byte("q" + strconv.Itoa(i) + ".example.tld."), dns.TypeA}, pkt, 512, false, false, netip.AddrPortFrom(from, 5353), mailTo{}, deferReply)]++
 	}
 	if got[deferred] != 5 || got[overClient] != 3 || got[overWaiting] != 4 || made.Load() != 5 {
 		t.Fatalf("joined %v, %d replies made; want 5 deferred, 3 over the client's, 4 over the total, 5 made", got, made.Load())
@@ -1323,7 +1323,7 @@ func TestTimerOfEndedUse(t *testing.T) {
 	deferReply := func() replier { return countingReply{&sends, &releases} }
 	q := question{"expired.example.tld.", dns.TypeA}
 	pkt, _ := query(q.name, q.qtype, true, false).Pack()
-	if got := m.join(q, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
+	if got := m.join(asked{[]byte(q.name), q.qtype}, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
 		t.Fatalf("first use: %v", got)
 	}
 	m.mu.Lock()
@@ -1333,7 +1333,7 @@ func TestTimerOfEndedUse(t *testing.T) {
 	if freeFlight(t, m) != f {
 		t.Fatal("the flight is not free after its resolution")
 	}
-	if got := m.join(q, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
+	if got := m.join(asked{[]byte(q.name), q.qtype}, pkt, 512, false, false, client, mailTo{}, deferReply); got != deferred {
 		t.Fatalf("second use: %v", got)
 	}
 	m.mu.Lock()

@@ -35,6 +35,8 @@ type Worker struct {
 	mq       wire.Query
 	spare    []mail
 	spareBuf []byte
+	// text holds the name of the question being deferred (question).
+	text []byte
 	// now is the time of the batch being answered (AnswerBatch reads
 	// the clock once per batch); zero outside one.
 	now time.Time
@@ -256,9 +258,17 @@ func (w *Worker) cached(pkt []byte, limit int, out []byte) []byte {
 	q := &w.q
 	resp, refresh := rc.cache.Get(q, pkt, limit, w.clock(), out)
 	if refresh {
-		w.r.mesh.prefetch(questionOf(q.Name(), q.QType), pkt, limit, w.mailTo())
+		w.r.mesh.prefetch(w.question(), pkt, limit, w.mailTo())
 	}
 	return resp
+}
+
+// question is the question of the query w.q holds, as the mesh takes it:
+// its name (lowercased: wire.Query's, well formed, so it unpacks) in
+// presentation form in w.text, reused from query to query.
+func (w *Worker) question() asked {
+	w.text, _ = wire.AppendNameText(w.text[:0], w.q.Name())
+	return asked{w.text, w.q.QType}
 }
 
 // mailTo is where the responses to this worker's questions go: its
@@ -360,8 +370,7 @@ func (w *Worker) local(req *server.Request, out []byte) []byte {
 // or answers it SERVFAIL now when no resolution can start, or drops it
 // when its client, or all clients, have too many waiting already.
 func (w *Worker) resolve(req *server.Request, out []byte, limit int) []byte {
-	q := &w.q
-	got := w.r.mesh.join(questionOf(q.Name(), q.QType), req.Packet, limit, w.tcp, w.qturn, req.Remote(), w.mailTo(), func() replier {
+	got := w.r.mesh.join(w.question(), req.Packet, limit, w.tcp, w.qturn, req.Remote(), w.mailTo(), func() replier {
 		if r := req.Defer(); r != nil {
 			return r
 		}

@@ -61,10 +61,19 @@ func NameWire(name string) ([]byte, error) {
 // question (internal/recursor).
 func NameText(name []byte) (string, bool) {
 	var buf [MaxName]byte
-	n := 0
+	b, ok := AppendNameText(buf[:0], name)
+	return string(b), ok
+}
+
+// AppendNameText appends NameText's presentation form of name to dst;
+// false, and dst as it was, when NameText's is false. With room in dst
+// and no octet to escape it allocates nothing: the resolver looks its
+// questions in flight up with it, and makes a string only for a new one.
+func AppendNameText(dst, name []byte) ([]byte, bool) {
+	n0 := len(dst)
 	for i := 0; ; {
 		if i >= len(name) {
-			return "", false
+			return dst[:n0], false
 		}
 		l := int(name[i])
 		switch {
@@ -72,24 +81,25 @@ func NameText(name []byte) (string, bool) {
 			if i+1 > MaxName {
 				// RFC 1035 §3.1: 255 octets at most, the root's
 				// included (dns.UnpackDomainName refuses it too).
-				return "", false
+				return dst[:n0], false
 			}
-			if n == 0 {
-				return ".", true
+			if len(dst) == n0 {
+				return append(dst, '.'), true
 			}
-			return string(buf[:n]), true
-		case l > 63 || i+1+l > len(name) || n+l+1 > len(buf):
-			return "", false
+			return dst, true
+		case l > 63 || i+1+l > len(name) || len(dst)-n0+l+1 > MaxName:
+			return dst[:n0], false
 		}
 		for _, c := range name[i+1 : i+1+l] {
 			if escaped[c] {
 				s, _, err := dns.UnpackDomainName(name, 0)
-				return s, err == nil
+				if err != nil {
+					return dst[:n0], false
+				}
+				return append(dst[:n0], s...), true
 			}
 		}
-		n += copy(buf[n:], name[i+1:i+1+l])
-		buf[n] = '.'
-		n++
+		dst = append(append(dst, name[i+1:i+1+l]...), '.')
 		i += 1 + l
 	}
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // TestNameText: NameText writes what dns.UnpackDomainName writes, escapes
-// included, and refuses what is not a whole uncompressed name.
+// included, and refuses what is not a whole uncompressed name;
+// AppendNameText appends the same after what its buffer holds, and
+// leaves that alone when it refuses.
 func TestNameText(t *testing.T) {
 	for _, name := range [][]byte{
 		{0},
@@ -27,6 +29,9 @@ func TestNameText(t *testing.T) {
 		if got, ok := NameText(name); !ok || got != want {
 			t.Errorf("%q: %q %v, want %q", name, got, ok, want)
 		}
+		if got, ok := AppendNameText([]byte("x"), name); !ok || string(got) != "x"+want {
+			t.Errorf("%q: AppendNameText %q %v, want %q", name, got, ok, "x"+want)
+		}
 	}
 	for _, bad := range [][]byte{
 		nil,
@@ -38,6 +43,14 @@ func TestNameText(t *testing.T) {
 		if got, ok := NameText(bad); ok {
 			t.Errorf("%q: %q, want false", bad, got)
 		}
+		if got, ok := AppendNameText([]byte("x"), bad); ok || string(got) != "x" {
+			t.Errorf("%q: AppendNameText %q %v, want \"x\", false", bad, got, ok)
+		}
+	}
+	buf := make([]byte, 0, MaxName)
+	name := []byte("\x03www\x07example\x03tld\x00")
+	if n := testing.AllocsPerRun(100, func() { buf, _ = AppendNameText(buf[:0], name) }); n != 0 {
+		t.Errorf("AppendNameText with room: %v allocations", n)
 	}
 }
 
