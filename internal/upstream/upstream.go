@@ -189,9 +189,7 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, server netip.
 	if err != nil || m.Truncated {
 		// RFC 7766 §5: a truncated UDP answer is asked again over TCP.
 		rep.TCP = true
-		tcpCtx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		return exchangeTCP(tcpCtx, server, q, h)
+		return exchangeTCP(ctx, deadline, server, q, h)
 	}
 	return m, nil
 }
@@ -297,8 +295,13 @@ func (h header) accept(r *reader, p []byte, whole bool, id uint16, q dns.Questio
 }
 
 // exchangeTCP asks over a new TCP connection (RFC 7766), framed by
-// miekg/dns's Conn; the answer must pass the same checks as over UDP.
-func exchangeTCP(ctx context.Context, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
+// miekg/dns's Conn, before deadline; the answer must pass the same checks
+// as over UDP. The deadline's context is made here rather than in
+// exchange, whose frame is above a UDP answer's parse, at the bottom of a
+// resolution's deepest call.
+func exchangeTCP(ctx context.Context, deadline time.Time, server netip.AddrPort, q dns.Question, h header) (*dns.Msg, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	dc := dns.Client{Net: "tcp"}
 	co, err := dc.DialContext(ctx, server.String())
 	if err != nil {

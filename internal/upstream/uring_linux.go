@@ -425,6 +425,12 @@ func (r *ring) finish(i uint32) {
 	r.closing = append(r.closing, i)
 }
 
+// deadErr is the error of a query the ring failed under, once r.dead is
+// closed.
+func (r *ring) deadErr() error {
+	return fmt.Errorf("%w: %w", errRingDead, r.err)
+}
+
 // fail marks the ring as no longer working: the queries waiting on it
 // stop, and no more is submitted. Its memory is kept (the caller keeps
 // the ring): requests already submitted may still write into it.
