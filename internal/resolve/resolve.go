@@ -861,67 +861,37 @@ type delegation struct {
 // note is the minimisation note of the steps (Step.Minimisation).
 func (ru *run) ask(ctx context.Context, zone string, servers []Server, name string, qtype uint16, note string, depth int) (*dns.Msg, *delegation, error) {
 	q := dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET}
-	// Why servers were passed over, for the error: in full, and in a
-	// few words for its EDE's EXTRA-TEXT.
-	var why, brief []string
-	// unreached is true while every server passed over was reported
-	// unreachable by the network (the failure's EDE is Network Error).
-	unreached := true
-	// answered is set when a server answered, unusably.
-	answered := false
-	var retries []target
-	// try asks one address; done is true when the answer or the error
-	// ends ask.
-	try := func(t target) (m *dns.Msg, next *delegation, err error, done bool) {
-		m, next, err = ru.query(ctx, zone, t, q, note, depth)
-		switch {
-		case err == nil || fatal(err):
-			return m, next, err, true
-		case errors.Is(err, errUnreachable) && !t.retry:
-			t.retry = true
-			retries = append(retries, t)
-		}
-		if se, ok := errors.AsType[*serverError](err); ok {
-			brief = append(brief, se.brief())
-		} else {
-			brief = append(brief, err.Error())
-		}
-		unreached = unreached && networkError(err)
-		answered = answered || errors.Is(err, errLame)
-		why = append(why, err.Error())
-		return nil, nil, nil, false
-	}
-	passOver := func(reason, short string) {
-		unreached = false
-		why = append(why, reason)
-		if short != "" {
-			brief = append(brief, short)
-		}
-	}
+	a := asking{unreached: true}
 	// The targets, each address once, on the stack for the usual few
 	// (a map of those tried was a third of ask's frame; choose sorts
 	// them in place): first those of servers with addresses, then, in
-	// turn, each NS name's resolved.
+	// turn, each NS name's resolved. Each is asked where it is, not
+	// copied: ask's frame is above each query's, on a resolution's
+	// deepest call.
 	var buf [4]target
 	all := buf[:0]
-	for _, s := range servers {
-		for _, a := range s.Addrs {
-			if !ru.r.asks(a) {
-				passOver(fmt.Sprintf("%s (%s) not asked: %s", s.Name, a, ru.r.familyOff(a)), ru.r.familyOff(a))
+	for i := range servers {
+		s := &servers[i]
+		for _, addr := range s.Addrs {
+			if !ru.r.asks(addr) {
+				a.notAsked(s.Name, addr, ru.r.familyOff(addr))
 				continue
 			}
-			if !tried(all, a, s.Port) {
-				all = append(all, target{name: s.Name, why: s.Why, addr: a, port: s.Port, recursive: s.Recursive})
+			if !tried(all, addr, s.Port) {
+				all = append(all, target{name: s.Name, why: s.Why, addr: addr, port: s.Port, recursive: s.Recursive})
 			}
 		}
 	}
-	for _, t := range ru.choose(zone, all, passOver) {
-		if m, next, err, done := try(t); done {
+	ts := ru.choose(zone, all, a.passOver)
+	for i := range ts {
+		m, next, err := ru.query(ctx, zone, &ts[i], q, note, depth)
+		if a.settle(&ts[i], err) {
 			return m, next, err
 		}
 	}
 	resolved := 0
-	for _, s := range servers {
+	for i := range servers {
+		s := &servers[i]
 		if len(s.Addrs) > 0 {
 			continue
 		}
@@ -929,15 +899,10 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 		case subDomain(zone, s.Name):
 			// Its address is in the zone it serves and did not come as
 			// glue: asking for it would ask the zone itself.
-			passOver(s.Name+" has no glue", s.Name+" no glue")
+			a.passOver(s.Name+" has no glue", s.Name+" no glue")
 			continue
-		case resolved >= ru.r.limits.NSNames:
-			passOver(fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", s.Name, ru.r.limits.NSNames), "")
-			ru.hit(fmt.Sprintf("limit of %d NS names per delegation", ru.r.limits.NSNames))
-			continue
-		case depth >= ru.r.limits.Depth:
-			passOver(fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", s.Name, depth), "")
-			ru.hit(fmt.Sprintf("sub-resolutions nested %d deep", depth))
+		case resolved >= ru.r.limits.NSNames || depth >= ru.r.limits.Depth:
+			ru.notResolved(&a, s.Name, resolved, depth)
 			continue
 		}
 		resolved++
@@ -950,16 +915,16 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 				if fatal(err) {
 					return nil, nil, err
 				}
-				passOver(err.Error(), s.Name+" "+briefNS(err))
+				a.passOver(err.Error(), s.Name+" "+briefNS(err))
 				if _, ok := errors.AsType[noData](err); !ok {
 					break // the name does not exist, or cannot be resolved
 				}
 				continue
 			}
 			from := len(all)
-			for _, a := range addrs {
-				if !tried(all, a, 0) {
-					t := target{name: s.Name, addr: a}
+			for _, addr := range addrs {
+				if !tried(all, addr, 0) {
+					t := target{name: s.Name, addr: addr}
 					if ru.r.trace != nil {
 						// Only the trace shows it.
 						t.why = "address of " + s.Name + " resolved"
@@ -967,8 +932,10 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 					all = append(all, t)
 				}
 			}
-			for _, t := range ru.choose(zone, all[from:], passOver) {
-				if m, next, err, done := try(t); done {
+			ts := ru.choose(zone, all[from:], a.passOver)
+			for i := range ts {
+				m, next, err := ru.query(ctx, zone, &ts[i], q, note, depth)
+				if a.settle(&ts[i], err) {
 					return m, next, err
 				}
 			}
@@ -977,17 +944,100 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 	// One more try of the servers that did not answer: a lost datagram
 	// must not fail the resolution. Those that have now backed off are
 	// passed over.
-	for _, t := range ru.choose(zone, retries, passOver) {
-		if m, next, err, done := try(t); done {
+	ts = ru.choose(zone, a.retries, a.passOver)
+	for i := range ts {
+		m, next, err := ru.query(ctx, zone, &ts[i], q, note, depth)
+		if a.settle(&ts[i], err) {
 			return m, next, err
 		}
 	}
+	return nil, nil, a.failure(name, zone)
+}
+
+// asking is what ask learns of the servers it passes over, for its
+// error, and those to try again.
+type asking struct {
+	// why servers were passed over: in full, and in a few words for the
+	// error's EDE EXTRA-TEXT (brief).
+	why, brief []string
+	// unreached is true while every server passed over was reported
+	// unreachable by the network (the failure's EDE is Network Error).
+	unreached bool
+	// answered is set when a server answered, unusably.
+	answered bool
+	// retries are the targets that did not answer, for one more try.
+	retries []target
+}
+
+// passOver notes a server passed over without a query.
+func (a *asking) passOver(reason, short string) {
+	a.unreached = false
+	a.why = append(a.why, reason)
+	if short != "" {
+		a.brief = append(a.brief, short)
+	}
+}
+
+// settle takes err, what came of asking t: true when it ends ask (an
+// answer or referral, or an error that ends the resolution); otherwise t
+// is noted as passed over, and kept for one more try when it did not
+// answer. Not inlined: ask's frame, above each query's, would hold its
+// locals.
+//
+//go:noinline
+func (a *asking) settle(t *target, err error) bool {
+	switch {
+	case err == nil || fatal(err):
+		return true
+	case errors.Is(err, errUnreachable) && !t.retry:
+		again := *t
+		again.retry = true
+		a.retries = append(a.retries, again)
+	}
+	if se, ok := errors.AsType[*serverError](err); ok {
+		a.brief = append(a.brief, se.brief())
+	} else {
+		a.brief = append(a.brief, err.Error())
+	}
+	a.unreached = a.unreached && networkError(err)
+	a.answered = a.answered || errors.Is(err, errLame)
+	a.why = append(a.why, err.Error())
+	return false
+}
+
+// notAsked passes over the address addr of server name, of a family
+// turned off (why).
+//
+//go:noinline
+func (a *asking) notAsked(name string, addr netip.Addr, why string) {
+	a.passOver(fmt.Sprintf("%s (%s) not asked: %s", name, addr, why), why)
+}
+
+// notResolved passes over the NS name name, whose addresses would be
+// resolved but for a limit: Limits.NSNames (resolved already), or
+// Limits.Depth (depth).
+//
+//go:noinline
+func (ru *run) notResolved(a *asking, name string, resolved, depth int) {
+	if resolved >= ru.r.limits.NSNames {
+		a.passOver(fmt.Sprintf("%s not resolved: limit of %d NS names per delegation", name, ru.r.limits.NSNames), "")
+		ru.hit(fmt.Sprintf("limit of %d NS names per delegation", ru.r.limits.NSNames))
+		return
+	}
+	a.passOver(fmt.Sprintf("%s not resolved: sub-resolutions nested %d deep", name, depth), "")
+	ru.hit(fmt.Sprintf("sub-resolutions nested %d deep", depth))
+}
+
+// failure is ask's error when no server of zone answered name usefully.
+//
+//go:noinline
+func (a *asking) failure(name, zone string) error {
 	reason := NoReachableAuthority
-	if unreached && len(why) > 0 {
+	if a.unreached && len(a.why) > 0 {
 		reason = NetworkError
 	}
-	return nil, nil, &Error{Reason: reason, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(why, "; "),
-		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(brief), ", "), answered: answered}
+	return &Error{Reason: reason, Name: name, Detail: "no server of " + zone + " answered usefully: " + strings.Join(a.why, "; "),
+		Summary: "no server of " + zone + " answered usefully: " + strings.Join(unique(a.brief), ", "), answered: a.answered}
 }
 
 // tried reports whether ts hold a target for address a on port.
@@ -1109,7 +1159,7 @@ func briefNS(err error) string {
 // query asks one server and sorts its answer: a final answer (nil
 // delegation), a referral, or an error when the server is lame or does
 // not answer.
-func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question, note string, depth int) (*dns.Msg, *delegation, error) {
+func (ru *run) query(ctx context.Context, zone string, t *target, q dns.Question, note string, depth int) (*dns.Msg, *delegation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, ru.timeout(q.Name)
 	}
@@ -1123,11 +1173,15 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		}
 	}
 	if ru.queries >= ru.r.limits.Queries {
-		return nil, nil, &Error{Reason: QueryLimit, Name: q.Name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
+		return nil, nil, ru.queryLimit(q.Name)
 	}
 	ru.queries++
-	st := Step{Depth: depth, Question: q, Zone: zone, ServerName: t.name, Server: t.server(ru.r.port), Why: t.why,
-		Selection: t.sel, Passed: t.passed, Minimisation: note, Recursive: t.recursive}
+	// Field by field: a composite literal was built in a temporary of
+	// its own, as large again in query's frame.
+	var st Step
+	st.Depth, st.Question, st.Zone, st.Minimisation = depth, q, zone, note
+	st.ServerName, st.Server, st.Why, st.Recursive = t.name, t.server(ru.r.port), t.why, t.recursive
+	st.Selection, st.Passed = t.sel, t.passed
 	if t.retry && ru.r.trace != nil {
 		st.Why += ", asked again"
 	}
@@ -1156,10 +1210,10 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 		}
 	}
 	if se != nil {
-		st.Outcome = fmt.Sprintf("%v: %v", se.kind, se.err)
+		st.Outcome = se.outcome()
 	}
 	if ru.r.trace != nil {
-		ru.r.trace(st)
+		ru.traceStep(&st)
 	}
 	if se != nil {
 		if ctx.Err() != nil {
@@ -1169,6 +1223,31 @@ func (ru *run) query(ctx context.Context, zone string, t target, q dns.Question,
 	}
 	ru.learn(m, zone, q, next)
 	return m, next, nil
+}
+
+// queryLimit is the error of a query beyond Limits.Queries, for name.
+// query's cold paths (queryLimit, outcome, traceStep) are functions of
+// their own, not inlined: their locals, in query's frame, would be above
+// the exchange's, on a resolution's deepest call.
+//
+//go:noinline
+func (ru *run) queryLimit(name string) error {
+	return &Error{Reason: QueryLimit, Name: name, Detail: fmt.Sprintf("more than %d upstream queries", ru.r.limits.Queries)}
+}
+
+// outcome is the Step.Outcome of a server passed over.
+//
+//go:noinline
+func (e *serverError) outcome() string {
+	return fmt.Sprintf("%v: %v", e.kind, e.err)
+}
+
+// traceStep hands st to the trace hook (a copy: the Step passed by value
+// was as large again in the caller's frame).
+//
+//go:noinline
+func (ru *run) traceStep(st *Step) {
+	ru.r.trace(*st)
 }
 
 // randomCase returns name with each letter's case drawn at random
