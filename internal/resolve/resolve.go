@@ -521,7 +521,11 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 	rs := &resultSpace{}
 	res := &rs.Result
 	res.Answer = rs.answer[:0]
-	seen := map[string]bool{name: true}
+	// The names of the chain so far, for its loops and its limit, on
+	// the stack for a short chain: a map literal was 200 bytes of
+	// resolve's frame, which is above each query's.
+	var seenBuf [4]string
+	seen := append(seenBuf[:0], name)
 	for {
 		m, zone, err := ru.iterate(ctx, name, qtype, depth)
 		if err != nil {
@@ -567,13 +571,10 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 				break
 			}
 			// A DNAME redirection is a link of the chain as a CNAME is.
-			if len(seen) > ru.r.limits.CNAMEs {
-				return nil, &Error{Reason: CNAMELimit, Name: name, Detail: fmt.Sprintf("a chain of more than %d CNAME and DNAME links", ru.r.limits.CNAMEs)}
+			if err := ru.chainEnds(seen, name, target); err != nil {
+				return nil, err
 			}
-			if seen[target] {
-				return nil, &Error{Reason: CNAMELoop, Name: name, Detail: "the CNAME chain comes back to " + target}
-			}
-			seen[target] = true
+			seen = append(seen, target)
 			cur = target
 		}
 		// RFC 6604 §2.1: the rcode is about the last name of the chain;
@@ -599,6 +600,21 @@ func (ru *run) resolve(ctx context.Context, name string, qtype uint16, depth int
 		res.Authority = append(res.Authority, proof(m.Ns)...)
 		name = cur
 	}
+}
+
+// chainEnds is the error of a CNAME chain of name whose next link,
+// target, would go beyond Limits.CNAMEs or back to a name of the chain
+// seen, or nil.
+//
+//go:noinline
+func (ru *run) chainEnds(seen []string, name, target string) error {
+	if len(seen) > ru.r.limits.CNAMEs {
+		return &Error{Reason: CNAMELimit, Name: name, Detail: fmt.Sprintf("a chain of more than %d CNAME and DNAME links", ru.r.limits.CNAMEs)}
+	}
+	if slices.Contains(seen, target) {
+		return &Error{Reason: CNAMELoop, Name: name, Detail: "the CNAME chain comes back to " + target}
+	}
+	return nil
 }
 
 // resultSpace is a Result with room for an answer's first record in the
@@ -762,11 +778,19 @@ func (ru *run) iterate(ctx context.Context, name string, qtype uint16, depth int
 			return m, zone, nil
 		}
 		if referrals++; referrals > ru.r.limits.Referrals {
-			return nil, "", &Error{Reason: ReferralLimit, Name: name, Detail: fmt.Sprintf("more than %d referrals", ru.r.limits.Referrals)}
+			return nil, "", ru.referralLimit(name)
 		}
 		zone, servers = next.zone, next.servers
 		min.reset(zone)
 	}
+}
+
+// referralLimit is the error of a resolution of name beyond
+// Limits.Referrals. Not inlined, as query's cold paths are not.
+//
+//go:noinline
+func (ru *run) referralLimit(name string) error {
+	return &Error{Reason: ReferralLimit, Name: name, Detail: fmt.Sprintf("more than %d referrals", ru.r.limits.Referrals)}
 }
 
 // minimised is the note (Step.Minimisation) of a minimised question.
@@ -878,7 +902,7 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 				continue
 			}
 			if !tried(all, addr, s.Port) {
-				all = append(all, target{name: s.Name, why: s.Why, addr: addr, port: s.Port, recursive: s.Recursive})
+				all = appendTarget(all, s.Name, s.Why, addr, s.Port, s.Recursive)
 			}
 		}
 	}
@@ -922,14 +946,14 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 				continue
 			}
 			from := len(all)
+			why := ""
+			if ru.r.trace != nil {
+				// Only the trace shows it.
+				why = "address of " + s.Name + " resolved"
+			}
 			for _, addr := range addrs {
 				if !tried(all, addr, 0) {
-					t := target{name: s.Name, addr: addr}
-					if ru.r.trace != nil {
-						// Only the trace shows it.
-						t.why = "address of " + s.Name + " resolved"
-					}
-					all = append(all, t)
+					all = appendTarget(all, s.Name, why, addr, 0, false)
 				}
 			}
 			ts := ru.choose(zone, all[from:], a.passOver)
@@ -952,6 +976,15 @@ func (ru *run) ask(ctx context.Context, zone string, servers []Server, name stri
 		}
 	}
 	return nil, nil, a.failure(name, zone)
+}
+
+// appendTarget appends to ts the target of server name at addr and port.
+// Not inlined: the target, built in a temporary, would be in ask's frame
+// twice over (104 bytes each), above each query's.
+//
+//go:noinline
+func appendTarget(ts []target, name, why string, addr netip.Addr, port uint16, recursive bool) []target {
+	return append(ts, target{name: name, why: why, addr: addr, port: port, recursive: recursive})
 }
 
 // asking is what ask learns of the servers it passes over, for its
