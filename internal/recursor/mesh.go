@@ -421,14 +421,16 @@ func (m *mesh) prefetch(a asked, query []byte, limit int, to mailTo) bool {
 // top of m.idle), so that at a steady load the same few take every job
 // and those a burst started, not needed since, wait resolverIdle without
 // one and end, their stacks given back (a resolving goroutine's stack
-// grows to 16 KiB: a resolution of one upstream query reaches about 9.3
-// KiB deep, one that resolves an NS name first 12.5; resolve's
-// TestStackUse). BenchmarkMix's replay starts with 100 resolutions at
-// once and then has about 35 at a time; when each waiting goroutine was
-// handed the next job in turn, all 100 lived on to its end. The bench's
+// stays in the 8 KiB it starts with through a resolution of one upstream
+// query, about 6.2 KiB deep below Resolve, and grows to 16 KiB through
+// one that resolves an NS name first, 8.7 KiB; resolve's TestStackUse).
+// BenchmarkMix's replay starts with 100 resolutions at once and then has
+// about 35 at a time; when each waiting goroutine was handed the next job
+// in turn, all 100 lived on to its end. The bench's
 // res-mix (its authorities on the generator's CPU, slower to answer)
 // keeps about 100 in flight to the end of its replay (92-117 goroutines,
-// 2.0-2.2 MB of stacks, scraped from the metrics listener): there the
+// 2.0-2.3 MB of stacks at their peak, 1.6 MB once a one-query resolution
+// fitted 8 KiB (ec41f49), scraped from the metrics listener): there the
 // goroutines are needed, and end 200 ms after it rather than 2 s.
 func (m *mesh) start(q question, refresh bool) {
 	j := job{q, refresh}
