@@ -18,20 +18,39 @@ import (
 type notifying struct {
 	n *notify.Notifier
 	// targets are each zone's addresses to notify (by canonical origin),
-	// replaced whole on a reload.
-	targets atomic.Pointer[map[string][]notify.Target]
+	// replaced whole on a reload, one zone's changed for a zone added or
+	// removed at run time (setZone).
+	targets atomic.Pointer[zone.ByOrigin[[]notify.Target]]
 }
 
 // setTargets takes the notify lists of cfg; keys are its TSIG keys.
 func (nf *notifying) setTargets(cfg *config.Config, keys *tsig.Keyring) {
 	m := make(map[string][]notify.Target)
-	for _, zc := range cfg.Zones {
-		origin := dns.CanonicalName(zc.Origin)
-		eachRemoteAddr(cfg, zc.Notify, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
-			m[origin] = append(m[origin], notify.Target{Remote: remote, Addr: ap, Key: key})
-		})
+	for i := range cfg.Zones {
+		m[dns.CanonicalName(cfg.Zones[i].Origin)] = zoneTargets(cfg, &cfg.Zones[i], keys)
 	}
-	nf.targets.Store(&m)
+	nf.targets.Store((*zone.ByOrigin[[]notify.Target])(nil).With(m, noTargets))
+}
+
+// setZone makes the notify list of the zone origin (canonical) targets
+// (none: no list), sharing every other zone's with the list before:
+// one zone's cost for a zone added or removed at run time. Only the
+// main loop writes the targets.
+func (nf *notifying) setZone(origin string, targets []notify.Target) {
+	nf.targets.Store(nf.targets.Load().With(map[string][]notify.Target{origin: targets}, noTargets))
+}
+
+// noTargets reports whether a zone's notify list is empty: no entry.
+func noTargets(ts []notify.Target) bool { return len(ts) == 0 }
+
+// zoneTargets returns the addresses zc, a zone of cfg, notifies, with
+// their keys; keys are cfg's TSIG keys.
+func zoneTargets(cfg *config.Config, zc *config.Zone, keys *tsig.Keyring) []notify.Target {
+	var ts []notify.Target
+	eachRemoteAddr(cfg, zc.Notify, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
+		ts = append(ts, notify.Target{Remote: remote, Addr: ap, Key: key})
+	})
+	return ts
 }
 
 // eachRemoteAddr calls fn with every address of the remotes names (in
@@ -84,7 +103,7 @@ func (nf *notifying) changed(origin string, z *zone.Zone) {
 // send starts the NOTIFYs of z's serial to the zone's notify list and
 // returns the addresses, or why there is nothing to send.
 func (nf *notifying) send(origin string, z *zone.Zone) ([]string, error) {
-	targets := (*nf.targets.Load())[dns.CanonicalName(origin)]
+	targets, _ := nf.targets.Load().Get(dns.CanonicalName(origin))
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("zone %s: no notify list (notify in its [[zone]] table)", origin)
 	}

@@ -14,15 +14,20 @@ import (
 // addresses and keys; keys are cfg's TSIG keys.
 func secondaryZones(cfg *config.Config, keys *tsig.Keyring) []secondary.Zone {
 	var out []secondary.Zone
-	for _, zc := range cfg.Zones {
-		if !zc.Secondary() {
-			continue
+	for i := range cfg.Zones {
+		if cfg.Zones[i].Secondary() {
+			out = append(out, secondaryZone(cfg, &cfg.Zones[i], keys))
 		}
-		z := secondary.Zone{Origin: dns.CanonicalName(zc.Origin), File: zc.File}
-		eachRemoteAddr(cfg, zc.Primary, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
-			z.Primaries = append(z.Primaries, secondary.Primary{Remote: remote, Addr: ap, Key: key})
-		})
-		out = append(out, z)
 	}
 	return out
+}
+
+// secondaryZone is zc, a secondary zone of cfg, with its primaries'
+// addresses and keys.
+func secondaryZone(cfg *config.Config, zc *config.Zone, keys *tsig.Keyring) secondary.Zone {
+	z := secondary.Zone{Origin: dns.CanonicalName(zc.Origin), File: zc.File}
+	eachRemoteAddr(cfg, zc.Primary, keys, func(remote string, ap netip.AddrPort, key *tsig.Key) {
+		z.Primaries = append(z.Primaries, secondary.Primary{Remote: remote, Addr: ap, Key: key})
+	})
+	return z
 }

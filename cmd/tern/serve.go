@@ -279,6 +279,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		rl.ntas, rl.flush = cfg.Resolver.NegativeTrustAnchors, rec.Flush
 	}
 	defer rl.notify.n.Close()
+	rl.access = access
 	rl.notify.setTargets(cfg, access.Keys)
 	defer rl.closeSecondaries()
 	demo := len(cfg.Zones) == 0 && !resolverOnly
@@ -725,7 +726,10 @@ type reloader struct {
 	publish func(*zone.Set)
 	// setAccess publishes the TSIG keys and zone ACLs, setJournals
 	// where IXFR finds the zones' differences.
-	setAccess   func(*auth.Access)
+	setAccess func(*auth.Access)
+	// access is the Access last given to setAccess, that an added or
+	// removed zone's ACL is set in (applyZone).
+	access      *auth.Access
 	setJournals func(auth.Journals)
 	// onNotify sets what an accepted NOTIFY does, onUpdate an accepted
 	// UPDATE.
@@ -908,18 +912,16 @@ func newAccess(cfg *config.Config) (*auth.Access, error) {
 	for i, k := range cfg.Keys {
 		keys[i] = tsig.Key{Name: k.Name, Algorithm: k.Algorithm, Secret: k.Secret}
 	}
-	a := &auth.Access{Keys: tsig.NewKeyring(keys), ACLs: make(map[string]acl.List)}
+	acls := make(map[string]acl.List)
 	for i := range cfg.Zones {
 		z := &cfg.Zones[i]
 		l, err := cfg.ZoneACL(z)
 		if err != nil {
 			return nil, err
 		}
-		if len(l) > 0 {
-			a.ACLs[dns.CanonicalName(z.Origin)] = l
-		}
+		acls[dns.CanonicalName(z.Origin)] = l
 	}
-	return a, nil
+	return &auth.Access{Keys: tsig.NewKeyring(keys), ACLs: auth.NewACLs(acls)}, nil
 }
 
 // restartChange is a setting whose new value needs a restart.

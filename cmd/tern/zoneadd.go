@@ -11,8 +11,10 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/config"
 	"github.com/tern-dns/tern/internal/durable"
+	"github.com/tern-dns/tern/internal/notify"
 	"github.com/tern-dns/tern/internal/zonedb"
 )
 
@@ -82,17 +84,50 @@ func (rl *reloader) effective(cfg *config.Config) *config.Config {
 }
 
 // apply makes the access rules, NOTIFY targets and secondary zones
-// those of eff.
+// those of eff, made from every zone (a reload; applyZone changes one
+// zone's).
 func (rl *reloader) apply(eff *config.Config) error {
 	access, err := newAccess(eff)
 	if err != nil {
 		return err
 	}
 	rl.setAccess(access)
+	rl.access = access
 	rl.notify.setTargets(eff, access.Keys)
 	if rl.secondaries != nil {
 		rl.secondaries.Set(secondaryZones(eff, access.Keys))
 	}
+	return nil
+}
+
+// applyZone makes the access rules and NOTIFY targets of zc, one zone,
+// what its settings give (gone: none, the zone removed), sharing every
+// other zone's with the versions published: what apply makes from
+// every zone, for one zone's cost (TestZoneAddIncremental compares
+// them).
+func (rl *reloader) applyZone(zc *config.Zone, gone bool) error {
+	origin := dns.CanonicalName(zc.Origin)
+	var l acl.List
+	if !gone {
+		var err error
+		if l, err = rl.current.ZoneACL(zc); err != nil {
+			return err
+		}
+	}
+	if rl.access == nil {
+		a, err := newAccess(rl.effective(rl.current))
+		if err != nil {
+			return err
+		}
+		rl.access = a
+	}
+	rl.access = rl.access.WithACL(origin, l)
+	rl.setAccess(rl.access)
+	var targets []notify.Target
+	if !gone {
+		targets = zoneTargets(rl.current, zc, rl.access.Keys)
+	}
+	rl.notify.setZone(origin, targets)
 	return nil
 }
 
@@ -103,7 +138,10 @@ func (rl *reloader) apply(eff *config.Config) error {
 // pausing the other zones, and kept (across reloads and, stored under
 // server.data-dir, restarts) until removeZone. A secondary's file
 // defaults to data-dir/ORIGINzone. A zone served already, or one that
-// does not load, is an error and changes nothing.
+// does not load, is an error and changes nothing. Its rules and its
+// catalog's members are changed for it alone (applyZone, setMember):
+// the cost of an add does not grow with the zones served but for the
+// shards of the copy-on-write maps (zone.ByOrigin) and its catalog.
 func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	zc.Origin = dns.CanonicalName(dns.Fqdn(zc.Origin))
 	if zc.Secondary() {
@@ -118,36 +156,35 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	if err := rl.current.CheckAdd(&zc, zones); err != nil {
 		return fmt.Errorf("zone %s: %w", zc.Origin, err)
 	}
-	eff := rl.effective(rl.current)
-	eff.Zones = append(eff.Zones, zc)
 	if rl.mgr == nil {
 		rl.mgr = rl.newManager(rl.current)
 		go rl.mgr.Run(rl.ctx)
 	}
 	// The zone's ACL and NOTIFY list hold from its first answer.
-	if err := rl.apply(eff); err != nil {
+	if err := rl.applyZone(&zc, false); err != nil {
 		return err
 	}
 	if err := rl.mgr.AddZone(ctx, zc); err != nil {
-		_ = rl.apply(rl.effective(rl.current))
+		_ = rl.applyZone(&zc, true)
 		return err
 	}
 	rl.keepAdded(zc)
 	rl.keepMember(zc.Origin)
 	delete(rl.removed, zc.Origin)
-	if rl.secondaries != nil {
-		// Set before the zone was served, its first refresh found no
-		// zone to run in: started again, now that it is served.
+	if rl.secondaries != nil && zc.Secondary() {
+		// Its first refresh, now that it is served (one started before
+		// would find no zone to run in).
 		rl.secondaries.Remove(zc.Origin)
+		rl.secondaries.Add(secondaryZone(rl.current, &zc, rl.access.Keys))
 	}
-	_ = rl.apply(eff) // its refresh, now that it is served
 	rl.saveAdded()
-	rl.reloadCatalogs(ctx)
+	rl.remakeCatalogs(ctx, rl.setMember(&zc, false))
 	return nil
 }
 
 // removeZone stops serving the zone origin: one added at run time for
-// good, a configured one until the next reload.
+// good, a configured one until the next reload (its rules stay, as
+// the effective configuration still names it; it leaves its catalog).
 func (rl *reloader) removeZone(origin string) error {
 	origin = dns.CanonicalName(dns.Fqdn(origin))
 	if rl.mgr == nil {
@@ -159,18 +196,28 @@ func (rl *reloader) removeZone(origin string) error {
 	if err := rl.mgr.RemoveZone(origin); err != nil && (i < 0 || !errors.Is(err, zonedb.ErrNoZone)) {
 		return err
 	}
+	var zc *config.Zone
+	var err error
 	if i >= 0 {
+		added := rl.added[i]
+		zc = &added
 		if rl.zones != nil {
 			rl.zones.Remove(&rl.added[i])
 		}
 		rl.added = slices.Delete(rl.added, i, i+1)
 		rl.saveAdded()
+		err = rl.applyZone(zc, true)
+		if rl.secondaries != nil {
+			rl.secondaries.Remove(origin)
+		}
 	} else {
 		// Configured: out of its catalog until the next reload.
 		rl.removed[origin] = true
+		zc = rl.zoneIndex().Zone(origin)
 	}
-	err := rl.apply(rl.effective(rl.current))
-	rl.reloadCatalogs(context.Background())
+	if zc != nil {
+		rl.remakeCatalogs(context.Background(), rl.setMember(zc, true))
+	}
 	return err
 }
 

@@ -144,7 +144,7 @@ func TestIXFR(t *testing.T) {
 	v1, v2, v3 := ixfrVersion(t, 1, 0), ixfrVersion(t, 2, 0), ixfrVersion(t, 3, 600)
 	serve := func(z *zone.Zone, j *journal.Journal) *Responder {
 		r := New(zone.NewSet(z), Options{})
-		r.SetAccess(&Access{ACLs: map[string]acl.List{"ixfr.test.": {{Name: "any", Actions: acl.Transfer}}}})
+		r.SetAccess(&Access{ACLs: NewACLs(map[string]acl.List{"ixfr.test.": {{Name: "any", Actions: acl.Transfer}}})})
 		if j != nil {
 			r.SetJournals(oneJournal{j})
 		}
@@ -213,7 +213,7 @@ func TestTransferUnchainedNSEC3(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(zone.NewSet(z), Options{})
-	r.SetAccess(&Access{ACLs: map[string]acl.List{"ixfr.test.": {{Name: "any", Actions: acl.Transfer}}}})
+	r.SetAccess(&Access{ACLs: NewACLs(map[string]acl.List{"ixfr.test.": {{Name: "any", Actions: acl.Transfer}}})})
 	m := query("ixfr.test.", dns.TypeAXFR)
 	pkt, _ := m.Pack()
 	res := transfer(t, r, pkt, "127.0.0.1:5353", true)

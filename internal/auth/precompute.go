@@ -55,8 +55,8 @@ type block struct {
 
 // publish prepares the zones of set, reusing what old (nil at first)
 // prepared for the zones it shares with set: a shard of set that old's
-// set holds too is taken whole (when the Access is the same), so that
-// the cost of a publication is that of the shards changed.
+// set holds too is taken whole (when its query ACLs are the same), so
+// that the cost of a publication is that of the shards changed.
 // Each zone gets the query ACL the Access being served gives it.
 func (r *Responder) publish(set *zone.Set, old *published) *published {
 	access := r.access.Load()
@@ -66,7 +66,7 @@ func (r *Responder) publish(set *zone.Set, old *published) *published {
 	// thousand zones).
 	var s *Scratch
 	for i := range zone.SetShards {
-		if old != nil && old.access == access && set.SameShard(old.set, i) {
+		if old != nil && old.access.queryShard(access, i) && set.SameShard(old.set, i) {
 			p.zones[i] = old.zones[i]
 			continue
 		}
@@ -94,6 +94,22 @@ func (r *Responder) publish(set *zone.Set, old *published) *published {
 		p.zones[i] = m
 	}
 	return p
+}
+
+// queryShard reports whether a and b give the zones of shard i the same
+// query ACLs (nil has none).
+func (a *Access) queryShard(b *Access, i int) bool {
+	if a == b {
+		return true
+	}
+	var x, y *zone.ByOrigin[*acl.Table]
+	if a != nil {
+		x = a.query
+	}
+	if b != nil {
+		y = b.query
+	}
+	return x.SameShard(y, i)
 }
 
 // zone returns p's served z, or nil (also when p is nil).

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/tern-dns/tern/internal/acl"
 	"github.com/tern-dns/tern/internal/server"
 	"github.com/tern-dns/tern/internal/tsig"
+	"github.com/tern-dns/tern/internal/zone"
 )
 
 // queryACLResponder serves example.test, queried only from 192.0.2.0/24
@@ -20,13 +22,13 @@ func queryACLResponder(t testing.TB) *Responder {
 	r := testResponder(t, Options{})
 	r.SetAccess(&Access{
 		Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}}),
-		ACLs: map[string]acl.List{
+		ACLs: NewACLs(map[string]acl.List{
 			"example.test.": {
 				{Name: "clients", Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}, Actions: acl.Query},
 				{Name: "xfr", Prefixes: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}, Actions: acl.Transfer},
 			},
 			"child.example.test.": {{Name: "xfr", Actions: acl.Transfer}},
-		},
+		}),
 	})
 	return r
 }
@@ -160,4 +162,73 @@ func BenchmarkAnswerQueryACL(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestQueryACLWithACL: an Access made from the one served by changing
+// one zone's ACL (Access.WithACL, a zone added or removed at run time)
+// gives that zone its new query ACL and keeps the others', with the
+// query ACLs SetAccess compiled for that shard alone equal to those it
+// compiles for a whole Access, and the zones of the other shards kept
+// as they were prepared.
+func TestQueryACLWithACL(t *testing.T) {
+	r := queryACLResponder(t)
+	rcode := func(client, qname string) int {
+		t.Helper()
+		var s Scratch
+		m := query(qname, dns.TypeA)
+		pkt, _ := m.Pack()
+		s.req = server.NewRequest(pkt, netip.MustParseAddrPort(client+":53"), true, nil)
+		var resp dns.Msg
+		if err := resp.Unpack(r.Answer(&s, pkt, make([]byte, 0, BufferSize), true)); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Rcode
+	}
+	clients := acl.List{{Name: "clients", Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, Actions: acl.Query}}
+	before := r.zones.Load()
+	for _, step := range []struct {
+		name      string
+		acl       acl.List
+		childFrom int // rcode for 198.51.100.1 in child.example.test
+	}{{"query ACL added", clients, dns.RcodeRefused}, {"ACL removed", nil, dns.RcodeSuccess}} {
+		a := r.access.Load().WithACL("child.example.test.", step.acl)
+		r.SetAccess(a)
+		if got := rcode("198.51.100.1", "www.child.example.test."); got != step.childFrom {
+			t.Errorf("%s: child from 198.51.100.1: %s, want %s", step.name, dns.RcodeToString[got], dns.RcodeToString[step.childFrom])
+		}
+		if got := rcode("192.0.2.9", "www.child.example.test."); got != dns.RcodeSuccess {
+			t.Errorf("%s: child from 192.0.2.9: %s", step.name, dns.RcodeToString[got])
+		}
+		if got := rcode("198.51.100.1", "www.example.test."); got != dns.RcodeRefused {
+			t.Errorf("%s: example.test's query ACL lost: %s", step.name, dns.RcodeToString[got])
+		}
+		full := queryTables(a.ACLs, nil)
+		for origin, tbl := range full.All() {
+			if got := a.query.GetBytes([]byte(origin)); got == nil || !reflect.DeepEqual(got, tbl) {
+				t.Errorf("%s: query ACL of %q: %v, want %v", step.name, origin, got, tbl)
+			}
+		}
+		if a.query.Len() != full.Len() {
+			t.Errorf("%s: %d query ACLs, want %d", step.name, a.query.Len(), full.Len())
+		}
+		after := r.zones.Load()
+		child := zone.ShardOf(wireName(t, "child.example.test."))
+		for i := range zone.SetShards {
+			if i != child && len(before.zones[i]) > 0 && reflect.ValueOf(before.zones[i]).UnsafePointer() != reflect.ValueOf(after.zones[i]).UnsafePointer() {
+				t.Errorf("%s: shard %d prepared again, child.example.test. is in %d", step.name, i, child)
+			}
+		}
+		before = after
+	}
+}
+
+// wireName is name in wire form.
+func wireName(t *testing.T, name string) []byte {
+	t.Helper()
+	buf := make([]byte, 255)
+	n, err := dns.PackDomainName(name, buf, 0, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
 }

@@ -18,13 +18,13 @@ func updateResponder(t *testing.T) *Responder {
 	r := xfrResponder(t)
 	a := *r.access.Load()
 	a.Keys = tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}, {Name: "upd.", Algorithm: "hmac-sha256", Secret: otherSecret}})
-	a.ACLs = map[string]acl.List{
+	a.ACLs = NewACLs(map[string]acl.List{
 		"example.test.": {
 			{Name: "signed", Keys: []string{"upd."}, Actions: acl.Update},
 			{Name: "net", Prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, Actions: acl.Update},
 			{Name: "xfr", Keys: []string{"xfr."}, Actions: acl.Transfer},
 		},
-	}
+	})
 	r.SetAccess(&a)
 	return r
 }

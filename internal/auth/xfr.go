@@ -138,7 +138,7 @@ func (r *Responder) allowed(s *Scratch, z *zone.Zone, action acl.Action) bool {
 	if a == nil {
 		return false
 	}
-	l := a.ACLs[zone.NameString(z.Origin)]
+	l, _ := a.ACLs.Get(zone.NameString(z.Origin))
 	if len(l) == 0 {
 		return false
 	}

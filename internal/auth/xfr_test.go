@@ -33,7 +33,7 @@ func xfrResponder(t testing.TB) *Responder {
 	r.Publish(zone.NewSet(append(zs, broken)...))
 	r.SetAccess(&Access{
 		Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}}),
-		ACLs: map[string]acl.List{
+		ACLs: NewACLs(map[string]acl.List{
 			"example.test.": {
 				{Name: "local", Prefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Actions: acl.Transfer},
 				{Name: "signed", Keys: []string{"xfr."}, Actions: acl.Transfer},
@@ -42,7 +42,7 @@ func xfrResponder(t testing.TB) *Responder {
 			"signed.test.": {{Name: "any", Actions: acl.Transfer}},
 			"broken.test.": {{Name: "any", Actions: acl.Transfer}},
 			"nsec3.test.":  {{Name: "any", Actions: acl.Transfer}},
-		},
+		}),
 	})
 	return r
 }
@@ -324,7 +324,7 @@ func TestTransferLarge(t *testing.T) {
 	r := New(zone.NewSet(z), Options{})
 	r.SetAccess(&Access{
 		Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha512", Secret: testSecret}}),
-		ACLs: map[string]acl.List{"big.test.": {{Name: "any", Actions: acl.Transfer}, {Name: "key", Keys: []string{"xfr."}, Actions: acl.Transfer}}},
+		ACLs: NewACLs(map[string]acl.List{"big.test.": {{Name: "any", Actions: acl.Transfer}, {Name: "key", Keys: []string{"xfr."}, Actions: acl.Transfer}}}),
 	})
 	want := zoneFile(t, file, "big.test.")
 	m := query("big.test.", dns.TypeAXFR)
@@ -384,7 +384,7 @@ func BenchmarkAXFR(b *testing.B) {
 	r := New(zone.NewSet(z), Options{})
 	r.SetAccess(&Access{
 		Keys: tsig.NewKeyring([]tsig.Key{{Name: "xfr.", Algorithm: "hmac-sha256", Secret: testSecret}}),
-		ACLs: map[string]acl.List{"big.test.": {{Name: "any", Actions: acl.Transfer}, {Name: "key", Keys: []string{"xfr."}, Actions: acl.Transfer}}},
+		ACLs: NewACLs(map[string]acl.List{"big.test.": {{Name: "any", Actions: acl.Transfer}, {Name: "key", Keys: []string{"xfr."}, Actions: acl.Transfer}}}),
 	})
 	for _, signed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("signed=%v", signed), func(b *testing.B) {

@@ -112,7 +112,7 @@ func (c *Config) Validate() error {
 				origins[canon] = i
 			}
 		}
-		v.validateZone(at, name, z, v.zones.members[canonicalOrigin(z.Origin)], v.zones.zone)
+		v.validateZone(at, name, z, v.zones.members[canonicalOrigin(z.Origin)], v.zones.Zone)
 	}
 	if c.Resolver != nil {
 		v.validateResolver(c.Resolver)
@@ -370,8 +370,8 @@ func (x *ZoneIndex) Has(origin string) bool {
 	return ok
 }
 
-// zone returns the indexed zone of origin (canonical), nil for none.
-func (x *ZoneIndex) zone(origin string) *Zone {
+// Zone returns the indexed zone of origin (canonical), nil for none.
+func (x *ZoneIndex) Zone(origin string) *Zone {
 	j, ok := x.at[origin]
 	switch {
 	case !ok:
@@ -397,9 +397,9 @@ func (c *Config) CheckAdd(z *Zone, x *ZoneIndex) error {
 	// The catalog z names comes before z: its checks, with z one of
 	// its members, first.
 	if z.Catalog != "" && z.Catalog != origin {
-		if cat := x.zone(z.Catalog); cat != nil {
+		if cat := x.Zone(z.Catalog); cat != nil {
 			j := x.at[z.Catalog]
-			v.validateCatalog(zoneAt{line: cat.Line, index: j}, zoneName(j, cat), cat, x.members[z.Catalog]+1, x.zone)
+			v.validateCatalog(zoneAt{line: cat.Line, index: j}, zoneName(j, cat), cat, x.members[z.Catalog]+1, x.Zone)
 		}
 	}
 	i := x.n
@@ -413,7 +413,7 @@ func (c *Config) CheckAdd(z *Zone, x *ZoneIndex) error {
 	if z.Catalog == origin {
 		members++ // z names itself: counted as Validate counts it
 	}
-	v.validateZone(at, name, z, members, x.zone)
+	v.validateZone(at, name, z, members, x.Zone)
 	acls := v.names("acl", len(c.ACLs), func(i int) string { return c.ACLs[i].Name })
 	remotes := v.names("remote", len(c.Remotes), func(i int) string { return c.Remotes[i].Name })
 	v.zoneRefs(i, name, z, acls, remotes)

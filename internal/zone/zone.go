@@ -10,7 +10,6 @@ package zone
 import (
 	"encoding/binary"
 	"math/bits"
-	"reflect"
 	"unsafe"
 
 	"github.com/tern-dns/tern/internal/prefetch"
@@ -225,17 +224,15 @@ func (z *Zone) Lookup(name []byte) *Node {
 
 // Set is every zone the server serves, immutable once built. Finding the
 // zone for a name costs one map probe per label of the name, however many
-// zones there are. Its zones are spread over SetShards maps by ShardOf, so
-// that a new Set with a few zones changed (With) copies only their
-// shards: a zone added beside 100,000 copies about 400 entries, not
-// 100,000. A shard's map is never written once in a Set, and Sets share
-// the shards they have in common.
+// zones there are. Its zones are kept in a ByOrigin by their origins'
+// wire form, so that a new Set with a few zones changed (With) copies
+// only their shards: a zone added beside 100,000 copies about 400
+// entries, not 100,000.
 type Set struct {
-	shards [SetShards]map[string]*Zone
-	n      int
+	m ByOrigin[*Zone]
 }
 
-// SetShards is the number of shards of a Set.
+// SetShards is the number of shards of a Set (and of a ByOrigin).
 const SetShards = 256
 
 // ShardOf is the shard of the Set that holds the zone whose origin is
@@ -266,13 +263,13 @@ func NewSet(zones ...*Zone) *Set {
 	s := &Set{}
 	for _, z := range zones {
 		i := ShardOf(z.Origin)
-		if s.shards[i] == nil {
-			s.shards[i] = make(map[string]*Zone)
+		if s.m.shards[i] == nil {
+			s.m.shards[i] = make(map[string]*Zone)
 		}
-		s.shards[i][string(z.Origin)] = z
+		s.m.shards[i][string(z.Origin)] = z
 	}
-	for _, m := range s.shards {
-		s.n += len(m)
+	for _, m := range s.m.shards {
+		s.m.n += len(m)
 	}
 	return s
 }
@@ -282,43 +279,21 @@ func NewSet(zones ...*Zone) *Set {
 // it maps to nil. s is unchanged, and shares with the result every
 // shard no change falls in. A nil s is an empty Set.
 func (s *Set) With(changes map[string]*Zone) *Set {
-	next := &Set{}
+	var m *ByOrigin[*Zone]
 	if s != nil {
-		*next = *s
+		m = &s.m
 	}
-	copied := [SetShards]bool{}
-	for origin, z := range changes {
-		i := ShardOf([]byte(origin))
-		if !copied[i] {
-			copied[i] = true
-			m := make(map[string]*Zone, len(next.shards[i])+1)
-			for k, v := range next.shards[i] {
-				m[k] = v
-			}
-			next.shards[i] = m
-		}
-		before := len(next.shards[i])
-		if z == nil {
-			delete(next.shards[i], origin)
-		} else {
-			next.shards[i][origin] = z
-		}
-		next.n += len(next.shards[i]) - before
-	}
-	return next
+	return &Set{m: *m.With(changes, func(z *Zone) bool { return z == nil })}
 }
 
 // SameShard reports whether s and o hold shard i in common (the same
 // zones: a shard With did not copy).
-func (s *Set) SameShard(o *Set, i int) bool {
-	a, b := s.shards[i], o.shards[i]
-	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
-}
+func (s *Set) SameShard(o *Set, i int) bool { return s.m.SameShard(&o.m, i) }
 
 // Shard returns the zones of shard i, in no particular order.
 func (s *Set) Shard(i int) []*Zone {
-	out := make([]*Zone, 0, len(s.shards[i]))
-	for _, z := range s.shards[i] {
+	out := make([]*Zone, 0, len(s.m.shards[i]))
+	for _, z := range s.m.shards[i] {
 		out = append(out, z)
 	}
 	return out
@@ -357,20 +332,18 @@ func (z *Zone) Nodes(fn func(*Node)) {
 
 // Zones returns the zones in no particular order.
 func (s *Set) Zones() []*Zone {
-	out := make([]*Zone, 0, s.n)
-	for _, m := range s.shards {
-		for _, z := range m {
-			out = append(out, z)
-		}
+	out := make([]*Zone, 0, s.m.n)
+	for _, z := range s.m.All() {
+		out = append(out, z)
 	}
 	return out
 }
 
 // Len is the number of zones.
-func (s *Set) Len() int { return s.n }
+func (s *Set) Len() int { return s.m.n }
 
 // Get returns the zone whose origin is exactly name, or nil.
-func (s *Set) Get(name []byte) *Zone { return s.shards[ShardOf(name)][string(name)] }
+func (s *Set) Get(name []byte) *Zone { return s.m.GetBytes(name) }
 
 // bytesString views b as a string without copying; b must never change,
 // which holds for compiled zone data.

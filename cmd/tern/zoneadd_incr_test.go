@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"testing"
+
+	"github.com/tern-dns/tern/internal/config"
+)
+
+// TestZoneAddIncremental: after each of a run of adds and removals,
+// what addZone and removeZone changed for their zone alone (applyZone,
+// setMember) is what the rebuilds from every zone (newAccess,
+// setTargets, allMembers: apply and setCatalogs at a reload) make of
+// the same zones: each zone's ACL, NOTIFY targets, and the catalogs'
+// members, a catalog left without members included.
+func TestZoneAddIncremental(t *testing.T) {
+	dir := t.TempDir()
+	file := anyZone(t, dir)
+	text := xfrACL + fmt.Sprintf(`[[acl]]
+name = "clients"
+address = ["192.0.2.0/24"]
+action = ["query"]
+[[remote]]
+name = "sec"
+address = ["127.0.0.1:5399"]
+[[remote]]
+name = "sec2"
+address = ["127.0.0.1:5398", "[::1]:5398"]
+[[zone]]
+origin = "catalog.test."
+[[zone]]
+origin = "cat2.test."
+[[zone]]
+origin = "z0.test."
+file = %[1]q
+acl = ["xfr"]
+notify = ["sec"]
+catalog = "catalog.test."
+[[zone]]
+origin = "z1.test."
+file = %[1]q
+acl = ["clients", "xfr"]
+catalog = "catalog.test."
+[[zone]]
+origin = "z2.test."
+file = %[1]q
+notify = ["sec2"]
+catalog = "cat2.test."
+`, file)
+	rl := testReloader(t, dir, text)
+	ctx := context.Background()
+	check := func(step string) {
+		t.Helper()
+		eff := rl.effective(rl.current)
+		want, err := newAccess(eff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := maps.Collect(rl.access.ACLs.All()), maps.Collect(want.ACLs.All()); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ACLs\n got %v\nwant %v", step, got, want)
+		}
+		full := &notifying{}
+		full.setTargets(eff, want.Keys)
+		if got, want := maps.Collect(rl.notify.targets.Load().All()), maps.Collect(full.targets.Load().All()); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: NOTIFY targets\n got %v\nwant %v", step, got, want)
+		}
+		if got, want := *rl.catalogs.Load(), rl.allMembers(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: catalogs' members\n got %q\nwant %q", step, got, want)
+		}
+	}
+	check("start")
+	steps := []struct {
+		name   string
+		add    *config.Zone
+		remove string
+	}{
+		{name: "add a member", add: &config.Zone{Origin: "a1.test.", File: file, ACL: []string{"xfr"}, Notify: []string{"sec"}, Catalog: "catalog.test."}},
+		{name: "add a second member", add: &config.Zone{Origin: "a2.test.", File: file, ACL: []string{"clients"}, Notify: []string{"sec2", "sec"}, Catalog: "cat2.test."}},
+		{name: "add a plain zone", add: &config.Zone{Origin: "A3.test", File: file}},
+		{name: "remove a member", remove: "a1.test."},
+		{name: "remove a configured member", remove: "z0.test."},
+		{name: "remove an added member", remove: "a2.test."},
+		{name: "remove the last member, configured", remove: "z2.test."},
+		{name: "remove a configured catalog", remove: "cat2.test."},
+		{name: "add to a removed catalog", add: &config.Zone{Origin: "a4.test.", File: file, ACL: []string{"clients"}, Catalog: "cat2.test."}},
+		{name: "remove a plain zone", remove: "a3.test."},
+		{name: "add one removed again", add: &config.Zone{Origin: "a1.test.", File: file, Notify: []string{"sec2"}, Catalog: "catalog.test."}},
+		{name: "remove a removed catalog's last member", remove: "a4.test."},
+	}
+	for _, s := range steps {
+		var err error
+		if s.add != nil {
+			err = rl.addZone(ctx, *s.add)
+		} else {
+			err = rl.removeZone(s.remove)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		check(s.name)
+	}
+	// The run went through what it is meant to: zones with ACLs,
+	// targets and catalogs (a check of nothing would pass).
+	if l, _ := rl.access.ACLs.Get("a4.test."); len(l) != 0 {
+		t.Errorf("a4.test.'s ACL after its removal: %v", l)
+	}
+	if ts, _ := rl.notify.targets.Load().Get("a1.test."); len(ts) != 2 {
+		t.Errorf("a1.test.'s NOTIFY targets: %v, want sec2's two", ts)
+	}
+	if ms := (*rl.catalogs.Load())["catalog.test."]; !reflect.DeepEqual(ms, []string{"a1.test.", "z1.test."}) {
+		t.Errorf("catalog.test.'s members: %q", ms)
+	}
+}
