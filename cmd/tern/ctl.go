@@ -157,10 +157,8 @@ func newControl(ctx context.Context, path string, loop chan<- func(), st *contro
 			return nil, err
 		}
 		origin := dns.CanonicalName(dns.Fqdn(req.Zone))
-		for _, s := range st.rl.mgr.States() {
-			if s.Origin == origin {
-				return []control.Zone{st.controlZone(s)}, nil
-			}
+		if s, ok := st.rl.mgr.State(origin); ok {
+			return []control.Zone{st.controlZone(s)}, nil
 		}
 		return nil, fmt.Errorf("zone %s: removed while added", origin)
 	}))

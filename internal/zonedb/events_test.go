@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,6 +284,14 @@ func TestAddRemoveZone(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[a.test.false c.test.true]" {
 		t.Errorf("after a reload without b.test.: %v", got)
+	}
+	for _, s := range m.States() {
+		if one, ok := m.State(strings.ToUpper(s.Origin)); !ok || !reflect.DeepEqual(one, s) {
+			t.Errorf("State(%s): %+v %v, States has %+v", s.Origin, one, ok, s)
+		}
+	}
+	if s, ok := m.State("b.test."); ok {
+		t.Errorf("State(b.test.) after its reload away: %+v", s)
 	}
 	if pub.serial(t, "b.test.") != -1 || pub.serial(t, "c.test.") != 7 {
 		t.Errorf("after a reload: b.test. %d, c.test. %d", pub.serial(t, "b.test."), pub.serial(t, "c.test."))

@@ -633,6 +633,16 @@ func (m *Manager) States() []State {
 	return out
 }
 
+// State returns the state of the zone origin (any spelling), false
+// when it is not served: one zone's, without making every zone's.
+func (m *Manager) State(origin string) (State, bool) {
+	if e := m.entry(origin); e != nil {
+		return e.stateNow(), true
+	}
+	return State{}, false
+}
+
+// stateNow is e's State.
 func (e *entry) stateNow() State {
 	st := e.state.Load()
 	return State{Origin: e.origin, File: e.conf.Load().File, Zone: e.served.Load(), Loaded: st.loaded, Err: st.err, Dynamic: e.dynamic, Loading: e.loading.Load() > 0}
