@@ -442,7 +442,12 @@ func (e notServing) Unwrap() error { return e.error }
 // and returns those to ask, the first of ts: IPv4 before IPv6 (a host
 // without IPv6 routes loses a try on each), each family as the
 // infrastructure cache orders it. The servers it passes over go to pass,
-// and are listed in the first chosen target's trace step.
+// and are listed in the first chosen target's trace step; they stay in
+// ts, behind those returned, where iterate looks for the addresses it
+// has already (tried, since 0a59572): one written over there (an IPv4
+// address passed over, where IPv6 ones were chosen) would be added again
+// when another NS name resolves to it, and passed over, or asked, a
+// second time.
 func (ru *run) choose(zone string, ts []target, pass func(reason, short string)) []target {
 	// The IPv4 addresses moved to the front, each family in its order.
 	n4 := toFront(ts, func(t *target) bool { return t.addr.Is4() })
@@ -450,7 +455,12 @@ func (ru *run) choose(zone string, ts []target, pass func(reason, short string))
 	m4, passed := ru.r.infra.order(zone, ru.r.port, ts[:n4], explain)
 	m6, p6 := ru.r.infra.order(zone, ru.r.port, ts[n4:], explain)
 	passed = append(passed, p6...)
-	copy(ts[m4:], ts[n4:n4+m6])
+	// The IPv6 addresses chosen moved ahead of the IPv4 ones passed
+	// over (a rotation of the two runs: three reversals in place).
+	mid := ts[m4 : n4+m6]
+	slices.Reverse(mid[:n4-m4])
+	slices.Reverse(mid[n4-m4:])
+	slices.Reverse(mid)
 	out := ts[:m4+m6]
 	for _, p := range passed {
 		pass(p, p)

@@ -252,6 +252,15 @@ func TestChoose(t *testing.T) {
 	if !slices.Equal(got[0].passed, passed) {
 		t.Errorf("first target's passed %q, want %q", got[0].passed, passed)
 	}
+	// Those passed over stay in ts, behind those returned: iterate
+	// looks in it for the addresses it has already (tried), and one
+	// lost there would be passed over, or asked, again when another NS
+	// name resolves to it.
+	for i := range ts {
+		if !slices.ContainsFunc(ts, func(t target) bool { return t.addr == addr(i) }) {
+			t.Errorf("%s (%s) no longer in ts after choose", names[i], addr(i))
+		}
+	}
 	// The usual case: a zone's servers, none passed over.
 	ts = ts[:3]
 	pass := func(string, string) { t.Fatal("passed over") }
