@@ -53,10 +53,11 @@ type Limits struct {
 	// RRset bounds the records of one RRset in an answer; a server that
 	// sends more is lame (default 100, BIND's after CVE-2024-1737).
 	RRset int
-	// Timeout bounds the time of one resolution (default 10s). The
-	// resolutions that begin within Timeout/64 of one another share a
-	// deadline, the earliest of theirs (Resolver.withTimeout): one may
-	// end up to Timeout/64 sooner.
+	// Timeout bounds the time of one resolution (default 10s). A
+	// resolution's deadline is Timeout from its start rounded down to a
+	// multiple of Timeout/64, shared by the resolutions whose deadlines
+	// round alike (Resolver.withTimeout): one may end up to Timeout/64
+	// sooner.
 	Timeout time.Duration
 }
 

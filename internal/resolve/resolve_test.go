@@ -586,9 +586,9 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-// TestSharedDeadline: the resolutions of one parent context that begin
-// within Timeout/64 of one another share one deadline context, Timeout
-// from their beginning rounded down to a multiple of Timeout/64, without
+// TestSharedDeadline: the resolutions of one parent context whose
+// deadlines, Timeout from their beginning rounded down to a multiple of
+// Timeout/64, round alike share one deadline context, without
 // allocating; a parent whose deadline comes first is the resolution's
 // context; another parent gets its own, of an uncomparable type too; the
 // shared context ends at its deadline.
