@@ -243,9 +243,15 @@ func (rl *reloader) forgetConfigured(cfg *config.Config) {
 // zones looks at its own settings, not at theirs.
 func (rl *reloader) zoneIndex() *config.ZoneIndex {
 	if rl.zones == nil {
-		eff := rl.effective(rl.current)
-		added := eff.Zones[len(rl.current.Zones):]
-		rl.zones = rl.current.IndexZones(added, rl.addedZone)
+		// The added zones the configuration does not name, as in
+		// effective, without its copy of every zone's settings (a
+		// first add beside 100,000 zones: 116 -> 22 ms).
+		rl.zones = rl.current.IndexZones(rl.addedZone)
+		for i := range rl.added {
+			if !rl.zones.Has(rl.added[i].Origin) {
+				rl.zones.Add(&rl.added[i])
+			}
+		}
 	}
 	return rl.zones
 }

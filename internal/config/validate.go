@@ -96,7 +96,7 @@ func (c *Config) Validate() error {
 	}
 
 	origins := make(map[string]int, len(c.Zones))
-	v.zones = c.IndexZones(nil, nil)
+	v.zones = c.IndexZones(nil)
 	for i := range c.Zones {
 		z := &c.Zones[i]
 		at, name := zoneAt{line: z.Line, index: i}, zoneName(i, z)
@@ -321,17 +321,14 @@ type ZoneIndex struct {
 	added   func(origin string) *Zone
 }
 
-// IndexZones indexes c's zones and added, zones added to c at run time
-// that it does not name, for CheckAdd. c must have passed Validate;
-// lookup finds an added zone by canonical origin, for the messages
-// about a zone that an added one names as its catalog.
-func (c *Config) IndexZones(added []Zone, lookup func(origin string) *Zone) *ZoneIndex {
-	x := &ZoneIndex{c: c, at: make(map[string]int, len(c.Zones)+len(added)), members: make(map[string]int), added: lookup}
+// IndexZones indexes c's zones, for CheckAdd; the zones added to c at
+// run time that it does not name are indexed after them (Add). c must
+// have passed Validate; lookup finds an added zone by canonical origin,
+// for the messages about a zone that an added one names as its catalog.
+func (c *Config) IndexZones(lookup func(origin string) *Zone) *ZoneIndex {
+	x := &ZoneIndex{c: c, at: make(map[string]int, len(c.Zones)), members: make(map[string]int), added: lookup}
 	for j := range c.Zones {
 		x.Add(&c.Zones[j])
-	}
-	for j := range added {
-		x.Add(&added[j])
 	}
 	return x
 }
