@@ -100,7 +100,8 @@ type flight struct {
 	gen uint64
 	// queries holds the waiters' copies of their queries.
 	queries []byte
-	// out is the buffer each waiter's response is built in, in turn.
+	// out is the buffer each waiter's response is built in, in turn:
+	// quickResponse packs its records there, with no buffer of its own.
 	out []byte
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/miekg/dns"
 
@@ -23,8 +22,9 @@ const rcodeServFail = dns.RcodeServerFailure
 // SERVFAIL for Bogus data unless the client set CD, on a failure an EDE saying why
 // (RFC 8914) and on a stale answer EDE 3, and TC when it does not fit limit, the client's (RFC 2181
 // §9: the client then asks over TCP). nil when the query does not
-// unpack (it parsed once: never). The response is appended to dst[:0]
-// when it is made the common way (quickResponse), else it is a new slice.
+// unpack (it parsed once: never). The response is written in dst's array
+// when it is made the common way (quickResponse) and fits there, else it
+// is a new slice.
 func (r *Recursor) response(dst, query []byte, limit int, res *resolve.Result, err error) []byte {
 	if msg, ok := r.quickResponse(dst, query, limit, res, err); ok {
 		return msg
@@ -32,11 +32,11 @@ func (r *Recursor) response(dst, query []byte, limit int, res *resolve.Result, e
 	return r.packedResponse(query, limit, res, err)
 }
 
-// packBuffers are the buffers quickResponse packs records into.
-var packBuffers = sync.Pool{New: func() any { return new([packBufferSize]byte) }}
-
-// packBufferSize is the size of a pack buffer: the largest message.
-const packBufferSize = 65536
+// minResponseBuf is the least room quickResponse packs a response in:
+// RFC 1035 §2.3.4's 512 bytes, which most responses fit. A larger
+// response takes a larger buffer, which a flight keeps for its next responses
+// (up to maxKeptBytes).
+const minResponseBuf = dns.MinMsgSize
 
 // quickResponse is response for the common case, the one response
 // took nearly all its time on: a response that fits limit without
@@ -49,7 +49,9 @@ const packBufferSize = 65536
 // OPT record by hand. ok is false when the response does not fit, or
 // anything else is out of the ordinary (an rcode that needs EDNS's
 // extended bits, a query that does not parse): response then builds it
-// the general way. msg is appended to dst[:0].
+// the general way. msg is written in dst's array when it has room
+// (minResponseBuf at least), else in a new one; dst must not overlap
+// query.
 func (r *Recursor) quickResponse(dst, query []byte, limit int, res *resolve.Result, err error) (msg []byte, ok bool) {
 	var q wire.Query
 	if pr, _ := q.Parse(query); pr != wire.Answer || res.Rcode < 0 || res.Rcode > 0xF {
@@ -106,16 +108,7 @@ func (r *Recursor) quickResponse(dst, query []byte, limit int, res *resolve.Resu
 			hasEDE = false
 		}
 	}
-	bp := packBuffers.Get().(*[packBufferSize]byte)
-	defer packBuffers.Put(bp)
-	// A header (whose counts are all this takes from it) and the
-	// answer and authority sections, uncompressed.
-	packed, perr := sections.PackBuffer(bp[:])
-	if perr != nil || len(packed) < wire.HeaderLen {
-		return nil, false
-	}
 	question := query[wire.HeaderLen:q.QuestionEnd]
-	size := wire.HeaderLen + len(question) + len(packed) - wire.HeaderLen
 	optLen := 0
 	if q.EDNS {
 		optLen = 11
@@ -126,19 +119,49 @@ func (r *Recursor) quickResponse(dst, query []byte, limit int, res *resolve.Resu
 			optLen += 4 + 2 + len(edeText)
 		}
 	}
-	if size += optLen; size > max(limit, dns.MinMsgSize) || optLen > 11+0xFFFF {
+	// The answer and authority sections, uncompressed, are packed
+	// straight into dst's array where they go in the message: after a
+	// header (whose counts are all this takes from it) that PackBuffer
+	// writes len(question) bytes in, where the message's header and
+	// question are then written over it. dst is a flight's buffer, kept
+	// with the flight (mesh.answer). A 64 KiB buffer from a sync.Pool
+	// cost a copy of the sections (145 of BenchmarkDeferred's 3,120
+	// instructions per response), a buffer live per P and one in the
+	// pool's victim cache, and one allocated anew when a P had built no
+	// response for two GC cycles.
+	if cap(dst) < minResponseBuf {
+		dst = make([]byte, 0, minResponseBuf)
+	}
+	room := dst[len(question):cap(dst)]
+	packed, perr := sections.PackBuffer(room)
+	if perr != nil || len(packed) < wire.HeaderLen {
 		return nil, false
 	}
-	msg = slices.Grow(dst[:0], size)
-	ar := 0
+	// The header, the question, the sections, the OPT record.
+	n := len(question) + len(packed)
+	size := n + optLen
+	if size > max(limit, dns.MinMsgSize) || optLen > 11+0xFFFF {
+		return nil, false
+	}
+	ar := byte(0)
 	if q.EDNS {
 		ar = 1
 	}
-	msg = append(msg, byte(q.ID>>8), byte(q.ID), byte(flags>>8), byte(flags)|byte(rcode), 0, 1)
-	msg = append(msg, packed[6:10]...) // ANCOUNT, NSCOUNT
-	msg = append(msg, 0, byte(ar))
-	msg = append(msg, question...)
-	msg = append(msg, packed[wire.HeaderLen:]...)
+	// The header, its counts read before it is written over them.
+	header := [wire.HeaderLen]byte{byte(q.ID >> 8), byte(q.ID), byte(flags >> 8), byte(flags) | byte(rcode), 0, 1,
+		packed[6], packed[7], packed[8], packed[9], // ANCOUNT, NSCOUNT
+		0, ar}
+	if &packed[0] != &room[0] {
+		// dst had no room for the sections: PackBuffer packed them
+		// into an array of its own. One with room for them all and
+		// the byte more PackBuffer asks for (the next use then packs
+		// in place), the sections copied where they go.
+		dst = make([]byte, 0, size+1)
+		copy(dst[wire.HeaderLen+len(question):n], packed[wire.HeaderLen:])
+	}
+	msg = slices.Grow(dst[:n], optLen)
+	copy(msg, header[:])
+	copy(msg[wire.HeaderLen:], question)
 	if q.EDNS {
 		// RFC 6891 §6.1.2-3: the root, TYPE OPT, our payload size as
 		// CLASS, then extended rcode 0, version 0 and DO as the TTL.
