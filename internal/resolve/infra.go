@@ -447,7 +447,7 @@ func (e notServing) Unwrap() error { return e.error }
 // has already (tried, since 0a59572): one written over there (an IPv4
 // address passed over, where IPv6 ones were chosen) would be added again
 // when another NS name resolves to it, and passed over, or asked, a
-// second time.
+// second time (TestPassedOverOnce).
 func (ru *run) choose(zone string, ts []target, pass func(reason, short string)) []target {
 	// The IPv4 addresses moved to the front, each family in its order.
 	n4 := toFront(ts, func(t *target) bool { return t.addr.Is4() })

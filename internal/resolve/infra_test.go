@@ -398,3 +398,27 @@ func BenchmarkInfra(b *testing.B) {
 		}
 	})
 }
+
+// TestPassedOverOnce: an address of a zone passed over (lame) is not
+// taken up again when an NS name without glue resolves to it: the error
+// tells it once. Until choose kept the addresses it passed over, an IPv4
+// one passed over beside an IPv6 one chosen was written over, and
+// iterate's tried did not find it for ns3.example.net.
+func TestPassedOverOnce(t *testing.T) {
+	f := world(t)
+	f.unreachable = map[string]bool{"2001:db8::2": true}
+	f.answers[key{gtld, "example.com.", 0}] = referral(t,
+		[]string{"example.com. 3600 IN NS ns1.example.com.", "example.com. 3600 IN NS ns2.example.com.", "example.com. 3600 IN NS ns3.example.net."},
+		"ns1.example.com. 3600 IN A "+exCom, "ns2.example.com. 3600 IN AAAA 2001:db8::2")
+	f.answers[key{exNet, "ns3.example.net.", dns.TypeA}] = answer(t, "ns3.example.net. 300 IN A "+exCom)
+	var steps []Step
+	r := resolver(t, f, Limits{}, &steps)
+	r.infra.setLame(netip.AddrPortFrom(netip.MustParseAddr(exCom), 53), "example.com.")
+	_, err := r.Resolve(context.Background(), "www.example.com.", dns.TypeA)
+	if err == nil {
+		t.Fatal("resolved through a lame server")
+	}
+	if n := strings.Count(err.Error(), "("+exCom+")"); n != 1 {
+		t.Errorf("%s told %d times, want once: %v", exCom, n, err)
+	}
+}
