@@ -27,7 +27,9 @@
 # (questions in the mix replay), RES_BASE (the hierarchy's first address),
 # GENS ("dnsperf ternperf"), TERNPERF_FLAGS (extra tern perf flags, e.g.
 # -spin), SIZED (0/1: the sized echo floor, see below), BIG (records in the
-# big zone), BENCH_PORT_BASE,
+# big zone), BENCH_PORT_BASE, AUTH_CPU (the resolver hierarchy's
+# authorities' CPU, the generator's by default), AUTH_FIFO (1: run them
+# under chrt -f 1; bench/README.md),
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
 # addresses are ever used.
 
@@ -358,6 +360,16 @@ ternperf_ok() {
 # --- one server's life in a phase ----------------------------------------
 tree_cpu() { "$BT" tree -pid "$1" 2>/dev/null | awk '{print $1}' || true; }
 
+# auth_cpu: the CPU time (µs) of the resolver phase's authorities so far.
+auth_cpu() {
+	local p t=0 c
+	for p in "${AUTH_PIDS[@]}"; do
+		c=$(tree_cpu "$p")
+		t=$((t + ${c:-0}))
+	done
+	echo "$t"
+}
+
 # start_server NAME PHASE: start, wait until it answers, record load time
 # and memory. Sets PID[NAME] on success.
 # In the resolver phase a server is its resolver (start_res_NAME), and it
@@ -460,15 +472,18 @@ one_run() {
 	cmd+=(-s 127.0.0.1 -p "${PORT[$s]}" -d "$qf" -l "$lim" -c "$c" -q "$OUTSTANDING" -t 1 $flags)
 	# bash's time keyword reports the generator's own CPU time: a generator
 	# far below 100 % of its core was starved by other load on the machine.
-	local TIMEFORMAT='%R %U %S' gtime gen_pct
+	local TIMEFORMAT='%R %U %S' gtime gen_pct auth0= auth1= auth_pct=
 	spin_start "$lim"
+	[[ ${W_PHASE[$w]} == resolver* ]] && auth0=$(auth_cpu)
 	cpu0=$(tree_cpu "${PID[$s]}")
 	t0=$(date +%s%N)
 	gtime=$({ time timeout $((lim + 20)) taskset -c "$GEN_CPU" "${cmd[@]}" >"$f" 2>&1; } 2>&1) || true
 	t1=$(date +%s%N)
 	cpu1=$(tree_cpu "${PID[$s]}")
+	[[ -n $auth0 ]] && auth1=$(auth_cpu)
 	spin_stop
 	gen_pct=$(awk '{ if ($1 > 0) printf "%.0f", 100 * ($2 + $3) / $1; else print 0 }' <<<"${gtime##*$'\n'}")
+	[[ -n $auth1 ]] && auth_pct=$(awk -v a="$auth0" -v b="$auth1" -v t=$(((t1 - t0) / 1000)) 'BEGIN { if (t > 0) printf "%.0f", 100 * (b - a) / t }')
 	if [[ -z $cpu0 || -z $cpu1 ]]; then
 		loud "$s died during $w ($g, c=$c)"
 		unset "PID[$s]"
@@ -477,11 +492,11 @@ one_run() {
 	row=$("$BT" parse -gen "$g" -expect "$expect" -cpu-us $((cpu1 - cpu0)) -wall-us $(((t1 - t0) / 1000)) "$f") ||
 		row=$(printf '0\t0\tERROR\t0\t0\t0\t0\t0\t-\tcannot parse generator output')
 	LAST_ROW=$row
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" "$gen_pct" >>"$RAW"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$g" "$s" "$c" "$rep" "$row" "$gen_pct" "$auth_pct" >>"$RAW"
 	if [[ $(cut -f3 <<<"$row") != ok ]]; then
 		loud "run $w/$g/$s c=$c rep=$rep: $(cut -f10 <<<"$row") [rcodes $(cut -f9 <<<"$row")] - see $f"
 	else
-		log "    $w $g $s c=$c: $(printf '%.0f' "$(cut -f4 <<<"$row")") qps, lost $(cut -f7 <<<"$row")%, generator CPU ${gen_pct}%"
+		log "    $w $g $s c=$c: $(printf '%.0f' "$(cut -f4 <<<"$row")") qps, lost $(cut -f7 <<<"$row")%, generator CPU ${gen_pct}%${auth_pct:+, authorities CPU ${auth_pct}%}"
 	fi
 }
 
@@ -536,7 +551,7 @@ echosz_stop() {
 
 # authorities_up: start the local hierarchy's authorities and wait until
 # each answers its first zone; false (and logged) if any does not.
-AUTH_CPU=$GEN_CPU
+AUTH_CPU=${AUTH_CPU:-$GEN_CPU}
 authorities_up() {
 	local a addr zone p i=0 err busy=()
 	# the hierarchy's 22 addresses from RES_BASE, port 53
@@ -597,7 +612,7 @@ res_record() {
 }
 
 # --- main -------------------------------------------------------------------
-printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct" >"$RAW"
+printf '%s\n' "workload	gen	server	clients	rep	cpu_us	wall_us	status	qps	sent	completed	lost_pct	lat_us	rcodes	reason	gen_cpu_pct	auth_cpu_pct" >"$RAW"
 printf 'phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n' >"$SRV"
 printf 'workload\tgen\tserver\trep\tsent\tcompleted\tpss0_kb\tpss1_kb\tsrv_queries\tsrv_hits\tsrv_rrsets\tsrv_negative\tsrv_messages\tsrv_cache_bytes\n' >"$RESTSV"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -422,7 +422,7 @@ start_authorities() {
 	AUTH_PIDS=()
 	for a in root tld sld; do
 		mapfile -t args <"$d/auth-$a.args"
-		taskset -c "$AUTH_CPU" "$BIN/tern" serve "${args[@]}" --workers 1 --log-level warn >"$d/auth-$a.log" 2>&1 &
+		taskset -c "$AUTH_CPU" ${AUTH_FIFO:+chrt -f 1} "$BIN/tern" serve "${args[@]}" --workers 1 --log-level warn >"$d/auth-$a.log" 2>&1 &
 		AUTH_PIDS+=($!)
 	done
 }

@@ -176,7 +176,6 @@ func TestGenDeterministic(t *testing.T) {
 // TestReportFloors: the echo floors are never the best peer, and the
 // ratio table shows Tern against both: the plain echo and the sized one.
 func TestReportFloors(t *testing.T) {
-	dir := t.TempDir()
 	row := func(server string, qps, cpuUs float64) string {
 		return fmt.Sprintf("root-referral-do\tternperf\t%s\t8\t1\t%.0f\t1000000\tok\t%.0f\t%.0f\t%.0f\t0.000\t100.0\tNOERROR=%.0f\t-\t99\n",
 			server, cpuUs, qps, qps, qps, qps)
@@ -186,6 +185,41 @@ func TestReportFloors(t *testing.T) {
 		row("nsd", 250000, 900000) + // 3.6
 		row("echo", 650000, 900000) +
 		row("echosz", 600000, 900000)
+	md := reportOf(t, raw)
+	want := "| root-referral-do | 2.00 (nsd) | 0.50 (nsd) | 0.77 | 1.30 | 0.83 |"
+	if !strings.Contains(md, want) {
+		t.Fatalf("results.md lacks the ratio row %q:\n%s", want, md)
+	}
+}
+
+// TestReportAuthorities: a resolver run's authorities' CPU (raw.tsv's
+// last column) is the peak table's median, and a run without it (the
+// authoritative phases', or raw.tsv from before the column) shows "–".
+func TestReportAuthorities(t *testing.T) {
+	row := func(w, server string, rep int, auth string) string {
+		return fmt.Sprintf("%s\tdnsperf\t%s\t8\t%d\t900000\t1000000\tok\t50000\t50000\t50000\t0.000\t100.0\tNOERROR=50000\t-\t65%s\n",
+			w, server, rep, auth)
+	}
+	raw := rawHeader + "\n" +
+		row("res-mix", "tern", 1, "\t30") + row("res-mix", "tern", 2, "\t36") + row("res-mix", "tern", 3, "\t33") +
+		row("res-mix", "unbound", 1, "\t") + row("soa", "tern", 1, "")
+	md := reportOf(t, raw)
+	for _, want := range []string{
+		"| res-mix | tern | 8 | 50,000 | 0.00 | 0.100 | 18.00 | 90 | 65 | 33 | 3 | 0 |",
+		"| res-mix | unbound | 8 | 50,000 | 0.00 | 0.100 | 18.00 | 90 | 65 | – | 1 | 0 |",
+		"| soa | tern | 8 | 50,000 | 0.00 | 0.100 | 18.00 | 90 | 65 | – | 1 | 0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks the peak row %q:\n%s", want, md)
+		}
+	}
+}
+
+// reportOf runs the report over raw (a raw.tsv's text, with an empty
+// servers.tsv) and returns its results.md.
+func reportOf(t *testing.T, raw string) string {
+	t.Helper()
+	dir := t.TempDir()
 	srv := "phase\tserver\tevent\tload_ms\tpss_kb\trss_kb\tnproc\n"
 	for name, text := range map[string]string{"raw.tsv": raw, "servers.tsv": srv} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -199,8 +233,5 @@ func TestReportFloors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "| root-referral-do | 2.00 (nsd) | 0.50 (nsd) | 0.77 | 1.30 | 0.83 |"
-	if !strings.Contains(string(md), want) {
-		t.Fatalf("results.md lacks the ratio row %q:\n%s", want, md)
-	}
+	return string(md)
 }

@@ -22,10 +22,15 @@ type run struct {
 	lostPct, latUs        float64
 	rcodes, reason        string
 	genPct                float64 // the generator's CPU utilisation, -1 if unknown
+	// authPct is the resolver phase's authorities' CPU utilisation over
+	// the run, -1 if unknown or not a resolver run: they share the
+	// generator's CPU, so generator + authorities near 100 means that
+	// CPU, not the resolver, bounded the run.
+	authPct float64
 }
 
 // rawHeader is the header line run.sh writes to raw.tsv.
-const rawHeader = "workload\tgen\tserver\tclients\trep\tcpu_us\twall_us\tstatus\tqps\tsent\tcompleted\tlost_pct\tlat_us\trcodes\treason\tgen_cpu_pct"
+const rawHeader = "workload\tgen\tserver\tclients\trep\tcpu_us\twall_us\tstatus\tqps\tsent\tcompleted\tlost_pct\tlat_us\trcodes\treason\tgen_cpu_pct\tauth_cpu_pct"
 
 func readTSV(path string) ([][]string, error) {
 	f, err := os.Open(path)
@@ -68,7 +73,7 @@ func median(xs []float64) float64 {
 type point struct {
 	clients                       int
 	qps, lost, lat, cpuQ, cpuUtil float64
-	genUtil                       float64
+	genUtil, authUtil             float64
 	ok, bad                       int
 }
 
@@ -140,8 +145,13 @@ func runReport(args []string) error {
 		if len(f) > 15 && f[15] != "" {
 			genPct = atof(f[15])
 		}
+		authPct := -1.0
+		if len(f) > 16 && f[16] != "" {
+			authPct = atof(f[16])
+		}
 		runs = append(runs, run{
 			genPct:   genPct,
+			authPct:  authPct,
 			workload: f[0], gen: f[1], server: f[2],
 			clients: int(atof(f[3])), rep: int(atof(f[4])),
 			cpuUs: atof(f[5]), wallUs: atof(f[6]), status: f[7],
@@ -204,7 +214,7 @@ func runReport(args []string) error {
 	}
 	points := map[key][]point{}
 	for k, rs := range groups {
-		var qps, lost, lat, cpuQ, util, gutil []float64
+		var qps, lost, lat, cpuQ, util, gutil, autil []float64
 		p := point{clients: k.clients}
 		for _, r := range rs {
 			if r.status != "ok" {
@@ -224,9 +234,12 @@ func runReport(args []string) error {
 			if r.genPct >= 0 {
 				gutil = append(gutil, r.genPct)
 			}
+			if r.authPct >= 0 {
+				autil = append(autil, r.authPct)
+			}
 		}
 		p.qps, p.lost, p.lat, p.cpuQ, p.cpuUtil = median(qps), median(lost), median(lat), median(cpuQ), median(util)
-		p.genUtil = median(gutil)
+		p.genUtil, p.authUtil = median(gutil), median(autil)
 		points[k.key] = append(points[k.key], p)
 	}
 	for k := range points {
@@ -290,9 +303,9 @@ func runReport(args []string) error {
 	for _, g := range gens {
 		w("## Peak per workload and server (generator: %s)\n\n", g)
 		w("Median over repeats at the client count (c) that gave the highest median QPS. ")
-		w("Server CPU %% near 100 means the server was the bottleneck; generator CPU %% well below 100 means the generator was starved by other load.\n\n")
-		w("| workload | server | c | QPS | lost %% | mean latency ms | server CPU µs/query | server CPU %% | generator CPU %% | ok runs | error runs |\n")
-		w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		w("Server CPU %% near 100 means the server was the bottleneck; generator CPU %% well below 100 means the generator was starved by other load. Authorities CPU %% (resolver workloads): the local hierarchy's authorities, on the generator's CPU; generator + authorities near 100 means that CPU bounded the run.\n\n")
+		w("| workload | server | c | QPS | lost %% | mean latency ms | server CPU µs/query | server CPU %% | generator CPU %% | authorities CPU %% | ok runs | error runs |\n")
+		w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, wl := range workloads {
 			for _, s := range servers {
 				k := key{wl, g, s}
@@ -306,11 +319,11 @@ func runReport(args []string) error {
 				}
 				p, found := peak(k)
 				if !found {
-					w("| %s | %s | – | **ERROR** | | | | | | 0 | %d |\n", wl, s, bad)
+					w("| %s | %s | – | **ERROR** | | | | | | | 0 | %d |\n", wl, s, bad)
 					continue
 				}
-				w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d | %d |\n", wl, s, p.clients, fmtQPS(p.qps),
-					fmtNum(p.lost, 2), fmtNum(p.lat, 3), fmtNum(p.cpuQ, 2), fmtNum(p.cpuUtil, 0), fmtNum(p.genUtil, 0), ok, bad)
+				w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", wl, s, p.clients, fmtQPS(p.qps),
+					fmtNum(p.lost, 2), fmtNum(p.lat, 3), fmtNum(p.cpuQ, 2), fmtNum(p.cpuUtil, 0), fmtNum(p.genUtil, 0), fmtNum(p.authUtil, 0), ok, bad)
 			}
 		}
 		w("\n")
