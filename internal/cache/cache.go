@@ -67,6 +67,7 @@ const (
 	NoData
 )
 
+// String names k: positive, NXDOMAIN or NODATA.
 func (k Kind) String() string {
 	switch k {
 	case Positive:

@@ -175,6 +175,7 @@ const (
 	Release             // it left this catalog for its coo target: stop serving it from here but keep the data (§5.4)
 )
 
+// String names k in lower case (add, remove, ...).
 func (k Kind) String() string {
 	return [...]string{"add", "remove", "reset", "adopt", "release"}[k]
 }

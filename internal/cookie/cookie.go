@@ -295,6 +295,7 @@ const (
 	Malformed
 )
 
+// String names v in lower case.
 func (v Verdict) String() string {
 	return [...]string{"none", "client-only", "valid", "stale", "bad", "malformed"}[v]
 }

@@ -134,6 +134,7 @@ const (
 
 var eventNames = [numEvents]string{"load", "refresh", "transfer"}
 
+// String names e in lower case (load, refresh, transfer).
 func (e Event) String() string { return eventNames[e] }
 
 // ZoneLast is the last event of a zone, for the status page.

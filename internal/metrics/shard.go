@@ -37,6 +37,7 @@ const (
 	numServers
 )
 
+// String names s.
 func (s Server) String() string {
 	if s == Resolver {
 		return "resolver"

@@ -43,6 +43,7 @@ var reasons = map[Reason]string{
 	NetworkError:         "network error",
 }
 
+// String describes r in a few words.
 func (r Reason) String() string {
 	if s, ok := reasons[r]; ok {
 		return s
@@ -82,6 +83,7 @@ type Error struct {
 	Cached bool
 }
 
+// Error tells the name, the reason and the detail.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Name, e.Reason, e.Detail)
 }

@@ -87,6 +87,7 @@ const (
 	Wildcard
 )
 
+// String names k in lower case.
 func (k Kind) String() string {
 	return [...]string{"positive", "nxdomain", "nodata", "referral", "error", "wildcard"}[k]
 }
@@ -105,6 +106,7 @@ const (
 	Slip
 )
 
+// String names v in lower case.
 func (v Verdict) String() string { return [...]string{"pass", "drop", "slip"}[v] }
 
 // entry is one account: its key's hash (0: free), its theoretical

@@ -59,6 +59,7 @@ const (
 
 var stateNames = [...]string{"START", "ADDPEND", "VALID", "MISSING", "REVOKED", "REMOVED"}
 
+// String is s's name in RFC 5011 §4 (START, ADDPEND, ...).
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {
 		return "State(" + strconv.Itoa(int(s)) + ")"

@@ -40,6 +40,7 @@ type Error struct {
 	Reason string
 }
 
+// Error tells the response code and why.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", dns.RcodeToString[e.Rcode], e.Reason)
 }

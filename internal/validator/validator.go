@@ -137,6 +137,7 @@ type Result struct {
 // Secure reports whether r is Secure.
 func (r Result) Secure() bool { return r.Security == cache.Secure }
 
+// String tells r's security status and, unless secure, why.
 func (r Result) String() string {
 	switch r.Security {
 	case cache.Secure:

@@ -361,10 +361,15 @@ func (b *Builder) rrTail(tail []byte) {
 // Raw appends bytes as they are.
 func (b *Builder) Raw(p []byte) { b.buf = append(b.buf, p...) }
 
-// CountAnswer, CountAuthority and CountAdditional add n records to a
-// section's count.
-func (b *Builder) CountAnswer(n int)     { b.an += uint16(n) }
-func (b *Builder) CountAuthority(n int)  { b.ns += uint16(n) }
+// CountAnswer adds n records to the answer section's count: RR and RRAt
+// write records without counting them, so that a caller counts a whole
+// set at once.
+func (b *Builder) CountAnswer(n int) { b.an += uint16(n) }
+
+// CountAuthority adds n records to the authority section's count.
+func (b *Builder) CountAuthority(n int) { b.ns += uint16(n) }
+
+// CountAdditional adds n records to the additional section's count.
 func (b *Builder) CountAdditional(n int) { b.ar += uint16(n) }
 
 // OPT appends an OPT record (RFC 6891 §6.1.2) advertising payload, with the

@@ -43,6 +43,7 @@ type Error struct {
 	Warnings []Warning
 }
 
+// Error lists every problem found, one per line.
 func (e *Error) Error() string { return errors.Join(e.Errs...).Error() }
 
 // Unwrap returns the errors, for errors.Is and errors.As.
