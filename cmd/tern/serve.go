@@ -319,14 +319,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if added, err := readAdded(cfg.Server.DataDir); err != nil {
 		log.Error("zones added at run time not served", "err", err)
 	} else if len(added) > 0 && !resolverOnly {
-		for _, zc := range added {
-			if err := rl.addZone(ctx, zc); err != nil {
-				// Kept in the list (tern ctl zone-remove drops it): a
-				// file missing for a while does not lose the zone.
-				log.Error("zone added at run time not served", "zone", zc.Origin, "err", err)
-				rl.keepAdded(zc)
-			}
-		}
+		rl.restoreAdded(ctx, added)
 	}
 	rl.restoring = nil
 	rl.restorePurges()

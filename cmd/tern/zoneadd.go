@@ -71,10 +71,7 @@ func (rl *reloader) saveAdded() {
 func (rl *reloader) effective(cfg *config.Config) *config.Config {
 	eff := *cfg
 	eff.Zones = slices.Clone(cfg.Zones)
-	named := make(map[string]bool, len(cfg.Zones))
-	for _, zc := range cfg.Zones {
-		named[dns.CanonicalName(zc.Origin)] = true
-	}
+	named := configured(cfg)
 	for _, zc := range rl.added {
 		if !named[zc.Origin] {
 			eff.Zones = append(eff.Zones, zc)
@@ -182,6 +179,40 @@ func (rl *reloader) addZone(ctx context.Context, zc config.Zone) error {
 	return nil
 }
 
+// configured returns the canonical origins of cfg's zones.
+func configured(cfg *config.Config) map[string]bool {
+	named := make(map[string]bool, len(cfg.Zones))
+	for _, zc := range cfg.Zones {
+		named[dns.CanonicalName(zc.Origin)] = true
+	}
+	return named
+}
+
+// restoreAdded serves again, at start, the zones added at run time
+// before the restart (added, as zones-added.json keeps them). Those the
+// configuration now names (moved into it while the server was stopped)
+// are its own, as a reload makes them (forgetConfigured): dropped from
+// the list, not added again. Kept in it, one would be removed by tern
+// ctl zone-remove as an added zone, its configured rules dropped, in
+// its catalog still (TestRestoreConfigured).
+func (rl *reloader) restoreAdded(ctx context.Context, added []config.Zone) {
+	named := configured(rl.current)
+	for _, zc := range added {
+		if named[dns.CanonicalName(zc.Origin)] {
+			continue
+		}
+		if err := rl.addZone(ctx, zc); err != nil {
+			// Kept in the list (tern ctl zone-remove drops it): a
+			// file missing for a while does not lose the zone.
+			rl.log.Error("zone added at run time not served", "zone", zc.Origin, "err", err)
+			rl.keepAdded(zc)
+		}
+	}
+	if len(rl.added) != len(added) {
+		rl.saveAdded()
+	}
+}
+
 // removeZone stops serving the zone origin: one added at run time for
 // good, a configured one until the next reload (its rules stay, as
 // the effective configuration still names it; it leaves its catalog).
@@ -224,10 +255,7 @@ func (rl *reloader) removeZone(origin string) error {
 // forgetConfigured drops the zones added at run time that cfg now
 // names: the configuration's settings win.
 func (rl *reloader) forgetConfigured(cfg *config.Config) {
-	named := make(map[string]bool, len(cfg.Zones))
-	for _, zc := range cfg.Zones {
-		named[dns.CanonicalName(zc.Origin)] = true
-	}
+	named := configured(cfg)
 	n := len(rl.added)
 	rl.added = slices.DeleteFunc(rl.added, func(zc config.Zone) bool { return named[zc.Origin] })
 	if len(rl.added) != n {
@@ -270,7 +298,7 @@ func (rl *reloader) keepAdded(zc config.Zone) {
 	switch {
 	case rl.zones == nil:
 	case rl.zones.Has(dns.CanonicalName(zc.Origin)):
-		rl.zones = nil // one the configuration names (a restart's, kept): made again
+		rl.zones = nil // indexed already (a restart's list naming it twice): made again
 	default:
 		rl.zones.Add(&zc)
 	}

@@ -19,57 +19,12 @@ import (
 func TestZoneAddIncremental(t *testing.T) {
 	dir := t.TempDir()
 	file := anyZone(t, dir)
-	text := xfrACL + fmt.Sprintf(`[[acl]]
-name = "clients"
-address = ["192.0.2.0/24"]
-action = ["query"]
-[[remote]]
-name = "sec"
-address = ["127.0.0.1:5399"]
-[[remote]]
-name = "sec2"
-address = ["127.0.0.1:5398", "[::1]:5398"]
-[[zone]]
-origin = "catalog.test."
-[[zone]]
-origin = "cat2.test."
-[[zone]]
-origin = "z0.test."
-file = %[1]q
-acl = ["xfr"]
-notify = ["sec"]
-catalog = "catalog.test."
-[[zone]]
-origin = "z1.test."
-file = %[1]q
-acl = ["clients", "xfr"]
-catalog = "catalog.test."
-[[zone]]
-origin = "z2.test."
-file = %[1]q
-notify = ["sec2"]
-catalog = "cat2.test."
-`, file)
+	text := incrConfig(file)
 	rl := testReloader(t, dir, text)
 	ctx := context.Background()
 	check := func(step string) {
 		t.Helper()
-		eff := rl.effective(rl.current)
-		want, err := newAccess(eff)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := maps.Collect(rl.access.ACLs.All()), maps.Collect(want.ACLs.All()); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: ACLs\n got %v\nwant %v", step, got, want)
-		}
-		full := &notifying{}
-		full.setTargets(eff, want.Keys)
-		if got, want := maps.Collect(rl.notify.targets.Load().All()), maps.Collect(full.targets.Load().All()); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: NOTIFY targets\n got %v\nwant %v", step, got, want)
-		}
-		if got, want := *rl.catalogs.Load(), rl.allMembers(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: catalogs' members\n got %q\nwant %q", step, got, want)
-		}
+		checkIncremental(t, rl, step)
 	}
 	check("start")
 	steps := []struct {
@@ -112,5 +67,113 @@ catalog = "cat2.test."
 	}
 	if ms := (*rl.catalogs.Load())["catalog.test."]; !reflect.DeepEqual(ms, []string{"a1.test.", "z1.test."}) {
 		t.Errorf("catalog.test.'s members: %q", ms)
+	}
+}
+
+// incrConfig is the configuration of TestZoneAddIncremental, its
+// zones' file file: two catalogs produced here, zones with ACLs and
+// NOTIFY lists, members of them.
+func incrConfig(file string) string {
+	return xfrACL + fmt.Sprintf(`[[acl]]
+name = "clients"
+address = ["192.0.2.0/24"]
+action = ["query"]
+[[remote]]
+name = "sec"
+address = ["127.0.0.1:5399"]
+[[remote]]
+name = "sec2"
+address = ["127.0.0.1:5398", "[::1]:5398"]
+[[zone]]
+origin = "catalog.test."
+[[zone]]
+origin = "cat2.test."
+[[zone]]
+origin = "z0.test."
+file = %[1]q
+acl = ["xfr"]
+notify = ["sec"]
+catalog = "catalog.test."
+[[zone]]
+origin = "z1.test."
+file = %[1]q
+acl = ["clients", "xfr"]
+catalog = "catalog.test."
+[[zone]]
+origin = "z2.test."
+file = %[1]q
+notify = ["sec2"]
+catalog = "cat2.test."
+`, file)
+}
+
+// checkIncremental: what addZone and removeZone changed for their zone
+// alone is what the rebuilds from every zone make (TestZoneAddIncremental).
+func checkIncremental(t *testing.T, rl *reloader, step string) {
+	t.Helper()
+	eff := rl.effective(rl.current)
+	want, err := newAccess(eff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := maps.Collect(rl.access.ACLs.All()), maps.Collect(want.ACLs.All()); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: ACLs\n got %v\nwant %v", step, got, want)
+	}
+	full := &notifying{}
+	full.setTargets(eff, want.Keys)
+	if got, want := maps.Collect(rl.notify.targets.Load().All()), maps.Collect(full.targets.Load().All()); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: NOTIFY targets\n got %v\nwant %v", step, got, want)
+	}
+	if got, want := *rl.catalogs.Load(), rl.allMembers(); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: catalogs' members\n got %q\nwant %q", step, got, want)
+	}
+}
+
+// TestRestoreConfigured: a zone added at run time that the
+// configuration names by the next start (the operator moved it into
+// the file while the server was stopped) is the configuration's from
+// the start, as after a reload (forgetConfigured): not tried as an add,
+// gone from zones-added.json, and a zone-remove of it is a configured
+// zone's (its rules stay until the next reload, it leaves its catalog),
+// not an added one's. Before, it stayed in the added list until a
+// reload: zone-remove dropped its ACL and NOTIFY list (applyZone), left
+// it in the catalog produced here, and zones-added.json kept it.
+func TestRestoreConfigured(t *testing.T) {
+	dir := t.TempDir()
+	file := anyZone(t, dir)
+	rl := testReloader(t, dir, incrConfig(file))
+	ctx := context.Background()
+	if _, err := rl.mgr.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rl.restoreAdded(ctx, []config.Zone{
+		{Origin: "z0.test.", File: file},
+		{Origin: "added.test.", File: file, Catalog: "catalog.test."},
+	})
+	rl.reloadCatalogs(ctx)
+	checkIncremental(t, rl, "restored")
+	stored, err := readAdded(rl.running.Server.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origins []string
+	for _, zc := range stored {
+		origins = append(origins, zc.Origin)
+	}
+	if !reflect.DeepEqual(origins, []string{"added.test."}) {
+		t.Errorf("zones-added.json after the start: %q, want added.test. alone", origins)
+	}
+	if err := rl.removeZone("z0.test."); err != nil {
+		t.Fatal(err)
+	}
+	checkIncremental(t, rl, "configured zone removed")
+	if l, _ := rl.access.ACLs.Get("z0.test."); len(l) == 0 {
+		t.Error("z0.test.'s ACL dropped by its removal: a configured zone's rules stay until the next reload")
+	}
+	if !rl.removed["z0.test."] {
+		t.Error("z0.test. not removed as a configured zone (out of its catalog until the next reload)")
+	}
+	if ms := (*rl.catalogs.Load())["catalog.test."]; !reflect.DeepEqual(ms, []string{"added.test.", "z1.test."}) {
+		t.Errorf("catalog.test.'s members after z0.test.'s removal: %q", ms)
 	}
 }
