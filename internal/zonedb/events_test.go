@@ -312,6 +312,86 @@ func TestAddRemoveZone(t *testing.T) {
 	}
 }
 
+// TestRemovedStaysRemoved: a zone removed while one of its events runs
+// (an UPDATE's change being made, a reload or a transfer's install
+// queued behind it) is not served again when those events end: what
+// they stage for it after the removal is dropped, not published by the
+// next flush, and Apply reports the zone gone rather than its change
+// served. Before, the zone came back into the published set (its data,
+// or a SERVFAIL placeholder) after RemoveZone had taken it out, and an
+// added zone stayed there for good.
+func TestRemovedStaysRemoved(t *testing.T) {
+	for _, queued := range []string{"", "reload", "install"} {
+		t.Run("apply"+map[bool]string{true: "+" + queued}[queued != ""], func(t *testing.T) {
+			m, pub, zones := twoZones(t)
+			ctx := context.Background()
+			write(t, zones[0].File, zoneText("a.test.", 5))
+			next, err := zone.Read(strings.NewReader(zoneText("a.test.", 6)), "a.zone", "a.test.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			changing, release := make(chan struct{}), make(chan struct{})
+			applied := make(chan error, 1)
+			go func() {
+				applied <- m.Apply(ctx, "a.test.", func(_ context.Context, served *zone.Zone) (*zone.Zone, *zone.Diff, error) {
+					close(changing)
+					<-release
+					return next, nil, nil
+				})
+			}()
+			bound(t, "the change begun", changing)
+			e := m.entry("a.test.")
+			other := make(chan error, 1)
+			switch queued {
+			case "reload":
+				go func() { _, err := m.ReloadZone(ctx, "a.test."); other <- err }()
+			case "install":
+				go func() { other <- m.Install(ctx, "a.test.", next) }()
+			default:
+				other <- nil
+			}
+			if queued != "" {
+				// Queued behind the change (no timing: the minute
+				// only stops a test that never sees it).
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+					e.mu.Lock()
+					n := len(e.queue)
+					e.mu.Unlock()
+					if n > 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the second event never queued")
+					}
+				}
+			}
+			if err := m.RemoveZone("a.test."); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			if err := <-applied; !errors.Is(err, ErrNoZone) {
+				t.Errorf("Apply across its zone's removal: %v, want the zone gone", err)
+			}
+			<-other
+			// Another zone's change publishes whatever is staged.
+			if err := m.Apply(ctx, "b.test.", func(_ context.Context, served *zone.Zone) (*zone.Zone, *zone.Diff, error) {
+				return served, nil, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			pub.mu.Lock()
+			z := pub.set.Get(wireName(t, "a.test."))
+			pub.mu.Unlock()
+			if z != nil {
+				t.Errorf("a.test. served after its removal: serial %d, unavailable %v", z.Serial, z.Unavailable)
+			}
+			if m.Served("a.test.") != nil {
+				t.Error("a.test. listed after its removal")
+			}
+		})
+	}
+}
+
 // TestEventEndsWithZone: the context of a zone's event running (a
 // transfer waiting on a primary) ends when the zone is removed and when
 // the Manager is closed, and the zone accepts no event after; the other

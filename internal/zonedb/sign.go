@@ -207,7 +207,9 @@ func (m *Manager) resign(ctx context.Context, e *entry) error {
 	if err := m.record(e, prev, z, nil); err != nil {
 		m.log.Error(err.Error(), "zone", e.origin)
 	}
-	m.serve(e, z, loadState{loaded: m.now(), err: e.state.Load().err})
+	if !m.serve(e, z, loadState{loaded: m.now(), err: e.state.Load().err}) {
+		return nil // removed meanwhile: nothing to publish or announce
+	}
 	m.flush()
 	if newSerial(prev, z) {
 		m.announce(z)

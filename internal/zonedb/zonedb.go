@@ -362,7 +362,7 @@ func (m *Manager) loadZone(ctx context.Context, e *entry, zc *config.Zone) (serv
 			if prev == nil {
 				if p, perr := zone.Placeholder(origin); perr == nil {
 					e.served.Store(p)
-					m.stage(origin, p)
+					m.stageLive(e, p)
 				}
 				m.log.Info("secondary: no stored copy yet, answered SERVFAIL until transferred", "zone", origin, "file", zc.File)
 			}
@@ -387,7 +387,7 @@ func (m *Manager) loadZone(ctx context.Context, e *entry, zc *config.Zone) (serv
 			err = errors.Join(err, perr)
 		} else {
 			e.served.Store(p)
-			m.stage(origin, p)
+			m.stageLive(e, p)
 		}
 		m.log.Error("not loaded: "+oneLine(err), "zone", origin)
 	}
@@ -406,9 +406,10 @@ func sameSettings(a, b *config.Zone) bool {
 // install makes z the version of e served (staged, in an event of e),
 // recording the difference d from the version served (nil: computed) in
 // the journal first; it returns z when its serial is new (to announce),
-// else nil. A journal that cannot be written is logged: the zone is
-// served all the same, and IXFR from before the change is answered with
-// the whole zone.
+// else nil (nil too when e was removed meanwhile: nothing to announce).
+// A journal that cannot be written is logged: the zone is served all
+// the same, and IXFR from before the change is answered with the whole
+// zone.
 func (m *Manager) install(e *entry, z *zone.Zone, d *zone.Diff) (changed *zone.Zone) {
 	prev := e.served.Load()
 	if prev != nil && !prev.Unavailable {
@@ -420,19 +421,41 @@ func (m *Manager) install(e *entry, z *zone.Zone, d *zone.Diff) (changed *zone.Z
 	if err := m.record(e, prev, z, d); err != nil {
 		m.log.Error(err.Error(), "zone", e.origin)
 	}
-	m.serve(e, z, loadState{loaded: m.now()})
-	if newSerial(prev, z) {
+	if m.serve(e, z, loadState{loaded: m.now()}) && newSerial(prev, z) {
 		changed = z
 	}
 	return changed
 }
 
-// serve makes z e's version, staged, with st; in an event of e.
-func (m *Manager) serve(e *entry, z *zone.Zone, st loadState) {
+// serve makes z e's version, staged, with st; in an event of e. It
+// reports false, staging nothing, when e was removed (or the Manager
+// closed) while the event ran (stageLive).
+func (m *Manager) serve(e *entry, z *zone.Zone, st loadState) bool {
 	e.served.Store(z)
 	e.state.Store(&st)
-	m.stage(e.origin, z)
+	if !m.stageLive(e, z) {
+		return false
+	}
 	m.scheduleResign(e)
+	return true
+}
+
+// stageLive stages z as e's version unless e is gone: RemoveZone (and a
+// reload that drops the zone) does not wait for the zone's event
+// running, nor for those queued behind it, which still run; what they
+// stage after its stage of nil would be published by the next flush,
+// the zone served again though no longer in the registry, for good
+// when it was added at run time (TestRemovedStaysRemoved). Under e's
+// lock, as close marks e gone: a version staged before is staged over
+// by remove's nil, which follows close.
+func (m *Manager) stageLive(e *entry, z *zone.Zone) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gone {
+		return false
+	}
+	m.stage(e.origin, z)
+	return true
 }
 
 // Install serves z, a new version of the zone origin obtained elsewhere
@@ -480,7 +503,9 @@ func (m *Manager) Apply(ctx context.Context, origin string, change func(ctx cont
 		if err := m.record(e, prev, z, d); err != nil {
 			return inZone(e.origin, err)
 		}
-		m.serve(e, z, loadState{loaded: m.now()})
+		if !m.serve(e, z, loadState{loaded: m.now()}) {
+			return inZone(e.origin, errGone)
+		}
 		m.flush()
 		if newSerial(prev, z) {
 			m.announce(z)
