@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
@@ -246,6 +247,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
+		workers := cfg.Server.Workers
+		if workers <= 0 {
+			workers = runtime.NumCPU()
+		}
+		setMaxProcs(len(cfg.Server.Listen)*workers, cfg.Resolver != nil)
 		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), tapped(tap, dnstap.Auth, limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cfg.Server.UDPPayload))))
 	}
 	var rec *recursor.Recursor
@@ -1306,6 +1312,59 @@ func zoneStates(resp *auth.Responder, rl *reloader) func() []metrics.ZoneState {
 // in the day's runs), CPU per answer 17.8/13.0/12.9 us against
 // 17.6/17.5/13.1 (within the noise of a loaded machine).
 const serveGCPercent = 50
+
+// maxProcsCap bounds the Ps procsFloor asks for: each P is a
+// scheduler's state, and a quarter of them run the collector's
+// dedicated mark workers during a cycle.
+const maxProcsCap = 128
+
+// procsFloor is the GOMAXPROCS tern serve runs an authoritative-only
+// server with: udpWorkers+1 when GOMAXPROCS (procs) is lower and the
+// environment (env, $GOMAXPROCS) does not set it, else 0 (leave it),
+// at most maxProcsCap.
+//
+// Why: a UDP worker waits for datagrams in a blocking recvmmsg on its
+// own thread (internal/server's udpWorker), and while it waits it holds
+// a P in the syscall state. With every P held so, the runtime's sysmon
+// takes the P back after a tick or two, and each datagram's return
+// from the system call wakes sysmon again: at moderate rates the
+// context switches of that cost more than the answers. One P more than
+// there are workers leaves one idle, and sysmon then leaves the waiting
+// workers alone. Measured on one pinned CPU at 10,000 qps (dnsperf -Q,
+// the small zone, CPU time of the process, e8972c9): 30.6-47.4 us of
+// CPU per query with one P against 13.0-27.4 with two (NSD 13.6-14.4);
+// unpinned on two CPUs with the default two workers 19.6-25.6 with two
+// Ps against 16.0-17.2 with three (NSD with two servers 21.2-26.0).
+// Saturated (bench/run.sh, tern perf, one pinned worker, three
+// interleaved pairs at load 1-3.5) UDP is level (CPU per answer: small
+// zone 2.14/2.13/1.75 against 2.19/2.09/2.10 us, root referrals
+// 2.24/2.31/2.21 against 2.32/2.23/2.29, NXDOMAIN with DO 2.46/2.59/2.42
+// against 2.44/2.47/2.47) and TCP 8-15% dearer (1.56/1.57/1.63 against
+// 1.44/1.42/1.42: a connection's goroutine made ready wakes a second
+// thread for the spare P), the price of the moderate rates most servers
+// run at. A resolver is left as it is: its resolving goroutines would take the
+// spare P and share the CPU with the worker as two threads (its mix
+// lost 3-8% with two Ps on one CPU, docs/bench/resolver-full-2026-12-05.md).
+func procsFloor(udpWorkers, procs int, resolver bool, env string) int {
+	if env != "" || resolver || udpWorkers <= 0 {
+		return 0
+	}
+	if n := min(udpWorkers+1, maxProcsCap); procs < n {
+		return n
+	}
+	return 0
+}
+
+// setMaxProcs raises GOMAXPROCS to procsFloor's for an authoritative
+// server with udpWorkers UDP workers. Setting it ends the runtime's own
+// updates of GOMAXPROCS when the process's CPU limit changes (Go 1.25):
+// a server whose limit changes while it runs is restarted, as it would
+// be for its worker count.
+func setMaxProcs(udpWorkers int, resolver bool) {
+	if n := procsFloor(udpWorkers, runtime.GOMAXPROCS(0), resolver, os.Getenv("GOMAXPROCS")); n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
+}
 
 // setGCPercent sets serveGCPercent, unless GOGC is set: an operator's
 // choice (GOGC=100, the Go default, trades memory for CPU the other way).
