@@ -29,7 +29,7 @@
 # -spin), SIZED (0/1: the sized echo floor, see below), BIG (records in the
 # big zone), BENCH_PORT_BASE, AUTH_CPU (the resolver hierarchy's
 # authorities' CPU, the generator's by default), AUTH_FIFO (1: run them
-# under chrt -f 1; bench/README.md),
+# under chrt -f 1; bench/README.md), AUTH_GOMAXPROCS (theirs, 1),
 # BENCH_OUT, ROOT_ZONE, TERN_SRC (head|worktree), TERN_BIN. Only loopback
 # addresses are ever used.
 

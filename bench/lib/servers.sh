@@ -415,14 +415,19 @@ res_stats() {
 # serve per level (root, TLDs, second-level zones), each on its loopback
 # addresses at port 53, as listed by `benchtool resgen` in ARGDIR/auth-*.args.
 # They run on the generator's CPU (AUTH_CPU), away from the resolver being
-# measured, with one worker per address. Sets AUTH_PIDS.
+# measured, with one worker per address, and with GOMAXPROCS=1
+# (AUTH_GOMAXPROCS), as every resolver run before 14a8785 had them:
+# tern serve's own floor (one P more than its 17 workers) made the
+# res-mix 5-12% slower for Tern in three interleaved pairs (e8972c9's
+# resolver, load 3-4), the authorities sharing their CPU with dnsperf.
+# Sets AUTH_PIDS.
 AUTH_PIDS=()
 start_authorities() {
 	local d=$1 a args
 	AUTH_PIDS=()
 	for a in root tld sld; do
 		mapfile -t args <"$d/auth-$a.args"
-		taskset -c "$AUTH_CPU" ${AUTH_FIFO:+chrt -f 1} "$BIN/tern" serve "${args[@]}" --workers 1 --log-level warn >"$d/auth-$a.log" 2>&1 &
+		GOMAXPROCS=${AUTH_GOMAXPROCS:-1} taskset -c "$AUTH_CPU" ${AUTH_FIFO:+chrt -f 1} "$BIN/tern" serve "${args[@]}" --workers 1 --log-level warn >"$d/auth-$a.log" 2>&1 &
 		AUTH_PIDS+=($!)
 	done
 }
