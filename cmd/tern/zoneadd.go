@@ -194,13 +194,16 @@ func configured(cfg *config.Config) map[string]bool {
 // are its own, as a reload makes them (forgetConfigured): dropped from
 // the list, not added again. Kept in it, one would be removed by tern
 // ctl zone-remove as an added zone, its configured rules dropped, in
-// its catalog still (TestRestoreConfigured).
+// its catalog still (TestRestoreConfigured). A zone the list names twice
+// is restored once, its later entries dropped (TestRestoreTwice).
 func (rl *reloader) restoreAdded(ctx context.Context, added []config.Zone) {
 	named := configured(rl.current)
 	for _, zc := range added {
-		if named[dns.CanonicalName(zc.Origin)] {
+		origin := dns.CanonicalName(zc.Origin)
+		if named[origin] {
 			continue
 		}
+		named[origin] = true
 		if err := rl.addZone(ctx, zc); err != nil {
 			// Kept in the list (tern ctl zone-remove drops it): a
 			// file missing for a while does not lose the zone.

@@ -139,13 +139,8 @@ func checkIncremental(t *testing.T, rl *reloader, step string) {
 // reload: zone-remove dropped its ACL and NOTIFY list (applyZone), left
 // it in the catalog produced here, and zones-added.json kept it.
 func TestRestoreConfigured(t *testing.T) {
-	dir := t.TempDir()
-	file := anyZone(t, dir)
-	rl := testReloader(t, dir, incrConfig(file))
+	rl, file := startedReloader(t)
 	ctx := context.Background()
-	if _, err := rl.mgr.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
 	rl.restoreAdded(ctx, []config.Zone{
 		{Origin: "z0.test.", File: file},
 		{Origin: "added.test.", File: file, Catalog: "catalog.test."},
@@ -176,4 +171,45 @@ func TestRestoreConfigured(t *testing.T) {
 	if ms := (*rl.catalogs.Load())["catalog.test."]; !reflect.DeepEqual(ms, []string{"added.test.", "z1.test."}) {
 		t.Errorf("catalog.test.'s members after z0.test.'s removal: %q", ms)
 	}
+}
+
+// TestRestoreTwice: a zones-added.json that names a zone twice (written
+// by hand, or by an older version) restores it once: the second entry is
+// dropped from the list, not kept beside the first as a failed add
+// (which a zone-remove would then leave behind).
+func TestRestoreTwice(t *testing.T) {
+	rl, file := startedReloader(t)
+	ctx := context.Background()
+	rl.restoreAdded(ctx, []config.Zone{
+		{Origin: "added.test.", File: file},
+		{Origin: "added.test.", File: file},
+	})
+	checkIncremental(t, rl, "restored")
+	stored, err := readAdded(rl.running.Server.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || len(rl.added) != 1 {
+		t.Fatalf("a zone named twice: %d in zones-added.json, %d added, want 1 and 1", len(stored), len(rl.added))
+	}
+	if err := rl.removeZone("added.test."); err != nil {
+		t.Fatal(err)
+	}
+	if len(rl.added) != 0 {
+		t.Errorf("after zone-remove %d added zones left, want none", len(rl.added))
+	}
+}
+
+// startedReloader is a reloader over incrConfig with its zones loaded,
+// as at a start before the zones added at run time are restored; file
+// is a zone file any origin can be served from.
+func startedReloader(t *testing.T) (*reloader, string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := anyZone(t, dir)
+	rl := testReloader(t, dir, incrConfig(file))
+	if _, err := rl.mgr.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rl, file
 }
