@@ -206,6 +206,13 @@ func (e *entry) cancelTimer(kind string) {
 	}
 }
 
+// removed reports whether e was closed: removed, or its Manager closed.
+func (e *entry) removed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.gone
+}
+
 // close stops e: its timers, the context of its events, and any event
 // posted from now on. Events already queued still run (they find their
 // context ended).

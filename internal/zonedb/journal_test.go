@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +154,49 @@ func TestJournalAfterEditWhileDown(t *testing.T) {
 	write(t, a, zoneText("a.test.", 2)+"www A 192.0.2.9\n")
 	if _, err := start().Since(wireName(t, "a.test."), 1); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("restart, file edited under the same serial: %v, want ErrNotFound", err)
+	}
+}
+
+// TestNoJournalAfterRemoval: a change whose zone is removed while it is
+// being made (an UPDATE's, RemoveZone not waiting for it) is neither
+// served nor recorded: its journal is not written (nor opened again) for
+// a zone no longer served, whose next addition would find the change
+// in it.
+func TestNoJournalAfterRemoval(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	a := filepath.Join(dir, "a.zone")
+	write(t, a, zoneText("a.test.", 1))
+	zones := []config.Zone{{Origin: "a.test.", File: a, ACL: []string{"x"}}}
+	var pub published
+	m := New(zones, pub.publish, nil, nil)
+	t.Cleanup(m.Close)
+	m.KeepJournals(data, func(*config.Zone) int64 { return 1 << 20 })
+	if _, err := m.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	next, err := zone.Read(strings.NewReader(zoneText("a.test.", 2)), "a.zone", "a.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changing, release := make(chan struct{}), make(chan struct{})
+	applied := make(chan error, 1)
+	go func() {
+		applied <- m.Apply(context.Background(), "a.test.", func(context.Context, *zone.Zone) (*zone.Zone, *zone.Diff, error) {
+			close(changing)
+			<-release
+			return next, nil, nil
+		})
+	}()
+	bound(t, "the change begun", changing)
+	if err := m.RemoveZone("a.test."); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-applied; !errors.Is(err, ErrNoZone) {
+		t.Errorf("Apply across its zone's removal: %v, want the zone gone", err)
+	}
+	if _, err := os.Stat(journal.Path(data, "a.test.")); !os.IsNotExist(err) {
+		t.Errorf("the removed zone's journal was written: %v", err)
 	}
 }

@@ -112,6 +112,15 @@ func (m *Manager) record(e *entry, old, new *zone.Zone, d *zone.Diff) error {
 	if old == nil || old.Unavailable || old.Serial == new.Serial {
 		return nil
 	}
+	// A zone removed while its event made the change is not written to:
+	// its journal would hold, for the zone's next addition, a change
+	// never served (serve drops it: stageLive; TestNoJournalAfterRemoval).
+	// A removal between this check and the write still finds the change
+	// recorded: the write's file I/O is not held under the lock close
+	// takes.
+	if e.removed() {
+		return nil
+	}
 	j := m.journal(e.origin, e.conf.Load(), true)
 	if j == nil {
 		return nil
