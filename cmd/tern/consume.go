@@ -229,11 +229,14 @@ func (rl *reloader) restorePurges() {
 	}
 }
 
+// owner reports the catalog zone origin is a member of ("" for none)
+// and whether origin is served, configured or added at run time: looked
+// up in the reloader's zone index, kept up to date by each add and
+// removal, rather than in a copy of every zone's settings made for each
+// member a catalog version adds or removes.
 func (o consumerOps) owner(origin string) (string, bool) {
-	for _, zc := range o.rl.effective(o.rl.current).Zones {
-		if zc.Origin == origin {
-			return zc.MemberOf, true
-		}
+	if zc := o.rl.zoneIndex().Zone(dns.CanonicalName(origin)); zc != nil {
+		return zc.MemberOf, true
 	}
 	return "", false
 }
