@@ -20,6 +20,15 @@ var ReusePort = reusePort
 // Conns is the number of TCP connections s holds open.
 func Conns(s *Server) int64 { return s.conns.Load() }
 
+// Admitted is the number of s's TCP connections that count against
+// TCPMaxConnections: those open, less those closed to make room whose
+// goroutines have not yet let go of them (admit's count).
+func Admitted(s *Server) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns.Load() - int64(s.reaping)
+}
+
 // TCPListeners are s's TCP listeners.
 func TCPListeners(s *Server) []net.Listener { return s.tcp }
 

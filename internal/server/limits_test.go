@@ -259,9 +259,16 @@ func TestTCPIdleFlood(t *testing.T) {
 			idle = append(idle, dialFrom(t, s, ip))
 		}
 	}
-	if n := server.Conns(s); n > total+clients {
-		t.Errorf("%d connections open, limit %d", n, total)
+	// The limit holds for the connections admitted; those closed to
+	// make room stay open until their goroutines let go of them, which
+	// on a loaded machine may be dozens (112 open at once were seen
+	// against the bound of total+clients this test had). Admitted read
+	// 102 before release counted a connection out under the lock it
+	// counts them in under.
+	if n := server.Admitted(s); n > total {
+		t.Errorf("%d connections admitted, limit %d", n, total)
 	}
+	eventually(t, "the connections closed to make room released", func() bool { return server.Conns(s) <= total })
 	// The last address to connect is at its limit (the first ones' oldest
 	// connections made room at the total) and cannot take more; a new
 	// client can.

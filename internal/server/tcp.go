@@ -150,9 +150,12 @@ func (s *Server) release(tc *tcpConn) {
 	if tc.idle.Load() == reaped {
 		s.reaping--
 	}
+	// With reaping, under the lock admit counts them under: between
+	// the two, admit saw one connection too many (and refused a
+	// client it had room for).
+	s.conns.Add(-1)
 	s.mu.Unlock()
 	tc.c.Close()
-	s.conns.Add(-1)
 }
 
 // serveTCP answers length-prefixed queries (RFC 1035 §4.2.2) until the
