@@ -247,12 +247,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer closeTap()
 	var srv *server.Server
 	if !resolverOnly {
-		workers := cfg.Server.Workers
-		if workers <= 0 {
-			workers = runtime.NumCPU()
-		}
-		setMaxProcs(len(cfg.Server.Listen)*workers, cfg.Resolver != nil)
 		srv = server.New(serverConfig(cfg, cfg.Server.Listen, log), tapped(tap, dnstap.Auth, limited(cfg, cookies.handler(handler(resp, cfg.Server.ResponseCache, counters, queryLog(log, cfg.Server.QueryLog)), cfg.Server.UDPPayload))))
+		setMaxProcs(srv.UDPWorkers(), cfg.Resolver != nil)
 	}
 	var rec *recursor.Recursor
 	var res *resolve.Resolver

@@ -381,6 +381,11 @@ func bindError(proto string, err error) error {
 // entry.
 func (s *Server) Addrs() []string { return s.addrs }
 
+// UDPWorkers is the number of UDP workers Start runs: Workers (one per
+// CPU unless set) for each Listen address, each on an OS thread of its
+// own.
+func (s *Server) UDPWorkers() int { return len(s.cfg.Listen) * s.cfg.Workers }
+
 // Shutdown stops the server gracefully: it stops reading datagrams and
 // accepting connections at once, lets each TCP connection finish the
 // queries it has read and its deferred replies (zone transfers out),

@@ -154,3 +154,14 @@ func TestPktinfoOnlyOnWildcard(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestUDPWorkersCount: UDPWorkers tells as many workers as Start runs,
+// with Workers set and with its default (one per CPU), for each address.
+func TestUDPWorkersCount(t *testing.T) {
+	for _, workers := range []int{3, 0} {
+		s := start(t, server.Config{Listen: []string{"127.0.0.1:0", "127.0.0.2:0"}, Workers: workers})
+		if got, want := s.UDPWorkers(), len(server.WorkerFDs(s)); got != want {
+			t.Errorf("Workers %d: UDPWorkers %d, Start ran %d", workers, got, want)
+		}
+	}
+}
