@@ -330,16 +330,7 @@ func TestRemovedStaysRemoved(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			changing, release := make(chan struct{}), make(chan struct{})
-			applied := make(chan error, 1)
-			go func() {
-				applied <- m.Apply(ctx, "a.test.", func(_ context.Context, served *zone.Zone) (*zone.Zone, *zone.Diff, error) {
-					close(changing)
-					<-release
-					return next, nil, nil
-				})
-			}()
-			bound(t, "the change begun", changing)
+			release, applied := heldApply(t, m, "a.test.", next)
 			e := m.entry("a.test.")
 			other := make(chan error, 1)
 			switch queued {
@@ -368,7 +359,7 @@ func TestRemovedStaysRemoved(t *testing.T) {
 			if err := m.RemoveZone("a.test."); err != nil {
 				t.Fatal(err)
 			}
-			close(release)
+			release()
 			if err := <-applied; !errors.Is(err, ErrNoZone) {
 				t.Errorf("Apply across its zone's removal: %v, want the zone gone", err)
 			}
@@ -433,4 +424,22 @@ func TestEventEndsWithZone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldApply starts m.Apply of a change to origin that makes next, and
+// returns once the change is being made, held there until release is
+// called; applied then gets Apply's error.
+func heldApply(t *testing.T, m *Manager, origin string, next *zone.Zone) (release func(), applied <-chan error) {
+	t.Helper()
+	changing, held := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Apply(context.Background(), origin, func(context.Context, *zone.Zone) (*zone.Zone, *zone.Diff, error) {
+			close(changing)
+			<-held
+			return next, nil, nil
+		})
+	}()
+	bound(t, "the change begun", changing)
+	return func() { close(held) }, done
 }

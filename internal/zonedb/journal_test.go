@@ -179,20 +179,11 @@ func TestNoJournalAfterRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changing, release := make(chan struct{}), make(chan struct{})
-	applied := make(chan error, 1)
-	go func() {
-		applied <- m.Apply(context.Background(), "a.test.", func(context.Context, *zone.Zone) (*zone.Zone, *zone.Diff, error) {
-			close(changing)
-			<-release
-			return next, nil, nil
-		})
-	}()
-	bound(t, "the change begun", changing)
+	release, applied := heldApply(t, m, "a.test.", next)
 	if err := m.RemoveZone("a.test."); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
+	release()
 	if err := <-applied; !errors.Is(err, ErrNoZone) {
 		t.Errorf("Apply across its zone's removal: %v, want the zone gone", err)
 	}
