@@ -88,6 +88,7 @@ bench:
 	bash bench/sign/bench-sign.sh $(if $(QUICK),100000,1000000) | tee bench/out/signing.txt
 	bash bench/xfr/bench-xfr.sh $(if $(QUICK),100000,1000000) | tee bench/out/transfer.txt
 	DURATION=$(if $(QUICK),5,10) bash bench/manyzones/bench-manyzones.sh $(if $(QUICK),10000,100000) | tee bench/out/manyzones.txt
+	bash bench/lowrate/bench-lowrate.sh 10000 | tee bench/out/lowrate.txt
 
 clean:
 	rm -rf tern bench/out

@@ -88,7 +88,10 @@ tree() {
 }
 cpu() {
 	local p t=0
-	for p in $(tree "$1"); do t=$((t + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+	# utime, stime, cutime, cstime: fields 14-17 of /proc/PID/stat,
+	# counted after the command name, which may hold spaces (NSD's
+	# children are "nsd: server 1").
+	for p in $(tree "$1"); do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15} END {if (NR == 0) print 0}'))); done
 	echo "$t"
 }
 secs() { awk -v t="$1" -v k="$TCK" 'BEGIN {printf "%.2f", t / k}'; }

@@ -1326,9 +1326,10 @@ const maxProcsCap = 128
 // from the system call wakes sysmon again: at moderate rates the
 // context switches of that cost more than the answers. One P more than
 // there are workers leaves one idle, and sysmon then leaves the waiting
-// workers alone. Measured on one pinned CPU at 10,000 qps (dnsperf -Q,
-// the small zone, CPU time of the process, e8972c9): 30.6-47.4 us of
-// CPU per query with one P against 13.0-27.4 with two (NSD 13.6-14.4);
+// workers alone. Measured on one pinned CPU at 10,000 qps
+// (bench/lowrate/bench-lowrate.sh at 0701c3e: dnsperf -Q, a small zone,
+// CPU time of the process tree): 34.4-38.2 us of CPU per query with one
+// P against 22.6-27.8 with two (NSD 21.8); by hand the same way,
 // unpinned on two CPUs with the default two workers 19.6-25.6 with two
 // Ps against 16.0-17.2 with three (NSD with two servers 21.2-26.0).
 // Saturated (bench/run.sh, tern perf, one pinned worker, three
