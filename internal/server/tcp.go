@@ -150,9 +150,9 @@ func (s *Server) release(tc *tcpConn) {
 	if tc.idle.Load() == reaped {
 		s.reaping--
 	}
-	// With reaping, under the lock admit counts them under: between
-	// the two, admit saw one connection too many (and refused a
-	// client it had room for).
+	// Counted out under s.mu, with reaping, as admit counts them in:
+	// done after the unlock, admit could see one connection too many
+	// (and refuse a client it had room for).
 	s.conns.Add(-1)
 	s.mu.Unlock()
 	tc.c.Close()
